@@ -1,0 +1,125 @@
+/*
+ * cprof: live /debug/pprof/ endpoints for C and C++ programs.
+ *
+ * This header is the whole public API. A program gets the endpoints in one of
+ * three ways:
+ *
+ *   1. No code change: LD_PRELOAD=libcprof.so CPROF_ADDR=127.0.0.1:6060 ./prog
+ *      A library constructor reads the environment and starts the server.
+ *   2. Linked: call cprof_start(NULL) (environment) or cprof_start(&opts)
+ *      early in main, link with -lcprof.
+ *   3. Inside the program's own HTTP server: pass each request under
+ *      /debug/pprof/ to cprof_handle_request() and send back what it fills in.
+ *
+ * Environment (read by cprof_start(NULL), by the LD_PRELOAD constructor, and
+ * for every option field left NULL):
+ *
+ *   CPROF_ADDR    listen address: "host:port", ":port" (all interfaces, as in
+ *                 Go), "host:0" (a free port, announced on stderr), "0" or
+ *                 empty = no server. Default 127.0.0.1:6060.
+ *   CPROF_PREFIX  path prefix for every endpoint, e.g. "/auth" serves
+ *                 /auth/debug/pprof/. Default empty.
+ *   CPROF_UNWIND  "dwarf" (libunwind, default) or "fp" (frame pointers).
+ *   CPROF_AUTH    "user:password": require HTTP Basic authentication.
+ *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
+ *                 accepted when both are set).
+ *
+ * A malformed value is reported once on stderr, naming the variable and the
+ * accepted form, and that feature stays off; the program runs on.
+ *
+ * Functions return 0 on success or a negative errno-style code; see
+ * cprof_strerror().
+ */
+#ifndef CPROF_H
+#define CPROF_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CPROF_EXTERN __attribute__((visibility("default")))
+#else
+#define CPROF_EXTERN
+#endif
+
+#define CPROF_VERSION_MAJOR 0
+#define CPROF_VERSION_MINOR 1
+#define CPROF_VERSION_PATCH 0
+#define CPROF_VERSION_STRING "0.1.0"
+
+/* Options for cprof_start(). Zero-initialise, then set what you need; a NULL
+ * field is taken from the environment variable named beside it, and then from
+ * the default. */
+typedef struct cprof_options {
+  const char *addr;   /* CPROF_ADDR; "" or "0" means no server */
+  const char *prefix; /* CPROF_PREFIX */
+  const char *unwind; /* CPROF_UNWIND: "dwarf" or "fp" */
+  const char *auth;   /* CPROF_AUTH: "user:password" */
+  const char *token;  /* CPROF_TOKEN */
+} cprof_options_t;
+
+/* Starts cprof. With opts == NULL everything comes from the environment.
+ * Returns 0, -EALREADY if cprof is already running, -EINVAL for a malformed
+ * option (the message went to stderr), or the errno of a listen failure such
+ * as -EADDRINUSE (also reported on stderr). On a listen failure the rest of
+ * cprof stays usable through cprof_handle_request(). */
+CPROF_EXTERN int cprof_start(const cprof_options_t *opts);
+
+/* Stops the HTTP server, if any, and waits for requests in flight to end.
+ * cprof_start() may be called again afterwards. */
+CPROF_EXTERN void cprof_stop(void);
+
+/* The address the server listens on ("127.0.0.1:6060"), or NULL when no
+ * server runs. Useful with a port of 0. */
+CPROF_EXTERN const char *cprof_addr(void);
+
+/* A one-line description of a code returned by a cprof function. */
+CPROF_EXTERN const char *cprof_strerror(int err);
+
+/* ---- Serving from the program's own HTTP server ---- */
+
+typedef struct cprof_request {
+  const char *method;        /* "GET", "POST", ... */
+  const char *path;          /* URL path, without the query: "/debug/pprof/heap" */
+  const char *query;         /* raw query string without '?', or NULL */
+  const char *body;          /* request body (POST), or NULL */
+  size_t body_len;
+  const char *authorization; /* the Authorization header, or NULL */
+  /* Optional: long requests poll this and give up when it returns non-zero
+   * (the client went away). */
+  int (*is_cancelled)(void *ctx);
+  void *ctx;
+} cprof_request_t;
+
+#define CPROF_MAX_HEADERS 8
+
+typedef struct cprof_header {
+  const char *name;
+  const char *value;
+} cprof_header_t;
+
+typedef struct cprof_response {
+  int status; /* HTTP status code */
+  cprof_header_t headers[CPROF_MAX_HEADERS];
+  int nheaders;
+  char *body;      /* response body; owned by the response */
+  size_t body_len;
+  char *storage_;  /* internal: header values */
+} cprof_response_t;
+
+/* Routes one request to the profiling endpoints and fills in *resp: status,
+ * every header to send, and the body. Always fills a complete response (a
+ * 404 for paths it does not serve) and returns 0, or -ENOMEM when it could
+ * not. Release the response with cprof_response_free(). Thread-safe. */
+CPROF_EXTERN int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp);
+
+CPROF_EXTERN void cprof_response_free(cprof_response_t *resp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CPROF_H */

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cprof needs, and only those missing.
+#   scripts/install-deps.sh build   what building needs
+#   scripts/install-deps.sh test    that, plus what the tests drive (go tool pprof, protoc, curl)
+set -euo pipefail
+
+build_pkgs=(cmake make gcc pkg-config libunwind-dev libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
+# golang-go gives `go tool pprof`, the client every profile must satisfy;
+# golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
+test_pkgs=(golang-go protobuf-compiler golang-github-google-pprof-dev curl)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "cprof: missing Debian packages: ${missing[*]}; run as root, or: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "cprof: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,58 @@
+/* Addresses to names, at serve time only (never in a signal handler).
+ *
+ * One process-wide symbolizer, built on libdw's Dwfl over the modules listed
+ * in /proc/self/maps, kept between requests and rebuilt when the maps change
+ * (a dlopen, a dlclose). Callers hold it between acquire and release; the
+ * strings it hands out stay valid until release. */
+#ifndef CPROF_SYMBOL_SYMBOLIZE_H
+#define CPROF_SYMBOL_SYMBOLIZE_H
+
+#include <stdint.h>
+
+/* One executable mapping of a file, as profile.proto's Mapping wants it. */
+typedef struct cprof__mapping {
+  uintptr_t start, limit; /* [start, limit) in this process */
+  uint64_t offset;        /* file offset of start */
+  const char *path;       /* the file; "[vdso]" for the vDSO */
+  const char *build_id;   /* lower-case hex of the GNU build ID, "" if none */
+  int has_symbols;        /* the module has a symbol table we read */
+  int has_dwarf;          /* the module has DWARF line information */
+} cprof__mapping_t;
+
+/* One source-level frame. A machine address yields one or more: the
+ * innermost inlined function first, the real (outermost) function last. */
+typedef struct cprof__frame {
+  const char *function; /* demangled, or NULL when unknown */
+  const char *file;     /* source path, or NULL */
+  int line;             /* 0 when unknown */
+} cprof__frame_t;
+
+typedef struct cprof__symbolizer cprof__symbolizer_t;
+
+/* Locks the process-wide symbolizer, refreshing it if /proc/self/maps has
+ * changed since last time. Never NULL: without libdw's help it still knows
+ * the mappings. */
+cprof__symbolizer_t *cprof__symbolizer_acquire(void);
+void cprof__symbolizer_release(cprof__symbolizer_t *s);
+
+/* The executable file-backed mappings, the main program's first, then by
+ * address. Returns the count and sets *out. */
+int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **out);
+/* Index into the mappings of the one containing addr, or -1. */
+int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr);
+
+/* Symbolizes one code address (an exact pc: callers pass return address - 1).
+ * Fills up to max frames, innermost first, and returns how many (0: nothing
+ * known). *offset is addr minus the start of the outermost function's symbol
+ * (0 when unknown). */
+int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
+                     uintptr_t *offset);
+
+/* The symbol name containing addr, demangled, or NULL (for /debug/pprof/symbol). */
+const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr);
+
+/* After fork(), in the child: forget the parent's state without touching its
+ * locks' owners. */
+void cprof__symbolizer_atfork_child(void);
+
+#endif
