@@ -1,0 +1,186 @@
+/* The demo behind `make demo`: a small program whose threads do
+ * recognisable work in named functions, so every cprof profile has
+ * something true to show.
+ *
+ *   cpu-burner    burn_cpu -> checksum_block (about 2/3) and sort_block (1/3)
+ *   allocator     allocate_buffers -> cache_insert: malloc/free churn
+ *   lock-worker-1 contend_on_lock -> hold_lock: two threads fighting
+ *   lock-worker-2   over one mutex
+ *   waiter        wait_for_jobs: blocked on a condition variable
+ *
+ * Usage: demo_server [--seconds N]   (default: until Ctrl-C)
+ * Listens where CPROF_ADDR says, 127.0.0.1:6060 by default. */
+#include <cprof.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile sig_atomic_t stopping;
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t job_ready = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile uint64_t sink;
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+NOINLINE static uint64_t checksum_block(const uint32_t *v, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int round = 0; round < 8; round++)
+    for (size_t i = 0; i < n; i++)
+      h = (h ^ v[i]) * 1099511628211ULL;
+  return h;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+NOINLINE static void sort_block(uint32_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    v[i] = (uint32_t)(v[i] * 2654435761u + i);
+  qsort(v, n, sizeof *v, cmp_u32);
+}
+
+NOINLINE static void burn_cpu(void) {
+  static uint32_t block[16384];
+  while (!stopping) {
+    sink += checksum_block(block, 16384);
+    sort_block(block, 4096);
+    sleep_ms(5); /* leave the machine some room: about half a core */
+  }
+}
+
+NOINLINE static void cache_insert(void **cache, size_t slot, size_t size) {
+  free(cache[slot]);
+  cache[slot] = malloc(size);
+  if (cache[slot])
+    memset(cache[slot], (int)slot, size);
+}
+
+NOINLINE static void allocate_buffers(void) {
+  enum { SLOTS = 256 };
+  static void *cache[SLOTS];
+  unsigned seed = 1;
+  while (!stopping) {
+    for (int i = 0; i < 64; i++) {
+      seed = seed * 1103515245u + 12345u;
+      cache_insert(cache, seed % SLOTS, 64 + (seed >> 8) % 16384);
+    }
+    sleep_ms(10);
+  }
+  for (int i = 0; i < SLOTS; i++)
+    free(cache[i]);
+}
+
+NOINLINE static void hold_lock(void) {
+  for (volatile int i = 0; i < 200000; i++)
+    sink += (uint64_t)i;
+}
+
+NOINLINE static void contend_on_lock(void) {
+  while (!stopping) {
+    pthread_mutex_lock(&shared_lock);
+    hold_lock();
+    pthread_mutex_unlock(&shared_lock);
+    sleep_ms(2);
+  }
+}
+
+NOINLINE static void wait_for_jobs(void) {
+  pthread_mutex_lock(&job_lock);
+  while (!stopping)
+    pthread_cond_wait(&job_ready, &job_lock);
+  pthread_mutex_unlock(&job_lock);
+}
+
+typedef struct worker {
+  const char *name;
+  void (*run)(void);
+  pthread_t thread;
+} worker_t;
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  pthread_setname_np(pthread_self(), w->name);
+  w->run();
+  return NULL;
+}
+
+static void on_signal(int sig) { stopping = 1; }
+
+int main(int argc, char **argv) {
+  long seconds = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      char *end;
+      seconds = strtol(argv[++i], &end, 10);
+      if (*end || seconds < 0) {
+        fprintf(stderr, "demo_server: --seconds wants a whole number, got %s\n", argv[i]);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: demo_server [--seconds N]\n");
+      return 2;
+    }
+  }
+
+  int err = cprof_start(NULL);
+  const char *addr = cprof_addr();
+  if (!addr) {
+    fprintf(stderr,
+            "demo_server: cprof is not serving (%s).\n"
+            "If port 6060 is taken, pick another: CPROF_ADDR=127.0.0.1:6061 make demo\n",
+            cprof_strerror(err));
+    return 1;
+  }
+
+  worker_t workers[] = {
+      {"cpu-burner", burn_cpu, 0},         {"allocator", allocate_buffers, 0},
+      {"lock-worker-1", contend_on_lock, 0}, {"lock-worker-2", contend_on_lock, 0},
+      {"waiter", wait_for_jobs, 0},
+  };
+  const int nworkers = sizeof workers / sizeof workers[0];
+  for (int i = 0; i < nworkers; i++)
+    pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+
+  const char *prefix = getenv("CPROF_PREFIX") ? getenv("CPROF_PREFIX") : "";
+  printf("cprof demo: pid %d, serving http://%s%s/debug/pprof/\n\n"
+         "Try, in another terminal:\n"
+         "  go tool pprof -top http://%s%s/debug/pprof/goroutine\n"
+         "  curl 'http://%s%s/debug/pprof/goroutine?debug=2'\n"
+         "  curl 'http://%s%s/debug/pprof/goroutine?debug=1'\n"
+         "or open http://%s%s/debug/pprof/ in a browser.\n\n",
+         (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix);
+  if (seconds)
+    printf("Stopping by itself after %ld s.\n", seconds);
+  else
+    printf("Ctrl-C to stop.\n");
+  fflush(stdout);
+
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  for (long waited = 0; !stopping && (!seconds || waited < seconds * 10); waited++)
+    sleep_ms(100);
+  stopping = 1;
+
+  pthread_mutex_lock(&job_lock);
+  pthread_cond_broadcast(&job_ready);
+  pthread_mutex_unlock(&job_lock);
+  for (int i = 0; i < nworkers; i++)
+    pthread_join(workers[i].thread, NULL);
+  cprof_stop();
+  printf("cprof demo: stopped.\n");
+  return 0;
+}

@@ -1,0 +1,180 @@
+#include "core/config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#define DEFAULT_ADDR "127.0.0.1:6060"
+
+static int fail(char *err, size_t errlen, const char *msg) {
+  snprintf(err, errlen, "%s", msg);
+  return -EINVAL;
+}
+
+int cprof__parse_addr(const char *s, cprof__addr_t *out, char *err, size_t errlen) {
+  static const char form[] = "expected host:port, :port, [ipv6]:port, or 0 to turn the server off";
+  memset(out, 0, sizeof *out);
+  if (s[0] == '\0' || strcmp(s, "0") == 0)
+    return 0;
+  const char *colon;
+  size_t hostlen;
+  const char *host = s;
+  if (s[0] == '[') { /* [::1]:6060 */
+    const char *close = strchr(s, ']');
+    if (!close || close[1] != ':')
+      return fail(err, errlen, form);
+    host = s + 1;
+    hostlen = (size_t)(close - host);
+    colon = close + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon || memchr(s, ':', (size_t)(colon - s))) /* bare IPv6 needs brackets */
+      return fail(err, errlen, form);
+    hostlen = (size_t)(colon - s);
+  }
+  if (hostlen >= sizeof out->host)
+    return fail(err, errlen, "host name too long");
+  const char *p = colon + 1;
+  if (*p == '\0')
+    return fail(err, errlen, form);
+  long port = 0;
+  for (; *p; p++) {
+    if (*p < '0' || *p > '9' || (port = port * 10 + (*p - '0')) > 65535)
+      return fail(err, errlen, "port must be a number from 0 to 65535");
+  }
+  for (size_t i = 0; i < hostlen; i++) {
+    if (host[i] == ' ' || host[i] == '/' || host[i] == '[' || host[i] == ']')
+      return fail(err, errlen, form);
+  }
+  memcpy(out->host, host, hostlen);
+  out->host[hostlen] = '\0';
+  out->port = (int)port;
+  out->enabled = 1;
+  return 0;
+}
+
+int cprof__parse_prefix(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  size_t n = strlen(s);
+  while (n > 0 && s[n - 1] == '/') /* "/auth/" and "/auth" mean the same */
+    n--;
+  if (n == 0) {
+    out[0] = '\0';
+    return 0;
+  }
+  if (s[0] != '/')
+    return fail(err, errlen, "expected a path starting with '/', such as /auth");
+  if (n >= outlen)
+    return fail(err, errlen, "path too long");
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c <= ' ' || c == '?' || c == '#' || c == '%' || c >= 0x7f)
+      return fail(err, errlen, "expected a plain path: no spaces, '?', '#' or '%'");
+  }
+  memcpy(out, s, n);
+  out[n] = '\0';
+  return 0;
+}
+
+int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t errlen) {
+  if (strcmp(s, "dwarf") == 0 || s[0] == '\0')
+    *out = CPROF_UNWIND_DWARF;
+  else if (strcmp(s, "fp") == 0)
+    *out = CPROF_UNWIND_FP;
+  else
+    return fail(err, errlen, "expected dwarf or fp");
+  return 0;
+}
+
+static int printable(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s <= ' ' || (unsigned char)*s == 0x7f)
+      return 0;
+  return 1;
+}
+
+int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  if (s[0] == '\0') {
+    out[0] = '\0';
+    return 0;
+  }
+  const char *colon = strchr(s, ':');
+  if (!colon || colon == s || colon[1] == '\0' || !printable(s) || strlen(s) >= outlen)
+    return fail(err, errlen, "expected user:password (no spaces)");
+  snprintf(out, outlen, "%s", s);
+  return 0;
+}
+
+int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  if (!printable(s) || strlen(s) >= outlen)
+    return fail(err, errlen, "expected a token of printable characters without spaces");
+  snprintf(out, outlen, "%s", s);
+  return 0;
+}
+
+/* The option field if set, else the environment variable, else NULL. */
+static const char *pick(const char *field, const char *env) {
+  return field ? field : getenv(env);
+}
+
+int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
+  static const cprof_options_t none;
+  char err[160];
+  int bad = 0;
+  const char *v;
+  if (!opts)
+    opts = &none;
+  memset(cfg, 0, sizeof *cfg);
+
+  v = pick(opts->addr, "CPROF_ADDR");
+  if (cprof__parse_addr(v ? v : DEFAULT_ADDR, &cfg->addr, err, sizeof err) != 0) {
+    cprof__log("CPROF_ADDR=\"%s\": %s; the profiling server stays off", v, err);
+    cfg->addr.enabled = 0;
+    bad = 1;
+  }
+  if ((v = pick(opts->prefix, "CPROF_PREFIX")) &&
+      cprof__parse_prefix(v, cfg->prefix, sizeof cfg->prefix, err, sizeof err) != 0) {
+    cprof__log("CPROF_PREFIX=\"%s\": %s; serving without a prefix", v, err);
+    cfg->prefix[0] = '\0';
+    bad = 1;
+  }
+  if ((v = pick(opts->unwind, "CPROF_UNWIND")) &&
+      cprof__parse_unwind(v, &cfg->unwind, err, sizeof err) != 0) {
+    cprof__log("CPROF_UNWIND=\"%s\": %s; using dwarf", v, err);
+    cfg->unwind = CPROF_UNWIND_DWARF;
+    bad = 1;
+  }
+  if ((v = pick(opts->auth, "CPROF_AUTH")) &&
+      cprof__parse_auth(v, cfg->auth, sizeof cfg->auth, err, sizeof err) != 0) {
+    cprof__log("CPROF_AUTH is malformed: %s; the profiling server stays off", err);
+    cfg->addr.enabled = 0;
+    bad = 1;
+  }
+  if ((v = pick(opts->token, "CPROF_TOKEN")) &&
+      cprof__parse_token(v, cfg->token, sizeof cfg->token, err, sizeof err) != 0) {
+    cprof__log("CPROF_TOKEN is malformed: %s; the profiling server stays off", err);
+    cfg->addr.enabled = 0;
+    bad = 1;
+  }
+  return bad ? -EINVAL : 0;
+}
+
+static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+static cprof__config_t current; /* zero: no prefix, no auth, dwarf */
+
+void cprof__config_get(cprof__config_t *out) {
+  pthread_mutex_lock(&cfg_lock);
+  *out = current;
+  pthread_mutex_unlock(&cfg_lock);
+}
+
+void cprof__config_set(const cprof__config_t *cfg) {
+  pthread_mutex_lock(&cfg_lock);
+  current = *cfg;
+  pthread_mutex_unlock(&cfg_lock);
+}
+
+void cprof__config_atfork_child(void) { pthread_mutex_init(&cfg_lock, NULL); }

@@ -1,0 +1,44 @@
+/* cprof's settings: parsed from cprof_options_t fields and CPROF_*
+ * environment variables, validated, with one stderr line per bad value. */
+#ifndef CPROF_CORE_CONFIG_H
+#define CPROF_CORE_CONFIG_H
+
+#include "cprof.h"
+#include "unwind/unwind.h"
+
+typedef struct cprof__addr {
+  int enabled;    /* 0: no server ("0" or "") */
+  char host[256]; /* "" for all interfaces (":port") */
+  int port;       /* 0: the kernel picks one */
+} cprof__addr_t;
+
+typedef struct cprof__config {
+  cprof__addr_t addr;
+  char prefix[256]; /* "" or "/path" without a trailing slash */
+  cprof__unwinder_t unwind;
+  char auth[256];   /* "user:password", "" for none */
+  char token[256];  /* "" for none */
+} cprof__config_t;
+
+/* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
+ * accepted form in err. */
+int cprof__parse_addr(const char *s, cprof__addr_t *out, char *err, size_t errlen);
+int cprof__parse_prefix(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t errlen);
+int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Fills cfg from opts (may be NULL) and the environment. A bad value is
+ * reported on stderr and its feature stays off; a bad credential turns the
+ * server off instead, so a typo never exposes the endpoints. Returns 0, or
+ * -EINVAL when any value was bad. */
+int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg);
+
+/* The configuration in force for request handling: copied under a lock. */
+void cprof__config_get(cprof__config_t *out);
+void cprof__config_set(const cprof__config_t *cfg);
+
+
+
+void cprof__config_atfork_child(void);
+#endif

@@ -1,0 +1,118 @@
+#include "http/routes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/auth.h"
+#include "http/query.h"
+#include "http/response.h"
+#include "sample/threads.h"
+
+/* Sorted by name, as Go's index lists them. */
+const cprof__profile_entry_t cprof__profiles[] = {
+    {"cmdline", "The command line invocation of the current program", NULL, NULL,
+     cprof__serve_cmdline},
+    {"goroutine",
+     "Stack traces of all current threads (cprof's name for threads is Go's for goroutines; "
+     "/debug/pprof/threads is the same). Use debug=2 for every thread with its name and state.",
+     cprof__threads_count, "debug=1", cprof__serve_goroutine},
+    {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL, NULL,
+     cprof__serve_symbol},
+};
+const int cprof__nprofiles = sizeof cprof__profiles / sizeof cprof__profiles[0];
+
+int cprof__param_debug(const cprof_request_t *req, cprof_response_t *resp, long *debug) {
+  char v[32];
+  *debug = 0;
+  int got = cprof__query_get(req->query, "debug", v, sizeof v);
+  if (got == 0 || (got == 1 && v[0] == '\0'))
+    return 0;
+  if (got < 0 || cprof__query_int(v, 0, 1000, debug) != 0) {
+    cprof__resp_error(resp, 400, "invalid value for \"debug\" - must be a non-negative integer");
+    return -1;
+  }
+  return 0;
+}
+
+int cprof__param_seconds(const cprof_request_t *req, cprof_response_t *resp, long max,
+                         long *seconds) {
+  char v[32];
+  int got = cprof__query_get(req->query, "seconds", v, sizeof v);
+  if (got == 0)
+    return 0;
+  if (got < 0 || cprof__query_int(v, 1, max, seconds) != 0) {
+    cprof__resp_error(resp, 400, "invalid value for \"seconds\" - must be an integer from 1 to %ld",
+                      max);
+    return -1;
+  }
+  return 0;
+}
+
+int cprof__wait_request(const cprof_request_t *req, long ms) {
+  while (ms > 0) {
+    if (req->is_cancelled && req->is_cancelled(req->ctx))
+      return -1;
+    long step = ms < 100 ? ms : 100;
+    struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    ms -= step;
+  }
+  return 0;
+}
+
+static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
+  const char *path = req->path ? req->path : "";
+  size_t plen = strlen(cfg->prefix);
+  if (plen) {
+    if (strncmp(path, cfg->prefix, plen) != 0 || (path[plen] != '/' && path[plen] != '\0')) {
+      cprof__resp_error(resp, 404, "404 page not found");
+      return;
+    }
+    path += plen;
+  }
+  if (!cprof__auth_ok(cfg, req->authorization)) {
+    cprof__resp_error(resp, 401, "401 unauthorized: this cprof server requires credentials");
+    if (cfg->auth[0])
+      cprof__resp_header(resp, "WWW-Authenticate", "Basic realm=\"cprof\"");
+    return;
+  }
+  static const char root[] = "/debug/pprof/";
+  if (strcmp(path, "/debug/pprof") == 0) { /* as Go's ServeMux: redirect to the directory */
+    char loc[300];
+    snprintf(loc, sizeof loc, "%s/debug/pprof/", cfg->prefix);
+    cprof__resp_error(resp, 301, "Moved Permanently");
+    cprof__resp_header(resp, "Location", loc);
+    return;
+  }
+  if (strncmp(path, root, sizeof root - 1) != 0) {
+    cprof__resp_error(resp, 404, "404 page not found");
+    return;
+  }
+  const char *name = path + sizeof root - 1;
+  if (name[0] == '\0') {
+    cprof__serve_index(req, cfg, resp);
+    return;
+  }
+  if (strcmp(name, "threads") == 0)
+    name = "goroutine";
+  for (int i = 0; i < cprof__nprofiles; i++) {
+    if (strcmp(name, cprof__profiles[i].name) == 0) {
+      cprof__profiles[i].serve(req, cfg, resp);
+      return;
+    }
+  }
+  cprof__resp_error(resp, 404, "Unknown profile");
+}
+
+int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
+  if (cprof__resp_init(resp) != 0) {
+    cprof_response_free(resp);
+    return -ENOMEM;
+  }
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  route(req, &cfg, resp);
+  return 0;
+}

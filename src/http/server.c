@@ -1,0 +1,226 @@
+/* The embedded server: libmicrohttpd in its own threads, handing every
+ * request to cprof_handle_request().
+ *
+ * - We open the listening socket ourselves, so that "address in use" and
+ *   friends come back as an errno for a precise stderr line, and so that
+ *   a port of 0 can be reported as the port the kernel chose.
+ * - A thread per connection: a 30-second CPU profile must not hold up an
+ *   index page request that arrives meanwhile.
+ * - The raw query string comes from MHD's URI log callback: MHD's parsed
+ *   arguments would turn the symbol endpoint's "0x1+0x2" into "0x1 0x2". */
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "cprof.h"
+
+#define MAX_BODY (1 << 20)
+#define MAX_CONNECTIONS 32
+#define IDLE_TIMEOUT_S 120
+
+static struct MHD_Daemon *daemon_;
+static int listen_fd = -1;
+
+typedef struct request_state {
+  char *uri;        /* path?query as the client sent it */
+  cprof__buf_t body;
+} request_state_t;
+
+static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) {
+  request_state_t *st = calloc(1, sizeof *st);
+  if (st)
+    st->uri = strdup(uri ? uri : "");
+  return st;
+}
+
+static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+  request_state_t *st = *con_cls;
+  if (st) {
+    free(st->uri);
+    cprof__buf_free(&st->body);
+    free(st);
+    *con_cls = NULL;
+  }
+}
+
+/* The client has gone: the peer closed or reset the connection. */
+static int client_gone(void *ctx) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info((struct MHD_Connection *)ctx, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!ci)
+    return 0;
+  struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status, const char *text) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+  if (!r)
+    return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+  MHD_add_response_header(r, "X-Go-Pprof", "1");
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  enum MHD_Result ret = MHD_queue_response(con, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+  request_state_t *st = *con_cls;
+  if (!st || !st->uri)
+    return MHD_NO; /* out of memory: drop the connection */
+  if (*upload_data_size) { /* a chunk of the body; more calls follow */
+    if (st->body.len + *upload_data_size <= MAX_BODY)
+      cprof__buf_append(&st->body, upload_data, *upload_data_size);
+    else
+      st->body.failed = 1;
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (st->body.failed)
+    return send_text(con, 413, "request body too large (the limit is 1 MiB)\n");
+
+  char *query = strchr(st->uri, '?');
+  if (query)
+    *query++ = '\0';
+  cprof_request_t req = {
+      .method = method,
+      .path = url,
+      .query = query,
+      .body = st->body.data,
+      .body_len = st->body.len,
+      .authorization = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"),
+      .is_cancelled = client_gone,
+      .ctx = con,
+  };
+  cprof_response_t resp;
+  if (cprof_handle_request(&req, &resp) != 0)
+    return send_text(con, 500, "out of memory\n");
+
+  struct MHD_Response *r =
+      resp.body ? MHD_create_response_from_buffer(resp.body_len, resp.body, MHD_RESPMEM_MUST_FREE)
+                : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  if (!r) {
+    cprof_response_free(&resp);
+    return MHD_NO;
+  }
+  resp.body = NULL; /* MHD frees it now */
+  for (int i = 0; i < resp.nheaders; i++)
+    MHD_add_response_header(r, resp.headers[i].name, resp.headers[i].value);
+  enum MHD_Result ret = MHD_queue_response(con, (unsigned)resp.status, r);
+  MHD_destroy_response(r);
+  cprof_response_free(&resp);
+  return ret;
+}
+
+/* Creates, binds and listens; fills bound. Returns the fd or a negative errno. */
+static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
+  char port[8];
+  snprintf(port, sizeof port, "%d", a->port);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  /* ":port" means every interface, IPv6 and IPv4 alike, as in Go. */
+  int gai = getaddrinfo(a->host[0] ? a->host : "::", port, &hints, &res);
+  if (gai != 0 && !a->host[0])
+    gai = getaddrinfo("0.0.0.0", port, &hints, &res);
+  if (gai != 0)
+    return gai == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+
+  int err = -EADDRNOTAVAIL, fd = -1;
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = -errno;
+      continue;
+    }
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ai->ai_family == AF_INET6 && !a->host[0])
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0)
+      break;
+    err = -errno;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0)
+    return err;
+
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = "?";
+  int p = a->port;
+  if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+    if (ss.ss_family == AF_INET) {
+      struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+      p = ntohs(in->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+      p = ntohs(in6->sin6_port);
+    }
+  }
+  snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, p);
+  return fd;
+}
+
+int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  int fd = open_listener(addr, bound, boundlen);
+  if (fd < 0)
+    return fd;
+  /* MHD's threads inherit the name of the thread that creates them, so
+   * name ourselves for the moment it takes: the threads then show as
+   * cprof-http in every thread list, this profiler's included. */
+  char saved[16] = "";
+  prctl(PR_GET_NAME, saved, 0, 0, 0);
+  prctl(PR_SET_NAME, "cprof-http", 0, 0, 0);
+  daemon_ = MHD_start_daemon(
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
+      NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
+      NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+      MHD_OPTION_END);
+  prctl(PR_SET_NAME, saved, 0, 0, 0);
+  if (!daemon_) {
+    close(fd);
+    return -EIO;
+  }
+  listen_fd = fd;
+  return 0;
+}
+
+void cprof__server_stop(void) {
+  if (daemon_)
+    MHD_stop_daemon(daemon_); /* closes the listening socket too */
+  daemon_ = NULL;
+  listen_fd = -1;
+}
+
+void cprof__server_atfork_child(void) {
+  /* The daemon's threads did not come along; leave its memory alone. But
+   * the child must not keep the port open after the parent is gone. */
+  if (listen_fd >= 0)
+    close(listen_fd);
+  listen_fd = -1;
+  daemon_ = NULL;
+}

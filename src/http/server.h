@@ -1,0 +1,18 @@
+/* The embedded HTTP server: libmicrohttpd, a thread per connection, every
+ * request handed to cprof_handle_request(). */
+#ifndef CPROF_HTTP_SERVER_H
+#define CPROF_HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "core/config.h"
+
+/* Listens on addr and starts serving. On success writes the bound address
+ * ("127.0.0.1:6060") into bound. Returns 0 or a negative errno. */
+int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen);
+/* Stops serving and waits for requests in flight. */
+void cprof__server_stop(void);
+/* In a forked child: the server's threads are gone; release its socket. */
+void cprof__server_atfork_child(void);
+
+#endif

@@ -1,0 +1,75 @@
+/* /debug/pprof/symbol, as Go's: GET answers "num_symbols: 1" (telling
+ * pprof that symbol lookups are supported); a POST body, or the query of a
+ * GET, of addresses joined by '+' gets one "0xADDR name" line for each
+ * address we can name. Words that are not numbers are skipped: go tool
+ * pprof fails the whole profile load on a non-200 answer here, so this
+ * endpoint always answers 200. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/response.h"
+#include "http/routes.h"
+#include "symbol/symbolize.h"
+
+/* Parses one word like Go's strconv.ParseUint(s, 0, 64): 0x hex, 0o/0
+ * octal, 0b binary, or decimal. Returns 0 or -1. */
+static int parse_addr(const char *s, size_t n, uint64_t *out) {
+  char w[40];
+  if (n == 0 || n >= sizeof w)
+    return -1;
+  memcpy(w, s, n);
+  w[n] = '\0';
+  int base = 10;
+  const char *p = w;
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+    base = 16, p += 2;
+  else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
+    base = 2, p += 2;
+  else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O'))
+    base = 8, p += 2;
+  else if (p[0] == '0' && p[1])
+    base = 8, p += 1;
+  if (!*p)
+    return -1;
+  char *end;
+  unsigned long long v = strtoull(p, &end, base);
+  if (*end || *p == '-' || *p == '+' || *p == ' ')
+    return -1;
+  *out = v;
+  return 0;
+}
+
+void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
+                         cprof_response_t *resp) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__buf_puts(&b, "num_symbols: 1\n");
+
+  const char *in;
+  size_t len;
+  if (req->method && strcmp(req->method, "POST") == 0) {
+    in = req->body ? req->body : "";
+    len = req->body ? req->body_len : 0;
+  } else {
+    in = req->query ? req->query : "";
+    len = strlen(in);
+  }
+  if (len > 0) {
+    cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+    size_t i = 0;
+    while (i < len) {
+      const char *word = in + i;
+      const char *plus = memchr(word, '+', len - i);
+      size_t n = plus ? (size_t)(plus - word) : len - i;
+      uint64_t pc;
+      if (parse_addr(word, n, &pc) == 0 && pc != 0) {
+        const char *name = cprof__symbolize_name(s, (uintptr_t)pc);
+        if (name)
+          cprof__buf_printf(&b, "%#llx %s\n", (unsigned long long)pc, name);
+      }
+      i += n + 1;
+    }
+    cprof__symbolizer_release(s);
+  }
+  cprof__resp_body(resp, CPROF_TEXT, &b);
+}

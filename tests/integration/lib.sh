@@ -1,0 +1,80 @@
+# Shared helpers for cprof's shell tests. Source it; it sets -euo pipefail,
+# makes a scratch directory, and stops every program it started on exit.
+set -euo pipefail
+
+: "${CPROF_BUILD_DIR:?run through ctest, or set CPROF_BUILD_DIR}"
+: "${CPROF_SOURCE_DIR:?run through ctest, or set CPROF_SOURCE_DIR}"
+B=$CPROF_BUILD_DIR
+LIB=$B/libcprof.so
+T=$(mktemp -d)
+# go tool pprof keeps fetched profiles under $PPROF_TMPDIR (default ~/pprof).
+export PPROF_TMPDIR=$T/pprof HOME=$T
+PIDS=()
+FAILS=0
+PASSES=0
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+pass() { PASSES=$((PASSES + 1)); echo "ok   $*"; }
+fail() { FAILS=$((FAILS + 1)); echo "FAIL $*" >&2; }
+
+# check DESCRIPTION COMMAND...: passes when the command succeeds.
+check() {
+  local what=$1
+  shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# has FILE REGEX: the file has a line matching the extended regex.
+has() { grep -Eq -- "$2" "$1"; }
+
+# start NAME [--ready] [ENV=VAL...] -- COMMAND...: starts a program with
+# cprof on a free port, waits for its "serving" line on stderr (and, with
+# --ready, for "ready" on its stdout), and sets $ADDR. The program's stdout
+# and stderr go to $T/NAME.out and $T/NAME.err; its pid is in $PID.
+start() {
+  local name=$1 ready=0
+  shift
+  if [ "$1" = --ready ]; then ready=1; shift; fi
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env CPROF_ADDR=127.0.0.1:0 "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  PID=$!
+  PIDS+=("$PID")
+  for _ in $(seq 1 200); do
+    ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
+    if [ -n "$ADDR" ] && { [ $ready = 0 ] || has "$T/$name.out" '^ready$'; }; then
+      return 0
+    fi
+    if ! kill -0 "$PID" 2>/dev/null; then
+      echo "$name exited before serving:" >&2
+      cat "$T/$name.err" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+  echo "$name did not start serving within 10 s:" >&2
+  cat "$T/$name.err" >&2
+  return 1
+}
+
+# pprof ARGS...: go tool pprof, quiet, with our scratch directories.
+pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
+
+# http URL [curl args...]: prints the status code; the body goes to $T/body
+# and the headers to $T/headers.
+http() {
+  local url=$1
+  shift
+  curl -s -o "$T/body" -D "$T/headers" -w '%{http_code}' "$@" "$url"
+}
+
+finish() {
+  echo "$(basename "$0" .sh): $PASSES passed, $FAILS failed"
+  [ "$FAILS" -eq 0 ]
+}
