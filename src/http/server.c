@@ -35,6 +35,7 @@ static int listen_fd = -1;
 
 typedef struct request_state {
   char *uri;        /* path?query as the client sent it */
+  int seen_headers; /* the first call, with the headers only, has been made */
   cprof__buf_t body;
 } request_state_t;
 
@@ -86,6 +87,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
   request_state_t *st = *con_cls;
   if (!st || !st->uri)
     return MHD_NO; /* out of memory: drop the connection */
+  /* MHD calls us first with the headers alone, then once per chunk of the
+   * body, then once more with no data: that last call answers. */
+  if (!st->seen_headers) {
+    st->seen_headers = 1;
+    return MHD_YES;
+  }
   if (*upload_data_size) { /* a chunk of the body; more calls follow */
     if (st->body.len + *upload_data_size <= MAX_BODY)
       cprof__buf_append(&st->body, upload_data, *upload_data_size);

@@ -8,10 +8,37 @@
  * up the stack. Code without frame pointers (much of libc) leaves %rbp as a
  * general register, which the checks catch: the walk ends early instead of
  * faulting. That is the trade: fast and safe, but shallower stacks than
- * libunwind through such code. */
+ * libunwind through such code.
+ *
+ * One case is common enough to handle: a leaf function with no frame of
+ * its own (GCC gives leaves none even with -fno-omit-frame-pointer, and
+ * glibc's system-call wrappers have none), where %rbp still holds the
+ * caller's frame and following it would skip the caller. There the return
+ * address is the word at %rsp. We take that word only when it points into
+ * executable memory just after a call instruction, the same test that
+ * keeps a stray code pointer on the stack from being taken for a frame. */
 #include "unwind/unwind.h"
 
 #include <stddef.h>
+
+/* Whether the bytes before ret encode an x86-64 call: e8 rel32; ff /2 with
+ * a register, [reg+disp8], [reg+disp32] or [rip+disp32] operand. Reads only
+ * inside the executable mapping that holds ret. */
+static int after_call_sigsafe(const cprof__maps_t *maps, uintptr_t ret) {
+  const cprof__map_entry_t *m = cprof__maps_find_sigsafe(maps, ret);
+  if (!m || m->perms[0] != 'r' || m->perms[2] != 'x' || ret - 7 < m->start || ret > m->end)
+    return 0;
+  const unsigned char *b = (const unsigned char *)ret;
+  if (b[-5] == 0xe8)
+    return 1; /* call rel32 */
+  if (b[-6] == 0xff && (b[-5] == 0x15 || (b[-5] & 0xf8) == 0x90))
+    return 1; /* call *disp32(%rip), call *disp32(%reg) */
+  if (b[-3] == 0xff && (b[-2] & 0xf8) == 0x50)
+    return 1; /* call *disp8(%reg) */
+  if (b[-2] == 0xff && (b[-1] & 0xf8) == 0xd0)
+    return 1; /* call *%reg (with a REX prefix before it for r8-r15) */
+  return 0;
+}
 
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
                              int max) {
@@ -28,6 +55,15 @@ int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, 
   if (!stack)
     return n;
   uintptr_t lo = sp, hi = stack->end;
+
+  /* The leaf without a frame, described above. */
+  if (sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
+    uintptr_t top = *(const uintptr_t *)sp;
+    int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
+    uintptr_t first = chain_ok ? ((const uintptr_t *)fp)[1] : 0;
+    if (top != first && after_call_sigsafe(stacks, top))
+      pcs[n++] = top;
+  }
 
   while (n < max) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)

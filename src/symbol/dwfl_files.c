@@ -1,0 +1,160 @@
+/* Finding a module's ELF file and its separate debug information; see
+ * dwfl_files.h for why we do not use libdw's standard callbacks as they are. */
+#include "symbol/dwfl_files.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What the kernel appends to the path of an unlinked file in
+ * /proc/self/maps and /proc/self/exe, and libdw keeps in module names. */
+static const char deleted_suffix[] = " (deleted)";
+
+static int ends_deleted(const char *path) {
+  size_t len = strlen(path), sl = sizeof deleted_suffix - 1;
+  return len > sl && strcmp(path + len - sl, deleted_suffix) == 0;
+}
+
+/* The main program after its file was deleted or replaced, as happens when
+ * a new version is deployed under a running server: /proc/self/exe still
+ * opens the file we run, with its symbol table and DWARF. */
+static int open_deleted_exe(const char *name, char **file_name) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return -1;
+  exe[n] = '\0';
+  if (strcmp(exe, name) != 0)
+    return -1;
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  /* The name without the marker, so that the debuglink search looks in the
+   * directory the program came from. */
+  *file_name = strndup(name, strlen(name) - (sizeof deleted_suffix - 1));
+  if (!*file_name) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+                    char **file_name, Elf **elfp) {
+  if (name[0] == '/' && ends_deleted(name)) {
+    int fd = open_deleted_exe(name, file_name);
+    if (fd >= 0)
+      return fd;
+  }
+  /* The vDSO and other deleted files are read from memory (their loaded
+   * parts only), which libdw's callback knows how to do. */
+  if (name[0] != '/' || ends_deleted(name))
+    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+  /* Only regular files: opening a device that happens to be mapped could
+   * block or have side effects, as libdw's callback also guards against. */
+  struct stat st;
+  if (stat(name, &st) != 0 || !S_ISREG(st.st_mode))
+    return -1;
+  int fd = open(name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  *file_name = strdup(name); /* libdw owns and frees it */
+  if (!*file_name) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Opens path as the module's debug file if it carries the module's build
+ * ID. libdw checks this in its own search; without it a stale debug file
+ * would give wrong lines. */
+static int open_debug_file(const char *path, const unsigned char *id, int idlen,
+                           char **debuginfo_file_name) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  const void *have = NULL;
+  ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &have) : -1;
+  int same = n > 0 && n == idlen && memcmp(have, id, (size_t)idlen) == 0;
+  if (elf)
+    elf_end(elf);
+  if (same && (*debuginfo_file_name = strdup(path)) != NULL)
+    return fd;
+  close(fd);
+  return -1;
+}
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                          Dwarf_Addr base, const char *file_name, const char *debuglink,
+                          GElf_Word crc, char **debuginfo_file_name) {
+  /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
+   * that file's path as the debuglink and a zero CRC. Its build ID is only in
+   * libdw's hands, so libdw's build-ID lookup, which stays local, does it. */
+  if (debuglink && (strchr(debuglink, '/') || crc == 0))
+    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
+                                        debuginfo_file_name);
+
+  /* Without a build ID there is nothing to check a candidate against, so we
+   * do not guess. */
+  const unsigned char *id;
+  GElf_Addr vaddr;
+  int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+  if (idlen < 2)
+    return -1;
+
+  /* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
+  char path[PATH_MAX];
+  size_t n = (size_t)snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
+  for (int i = 1; i < idlen && n + 3 < sizeof path; i++)
+    n += (size_t)snprintf(path + n, sizeof path - n, "%02x", id[i]);
+  if (n + sizeof ".debug" <= sizeof path) {
+    memcpy(path + n, ".debug", sizeof ".debug");
+    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
+    if (fd >= 0)
+      return fd;
+  }
+
+  /* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
+   * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
+   * the directories GDB and libdw search by default. */
+  if (!file_name || file_name[0] != '/')
+    return -1;
+  const char *slash = strrchr(file_name, '/');
+  int dirlen = (int)(slash - file_name);
+  char invented[NAME_MAX + 1];
+  if (!debuglink || !debuglink[0]) {
+    int k = snprintf(invented, sizeof invented, "%s.debug", slash + 1);
+    if (k < 0 || (size_t)k >= sizeof invented)
+      return -1;
+    debuglink = invented;
+  }
+  for (int i = 0; i < 3; i++) {
+    int k;
+    if (i == 0)
+      k = snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink);
+    else if (i == 1)
+      k = snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink);
+    else
+      k = snprintf(path, sizeof path, "/usr/lib/debug%.*s/%s", dirlen, file_name, debuglink);
+    /* The main file under another name is no debug file. */
+    if (k < 0 || (size_t)k >= sizeof path || strcmp(path, file_name) == 0)
+      continue;
+    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
+    if (fd >= 0)
+      return fd;
+  }
+  return -1;
+}
+
+const Dwfl_Callbacks cprof__dwfl_callbacks = {
+    .find_elf = find_elf,
+    .find_debuginfo = find_debuginfo,
+};

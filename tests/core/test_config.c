@@ -1,0 +1,128 @@
+/* Table tests for the settings parsers, and the fail-closed rules. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "core/config.h"
+
+static void test_addr(void) {
+  struct {
+    const char *in;
+    int ok, enabled;
+    const char *host;
+    int port;
+  } cases[] = {
+      {"127.0.0.1:6060", 1, 1, "127.0.0.1", 6060},
+      {":6060", 1, 1, "", 6060},
+      {"localhost:0", 1, 1, "localhost", 0},
+      {"[::1]:7070", 1, 1, "::1", 7070},
+      {"0", 1, 0, "", 0},
+      {"", 1, 0, "", 0},
+      {"host:65535", 1, 1, "host", 65535},
+      {"host:65536", 0, 0, NULL, 0},
+      {"banana", 0, 0, NULL, 0},
+      {"1.2.3.4:", 0, 0, NULL, 0},
+      {":", 0, 0, NULL, 0},
+      {"host:12ab", 0, 0, NULL, 0},
+      {"::1:80", 0, 0, NULL, 0},
+      {"[::1]80", 0, 0, NULL, 0},
+      {"a b:80", 0, 0, NULL, 0},
+      {"host:-1", 0, 0, NULL, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cprof__addr_t a;
+    char err[128] = "";
+    int rc = cprof__parse_addr(cases[i].in, &a, err, sizeof err);
+    CHECK_EQ_INT(rc == 0, cases[i].ok);
+    if (rc == 0) {
+      CHECK_EQ_INT(a.enabled, cases[i].enabled);
+      CHECK_EQ_STR(a.host, cases[i].host);
+      CHECK_EQ_INT(a.port, cases[i].port);
+    } else {
+      CHECK(err[0] != '\0');
+      CHECK_EQ_INT(rc, -EINVAL);
+    }
+  }
+}
+
+static void test_prefix(void) {
+  struct {
+    const char *in;
+    const char *out; /* NULL: rejected */
+  } cases[] = {
+      {"", ""}, {"/", ""}, {"/auth", "/auth"}, {"/auth/", "/auth"}, {"/a/b", "/a/b"},
+      {"auth", NULL}, {"/a b", NULL}, {"/a?b", NULL}, {"/a#b", NULL}, {"/a%20", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char out[256], err[128];
+    int rc = cprof__parse_prefix(cases[i].in, out, sizeof out, err, sizeof err);
+    CHECK_EQ_INT(rc == 0, cases[i].out != NULL);
+    if (rc == 0)
+      CHECK_EQ_STR(out, cases[i].out);
+  }
+}
+
+static void test_small_parsers(void) {
+  char out[256], err[128];
+  cprof__unwinder_t u;
+  CHECK_EQ_INT(cprof__parse_unwind("fp", &u, err, sizeof err), 0);
+  CHECK_EQ_INT(u, CPROF_UNWIND_FP);
+  CHECK_EQ_INT(cprof__parse_unwind("dwarf", &u, err, sizeof err), 0);
+  CHECK_EQ_INT(u, CPROF_UNWIND_DWARF);
+  CHECK_EQ_INT(cprof__parse_unwind("FP", &u, err, sizeof err), -EINVAL);
+  CHECK_EQ_INT(cprof__parse_auth("ops:pw", out, sizeof out, err, sizeof err), 0);
+  CHECK_EQ_STR(out, "ops:pw");
+  CHECK_EQ_INT(cprof__parse_auth("ops", out, sizeof out, err, sizeof err), -EINVAL);
+  CHECK_EQ_INT(cprof__parse_auth(":pw", out, sizeof out, err, sizeof err), -EINVAL);
+  CHECK_EQ_INT(cprof__parse_auth("ops:", out, sizeof out, err, sizeof err), -EINVAL);
+  CHECK_EQ_INT(cprof__parse_auth("o p:pw", out, sizeof out, err, sizeof err), -EINVAL);
+  CHECK_EQ_INT(cprof__parse_token("abc", out, sizeof out, err, sizeof err), 0);
+  CHECK_EQ_INT(cprof__parse_token("a c", out, sizeof out, err, sizeof err), -EINVAL);
+}
+
+/* Options win over the environment; NULL fields fall back to it; bad
+ * credentials turn the server off rather than leave it open. */
+static void test_load(void) {
+  cprof__config_t cfg;
+  setenv("CPROF_ADDR", ":7000", 1);
+  setenv("CPROF_PREFIX", "/p", 1);
+  unsetenv("CPROF_AUTH");
+  unsetenv("CPROF_TOKEN");
+  unsetenv("CPROF_UNWIND");
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_INT(cfg.addr.port, 7000);
+  CHECK_EQ_STR(cfg.prefix, "/p");
+  CHECK_EQ_INT(cfg.unwind, CPROF_UNWIND_DWARF);
+
+  cprof_options_t o = {.addr = "127.0.0.1:7001", .unwind = "fp"};
+  CHECK_EQ_INT(cprof__config_load(&o, &cfg), 0);
+  CHECK_EQ_INT(cfg.addr.port, 7001);
+  CHECK_EQ_STR(cfg.prefix, "/p");
+  CHECK_EQ_INT(cfg.unwind, CPROF_UNWIND_FP);
+
+  cprof_options_t off = {.addr = ""};
+  CHECK_EQ_INT(cprof__config_load(&off, &cfg), 0);
+  CHECK_EQ_INT(cfg.addr.enabled, 0);
+
+  unsetenv("CPROF_ADDR");
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_STR(cfg.addr.host, "127.0.0.1"); /* the default */
+  CHECK_EQ_INT(cfg.addr.port, 6060);
+
+  setenv("CPROF_AUTH", "no-colon", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.addr.enabled, 0);
+  unsetenv("CPROF_AUTH");
+  setenv("CPROF_PREFIX", "bad", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.addr.enabled, 1); /* a bad prefix only drops the prefix */
+  CHECK_EQ_STR(cfg.prefix, "");
+}
+
+int main(void) {
+  test_addr();
+  test_prefix();
+  test_small_parsers();
+  test_load();
+  return check_result("test_config");
+}

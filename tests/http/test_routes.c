@@ -1,0 +1,155 @@
+/* The transport-free router, called in-process as a program with its own
+ * HTTP server would call it; plus the query and credential parsers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/config.h"
+#include "cprof.h"
+#include "http/auth.h"
+#include "http/query.h"
+
+static const char *header(const cprof_response_t *r, const char *name) {
+  for (int i = 0; i < r->nheaders; i++)
+    if (strcasecmp(r->headers[i].name, name) == 0)
+      return r->headers[i].value;
+  return NULL;
+}
+
+static cprof_response_t get(const char *path, const char *query) {
+  cprof_request_t req = {.method = "GET", .path = path, .query = query};
+  cprof_response_t r;
+  if (cprof_handle_request(&req, &r) != 0)
+    abort();
+  return r;
+}
+
+static void test_query(void) {
+  char v[64];
+  CHECK_EQ_INT(cprof__query_get("debug=1&seconds=30", "seconds", v, sizeof v), 1);
+  CHECK_EQ_STR(v, "30");
+  CHECK_EQ_INT(cprof__query_get("debug=1&seconds=30", "gc", v, sizeof v), 0);
+  CHECK_EQ_INT(cprof__query_get("a=%41%2b+b", "a", v, sizeof v), 1);
+  CHECK_EQ_STR(v, "A+ b");
+  CHECK_EQ_INT(cprof__query_get("debug", "debug", v, sizeof v), 1);
+  CHECK_EQ_STR(v, "");
+  CHECK_EQ_INT(cprof__query_get("debug=1&debug=2", "debug", v, sizeof v), 1);
+  CHECK_EQ_STR(v, "1");
+  CHECK_EQ_INT(cprof__query_get("debug=%zz", "debug", v, sizeof v), -1);
+  CHECK_EQ_INT(cprof__query_get("debug=%4", "debug", v, sizeof v), -1);
+  CHECK_EQ_INT(cprof__query_get(NULL, "debug", v, sizeof v), 0);
+  char tiny[4];
+  CHECK_EQ_INT(cprof__query_get("k=123456", "k", tiny, sizeof tiny), -1);
+  long n;
+  CHECK_EQ_INT(cprof__query_int("30", 1, 100, &n), 0);
+  CHECK_EQ_INT(n, 30);
+  CHECK_EQ_INT(cprof__query_int("0", 1, 100, &n), -1);
+  CHECK_EQ_INT(cprof__query_int("101", 1, 100, &n), -1);
+  CHECK_EQ_INT(cprof__query_int("3x", 1, 100, &n), -1);
+  CHECK_EQ_INT(cprof__query_int("", 1, 100, &n), -1);
+  CHECK_EQ_INT(cprof__query_int(" 3", 1, 100, &n), -1);
+}
+
+static void test_base64_and_auth(void) {
+  char out[64];
+  CHECK_EQ_INT(cprof__base64_decode("b3BzOnMzY3JldA==", out, sizeof out), 0);
+  CHECK_EQ_STR(out, "ops:s3cret");
+  CHECK_EQ_INT(cprof__base64_decode("b3Bz", out, sizeof out), 0);
+  CHECK_EQ_STR(out, "ops");
+  CHECK_EQ_INT(cprof__base64_decode("b3B*", out, sizeof out), -1);
+  CHECK_EQ_INT(cprof__base64_decode("b3Bz=x", out, sizeof out), -1);
+  cprof__config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  CHECK(cprof__auth_ok(&cfg, NULL)); /* nothing configured: open */
+  strcpy(cfg.auth, "ops:s3cret");
+  CHECK(!cprof__auth_ok(&cfg, NULL));
+  CHECK(cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldA=="));
+  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOndyb25n")); /* ops:wrong */
+  CHECK(!cprof__auth_ok(&cfg, "Bearer s3cret"));
+  strcpy(cfg.token, "tok");
+  CHECK(cprof__auth_ok(&cfg, "Bearer tok"));
+  CHECK(!cprof__auth_ok(&cfg, "Bearer to"));
+  CHECK(!cprof__auth_ok(&cfg, "Bearer tokk"));
+}
+
+static void test_routes(void) {
+  cprof_response_t r = get("/debug/pprof/", NULL);
+  CHECK_EQ_INT(r.status, 200);
+  CHECK_EQ_STR(header(&r, "Content-Type"), "text/html; charset=utf-8");
+  CHECK_EQ_STR(header(&r, "X-Content-Type-Options"), "nosniff");
+  CHECK(r.body && strstr(r.body, "goroutine?debug=1"));
+  cprof_response_free(&r);
+
+  r = get("/debug/pprof/nosuch", NULL);
+  CHECK_EQ_INT(r.status, 404);
+  CHECK_EQ_INT(r.body_len, strlen("Unknown profile\n"));
+  CHECK(r.body && memcmp(r.body, "Unknown profile\n", r.body_len) == 0);
+  CHECK_EQ_STR(header(&r, "X-Go-Pprof"), "1");
+  CHECK_EQ_STR(header(&r, "Content-Type"), "text/plain; charset=utf-8");
+  cprof_response_free(&r);
+
+  r = get("/debug/pprof/goroutine", "debug=x");
+  CHECK_EQ_INT(r.status, 400);
+  CHECK(header(&r, "Content-Disposition") == NULL);
+  cprof_response_free(&r);
+
+  r = get("/debug/pprof/goroutine", NULL);
+  CHECK_EQ_INT(r.status, 200);
+  CHECK_EQ_STR(header(&r, "Content-Disposition"), "attachment; filename=\"goroutine\"");
+  CHECK(r.body_len > 2 && (unsigned char)r.body[0] == 0x1f && (unsigned char)r.body[1] == 0x8b);
+  cprof_response_free(&r);
+
+  r = get("/debug/pprof/symbol", NULL);
+  CHECK_EQ_INT(r.status, 200);
+  CHECK(r.body && strcmp(r.body, "num_symbols: 1\n") == 0);
+  cprof_response_free(&r);
+
+  char body[64];
+  snprintf(body, sizeof body, "%p+zz+%p", (void *)test_routes, (void *)0);
+  cprof_request_t post = {.method = "POST", .path = "/debug/pprof/symbol", .body = body,
+                          .body_len = strlen(body)};
+  CHECK_EQ_INT(cprof_handle_request(&post, &r), 0);
+  CHECK_EQ_INT(r.status, 200);
+  CHECK(r.body && strstr(r.body, " test_routes\n"));
+  cprof_response_free(&r);
+
+  r = get("/elsewhere", NULL);
+  CHECK_EQ_INT(r.status, 404);
+  cprof_response_free(&r);
+  r = get(NULL, NULL);
+  CHECK_EQ_INT(r.status, 404);
+  cprof_response_free(&r);
+}
+
+/* A program's own server with a prefix, as go-lanai's context-path. */
+static void test_prefix_and_auth(void) {
+  cprof_options_t o = {.addr = "0", .prefix = "/svc", .token = "t0k"};
+  CHECK_EQ_INT(cprof_start(&o), 0);
+  CHECK(cprof_addr() == NULL);
+  CHECK_EQ_INT(cprof_start(&o), -EALREADY);
+  cprof_response_t r = get("/svc/debug/pprof/", NULL);
+  CHECK_EQ_INT(r.status, 401);
+  cprof_response_free(&r);
+  cprof_request_t req = {.method = "GET", .path = "/svc/debug/pprof/", .authorization = "Bearer t0k"};
+  CHECK_EQ_INT(cprof_handle_request(&req, &r), 0);
+  CHECK_EQ_INT(r.status, 200);
+  cprof_response_free(&r);
+  req.path = "/debug/pprof/";
+  CHECK_EQ_INT(cprof_handle_request(&req, &r), 0);
+  CHECK_EQ_INT(r.status, 404);
+  cprof_response_free(&r);
+  req.path = "/svcx/debug/pprof/";
+  CHECK_EQ_INT(cprof_handle_request(&req, &r), 0);
+  CHECK_EQ_INT(r.status, 404);
+  cprof_response_free(&r);
+  cprof_stop();
+}
+
+int main(void) {
+  test_query();
+  test_base64_and_auth();
+  test_routes();
+  test_prefix_and_auth();
+  return check_result("test_routes");
+}

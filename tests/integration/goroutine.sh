@@ -1,0 +1,41 @@
+# The thread-stack profile, read by the real client: go tool pprof -raw and
+# -traces must show the known functions of a test program, with file:line,
+# whether the program links cprof or gets it through LD_PRELOAD, with
+# either unwinder.
+. "$(dirname "$0")/lib.sh"
+
+P=$B/tests/integration
+for mode in linked preload; do
+  for unwind in dwarf fp; do
+    t="$mode/$unwind"
+    if [ $mode = linked ]; then
+      start target --ready CPROF_UNWIND=$unwind -- "$P/stacks_linked"
+    else
+      start target --ready LD_PRELOAD="$LIB" CPROF_UNWIND=$unwind -- "$P/stacks_plain"
+    fi
+    url=http://$ADDR/debug/pprof/goroutine
+    pprof -raw "$url" >"$T/raw" || { fail "$t: go tool pprof -raw"; cat "$T/pprof.err" >&2; }
+    check "$t: -raw names spin_inner with file:line" has "$T/raw" 'spin_inner .*stacks_target\.c:[0-9]+'
+    check "$t: -raw has spin_outer calling spin_inner" has "$T/raw" 'spin_outer .*stacks_target\.c:[0-9]+'
+    check "$t: the main program is the first mapping" has "$T/raw" "^1: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ .*stacks_(linked|plain)"
+    pprof -traces "$url" >"$T/traces" || fail "$t: go tool pprof -traces"
+    check "$t: -traces labels samples with thread names" has "$T/traces" 'thread:.*spinner'
+    check "$t: -traces shows the spinner's stack" has "$T/traces" 'spin_inner'
+    if [ $unwind = dwarf ]; then
+      # libc's read(2) wrapper has no frame pointer, so only the DWARF
+      # unwinder is expected to see through it to its caller.
+      check "$t: the thread blocked in read(2) shows block_in_read" has "$T/raw" 'block_in_read .*stacks_target\.c:[0-9]+'
+      check "$t: -traces has block_in_read under the reader" has "$T/traces" 'block_in_read'
+      check "$t: main_wait is on the main thread's stack" has "$T/raw" 'main_wait '
+    fi
+    kill "$PID"
+  done
+done
+
+# The top view people type first, as in Go's docs.
+start target --ready -- "$P/stacks_linked"
+pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top"
+check "-top counts one sample per thread (4: main, reader, spinner, cprof-http)" \
+  has "$T/top" 'of [4-9] total'
+check "-top names block_in_read" has "$T/top" 'block_in_read'
+finish

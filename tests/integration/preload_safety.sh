@@ -1,0 +1,76 @@
+# cprof must leave programs that are not ours as they were: same output,
+# same exit code. Diagnostics go to stderr as lines starting "cprof: ", and
+# only when something needs saying.
+. "$(dirname "$0")/lib.sh"
+
+# run NAME [ENV=VAL...] -- COMMAND...: runs to completion, keeping stdout,
+# stderr and the exit code in $T/NAME.{out,err,rc}.
+run() {
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local rc=0
+  env "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null || rc=$?
+  echo $rc >"$T/$name.rc"
+}
+same() { cmp -s "$T/$1.$3" "$T/$2.$3"; }
+cprof_lines_only() { ! grep -qv '^cprof: ' "$T/$1.err"; }
+
+# /bin/sleep, successful and failing.
+run plain -- /bin/sleep 0.3
+run pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- /bin/sleep 0.3
+check "sleep: same exit code" same plain pre rc
+check "sleep: same stdout" same plain pre out
+check "sleep: stderr only says where it serves" bash -c "! grep -v '^cprof: serving ' '$T/pre.err' | grep -q ."
+run plain -- /bin/sleep --no-such-flag
+run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 -- /bin/sleep --no-such-flag
+check "failing sleep: same exit code (1)" same plain pre rc
+check "failing sleep: same stderr" same plain pre err
+
+# A shell running a pipeline: every process in it gets cprof.
+pipeline='seq 1 50000 | sort -rn | head -3; echo done; exit 3'
+run plain -- sh -c "$pipeline"
+run pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- sh -c "$pipeline"
+check "pipeline: same exit code (3)" same plain pre rc
+check "pipeline: same stdout" same plain pre out
+check "pipeline: stderr holds only cprof's lines" cprof_lines_only pre
+
+# CPROF_ADDR=0: no server, not a word.
+run off LD_PRELOAD="$LIB" CPROF_ADDR=0 -- sh -c "$pipeline"
+check "CPROF_ADDR=0: same stdout" same plain off out
+check "CPROF_ADDR=0: nothing on stderr" [ ! -s "$T/off.err" ]
+env LD_PRELOAD="$LIB" CPROF_ADDR=0 "$B/tests/integration/stacks_plain" >"$T/off2.out" 2>&1 &
+off_pid=$!
+PIDS+=("$off_pid")
+for _ in $(seq 1 100); do grep -q ready "$T/off2.out" && break; sleep 0.05; done
+check "CPROF_ADDR=0: no cprof-http thread" bash -c "! grep -q cprof-http /proc/$off_pid/task/*/comm"
+kill "$off_pid"
+
+# A port in use: one line naming CPROF_ADDR, and the program runs on.
+start holder --ready -- "$B/tests/integration/stacks_linked"
+run busy LD_PRELOAD="$LIB" CPROF_ADDR="$ADDR" -- sh -c 'echo hi; exit 4'
+check "busy port: program output unchanged" [ "$(cat "$T/busy.out")" = hi ]
+check "busy port: exit code unchanged" [ "$(cat "$T/busy.rc")" = 4 ]
+check "busy port: one stderr line" [ "$(wc -l <"$T/busy.err")" = 1 ]
+check "busy port: the line names CPROF_ADDR and the reason" \
+  has "$T/busy.err" "^cprof: CPROF_ADDR=$ADDR: cannot listen: Address already in use; the profiling server is off$"
+kill "$PID"
+
+# Malformed settings: one line each, naming the variable and the form.
+for bad in 'CPROF_ADDR=banana' 'CPROF_ADDR=:99999' 'CPROF_ADDR=1.2.3.4:' 'CPROF_UNWIND=magic' \
+  'CPROF_PREFIX=no-slash' 'CPROF_AUTH=nocolon' 'CPROF_TOKEN=has space'; do
+  var=${bad%%=*}
+  run bad LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 "$bad" -- sh -c 'echo hi; exit 5'
+  check "$bad: output unchanged" [ "$(cat "$T/bad.out")" = hi ]
+  check "$bad: exit code unchanged" [ "$(cat "$T/bad.rc")" = 5 ]
+  check "$bad: one line naming $var" bash -c "[ \$(grep -c '^cprof: $var' '$T/bad.err') = 1 ]"
+done
+run badauth LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_AUTH=nocolon -- sh -c 'echo hi'
+check "a malformed credential keeps the server off" bash -c "! grep -q 'serving' '$T/badauth.err'"
+
+# fork without exec: the child carries on without the parent's server.
+run forked LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- sh -c '(echo child; exit 0) & wait; echo parent'
+check "fork: both sides run" [ "$(tr '\n' ' ' <"$T/forked.out")" = "child parent " ]
+finish
