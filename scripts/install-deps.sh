@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(cmake make gcc pkg-config libunwind-dev libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
-test_pkgs=(golang-go protobuf-compiler golang-github-google-pprof-dev curl)
+test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

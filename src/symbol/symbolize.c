@@ -5,76 +5,28 @@
  * long enough that we keep it between requests and rebuild only when the set
  * of code mappings changes (a dlopen or a dlclose). Everything here runs with
  * the instance's mutex held, because neither Dwfl nor our caches are safe to
- * use from two threads at once. Nothing here may run in a signal handler. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_DEFAULT, RTLD_NOLOAD */
-#endif
+ * use from two threads at once. Nothing here may run in a signal handler.
+ *
+ * The parts: dwfl_files.c finds the files, names.c makes names readable,
+ * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
 #include "symbol/symbolize.h"
 
+#include "symbol/dwarf_scopes.h"
+#include "symbol/dwfl_files.h"
+#include "symbol/elf_funcs.h"
 #include "symbol/maps.h"
+#include "symbol/names.h"
 
-#include <dlfcn.h>
 #include <dwarf.h>
-#include <elf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-/* libstdc++'s demangler, looked up at run time: a process that has C++ names
- * to demangle has libstdc++ loaded, and cprof itself must not depend on it. */
-typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-
-/* One cached display name. `raw` points into libdw's data (a symbol or
- * string table), which lives as long as the Dwfl; `shown` is ours, or NULL
- * when the raw name is already the one to show. */
-typedef struct shown_name {
-  const char *raw;
-  char *shown;
-  unsigned hash;
-} shown_name_t;
-
-/* One function symbol of a module, at its address in this process. */
-typedef struct elf_func {
-  uintptr_t start, size; /* size 0: the symbol does not say */
-  const char *name;      /* libdw's string */
-} elf_func_t;
-
-/* A module's function symbols sorted by address, one per address. libdw's
- * dwfl_module_addrinfo scans the whole symbol table on every call, which is
- * 100 us for libc's 10,000 symbols and tens of milliseconds for a large C++
- * program; this is a binary search. Built on the first lookup in a module. */
-typedef struct module_funcs {
-  Dwfl_Module *mod;
-  elf_func_t *v;
-  int n;
-} module_funcs_t;
-
-/* One address range of a subprogram (a function's concrete code). */
-typedef struct sub_range {
-  Dwarf_Addr low, high; /* [low, high), in the module's DWARF addresses */
-  Dwarf_Die die;
-} sub_range_t;
-
-/* The subprograms of one compilation unit sorted by address. Finding the
- * scopes at a pc with dwarf_getscopes walks the unit's whole DIE tree each
- * time, 100 us per address in libc's larger units and far more in big C++
- * ones; with this index a lookup is a binary search plus a walk down one
- * function's own scopes. Built on the first lookup in the unit. */
-typedef struct cu_index {
-  const void *key; /* the unit DIE's address in libdw's data: unique per unit */
-  sub_range_t *v;
-  int n;
-} cu_index_t;
 
 struct cprof__symbolizer {
   cprof__maps_t maps; /* the snapshot the mappings were made from; paths point here */
@@ -82,14 +34,9 @@ struct cprof__symbolizer {
   int nmappings;
   int *by_addr; /* mapping indices in address order, for mapping_of */
   Dwfl *dwfl;   /* NULL when libdw could not be set up: mappings only */
-  demangle_fn demangle;
-  void *libstdcxx; /* our reference to libstdc++ when found via RTLD_NOLOAD */
-  cu_index_t *cus; /* open addressing on key */
-  size_t cus_cap, cus_len;
-  module_funcs_t *funcs; /* one per module looked up so far */
-  int nfuncs, capfuncs;
-  shown_name_t *cache; /* open addressing on the raw name's text */
-  size_t cache_cap, cache_len; /* cap is 0 or a power of two */
+  cprof__names_t names;
+  cprof__elf_funcs_t funcs;
+  cprof__dwarf_scopes_t scopes;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,18 +44,6 @@ static cprof__symbolizer_t *current;
 /* Handed out when even the first instance cannot be allocated, so that
  * acquire never returns NULL: no mappings and no names. */
 static cprof__symbolizer_t empty;
-
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                          Dwarf_Addr base, const char *file_name, const char *debuglink,
-                          GElf_Word crc, char **debuginfo_file_name);
-
-static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
-                    char **file_name, Elf **elfp);
-
-static const Dwfl_Callbacks callbacks = {
-    .find_elf = find_elf,
-    .find_debuginfo = find_debuginfo,
-};
 
 static const char deleted_suffix[] = " (deleted)";
 
@@ -139,258 +74,15 @@ static int same_code(const cprof__maps_t *a, const cprof__maps_t *b) {
   }
 }
 
-/* ---- names as people read them ------------------------------------------ */
-
-static unsigned hash_str(const char *s) {
-  unsigned h = 2166136261u; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
-}
-
-static int cache_grow(cprof__symbolizer_t *s) {
-  size_t cap = s->cache_cap ? s->cache_cap * 2 : 256;
-  shown_name_t *t = calloc(cap, sizeof *t);
-  if (!t)
-    return -ENOMEM;
-  for (size_t i = 0; i < s->cache_cap; i++) {
-    shown_name_t *d = &s->cache[i];
-    if (!d->raw)
-      continue;
-    size_t k = d->hash & (cap - 1);
-    while (t[k].raw)
-      k = (k + 1) & (cap - 1);
-    t[k] = *d;
-  }
-  free(s->cache);
-  s->cache = t;
-  s->cache_cap = cap;
-  return 0;
-}
-
-/* The name to show for a symbol or linkage name. Two things change one:
- * a symbol version that the static linker left in a .symtab name
- * ("fopen@@GLIBC_2.2.5") is cut off, since the version is not part of the
- * function's name; and a C++ (Itanium ABI) name is demangled when libstdc++
- * is there to do it. Results are cached, so a name seen again costs a hash
- * lookup and no allocation, and they live until the instance is destroyed. */
-static const char *display_name(cprof__symbolizer_t *s, const char *raw) {
-  if (!raw)
-    return NULL;
-  const char *at = strchr(raw, '@');
-  int mangled = raw[0] == '_' && raw[1] == 'Z' && s->demangle;
-  if (!mangled && (!at || at == raw))
-    return raw;
-  unsigned h = hash_str(raw);
-  if (s->cache_cap) {
-    size_t mask = s->cache_cap - 1;
-    for (size_t k = h & mask; s->cache[k].raw; k = (k + 1) & mask) {
-      shown_name_t *d = &s->cache[k];
-      if (d->hash == h && strcmp(d->raw, raw) == 0)
-        return d->shown ? d->shown : d->raw;
-    }
-  }
-  /* Keep the table at most half full so probes stay short. Without room to
-   * remember a result we show the raw name rather than leak a new string. */
-  if ((s->cache_len + 1) * 2 > s->cache_cap && cache_grow(s) != 0)
-    return raw;
-
-  char *cut = NULL;
-  const char *name = raw;
-  if (at && at != raw) {
-    cut = strndup(raw, (size_t)(at - raw));
-    if (!cut)
-      return raw;
-    name = cut;
-  }
-  char *shown = NULL;
-  if (mangled) {
-    int status = -1;
-    shown = s->demangle(name, NULL, NULL, &status);
-    if (status != 0) {
-      free(shown);
-      shown = NULL;
-    }
-  }
-  if (shown)
-    free(cut);
-  else
-    shown = cut;
-
-  size_t mask = s->cache_cap - 1, k = h & mask;
-  while (s->cache[k].raw)
-    k = (k + 1) & mask;
-  s->cache[k] = (shown_name_t){.raw = raw, .shown = shown, .hash = h};
-  s->cache_len++;
-  return shown ? shown : raw;
-}
-
-/* ---- opening files -------------------------------------------------------
- *
- * libdw's own callbacks would do, but two of their habits do not suit a
- * library living inside someone else's program. They open files without
- * O_CLOEXEC, and libdw keeps one descriptor per module for the Dwfl's
- * lifetime, so every program the host later executes would inherit them.
- * And dwfl_standard_find_debuginfo ends, when its local search finds
- * nothing, by asking debuginfod: it dlopens libdebuginfod, which brings some
- * thirty libraries (libcurl, GnuTLS, Kerberos, LDAP) into the host, and,
- * when DEBUGINFOD_URLS is set (several distributions set it for every
- * login), downloads debug files over the network while the symbolizer is
- * held. So we open files ourselves, close-on-exec, and search only local
- * places, and leave to libdw only the cases that need its internals. */
-
-static int ends_deleted(const char *path) {
-  size_t len = strlen(path), sl = sizeof deleted_suffix - 1;
-  return len > sl && strcmp(path + len - sl, deleted_suffix) == 0;
-}
-
-/* The main program after its file was deleted or replaced, as happens when
- * a new version is deployed under a running server: /proc/self/exe still
- * opens the file we run, with its symbol table and DWARF. */
-static int open_deleted_exe(const char *name, char **file_name) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
-    return -1;
-  exe[n] = '\0';
-  if (strcmp(exe, name) != 0)
-    return -1;
-  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  /* The name without the marker, so that the debuglink search looks in the
-   * directory the program came from. */
-  *file_name = strndup(name, strlen(name) - (sizeof deleted_suffix - 1));
-  if (!*file_name) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
-                    char **file_name, Elf **elfp) {
-  if (name[0] == '/' && ends_deleted(name)) {
-    int fd = open_deleted_exe(name, file_name);
-    if (fd >= 0)
-      return fd;
-  }
-  /* The vDSO and other deleted files are read from memory (their loaded
-   * parts only), which libdw's callback knows how to do. */
-  if (name[0] != '/' || ends_deleted(name))
-    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
-  /* Only regular files: opening a device that happens to be mapped could
-   * block or have side effects, as libdw's callback also guards against. */
-  struct stat st;
-  if (stat(name, &st) != 0 || !S_ISREG(st.st_mode))
-    return -1;
-  int fd = open(name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  *file_name = strdup(name); /* libdw owns and frees it */
-  if (!*file_name) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-/* Opens path as the module's debug file if it carries the module's build
- * ID. libdw checks this in its own search; without it a stale debug file
- * would give wrong lines. */
-static int open_debug_file(const char *path, const unsigned char *id, int idlen,
-                           char **debuginfo_file_name) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-  const void *have = NULL;
-  ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &have) : -1;
-  int same = n > 0 && n == idlen && memcmp(have, id, (size_t)idlen) == 0;
-  if (elf)
-    elf_end(elf);
-  if (same && (*debuginfo_file_name = strdup(path)) != NULL)
-    return fd;
-  close(fd);
-  return -1;
-}
-
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                          Dwarf_Addr base, const char *file_name, const char *debuglink,
-                          GElf_Word crc, char **debuginfo_file_name) {
-  /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
-   * that file's path as the debuglink and a zero CRC. Its build ID is only in
-   * libdw's hands, so libdw's build-ID lookup, which stays local, does it. */
-  if (debuglink && (strchr(debuglink, '/') || crc == 0))
-    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
-                                        debuginfo_file_name);
-
-  /* Without a build ID there is nothing to check a candidate against, so we
-   * do not guess. */
-  const unsigned char *id;
-  GElf_Addr vaddr;
-  int idlen = dwfl_module_build_id(mod, &id, &vaddr);
-  if (idlen < 2)
-    return -1;
-
-  /* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
-  char path[PATH_MAX];
-  size_t n = (size_t)snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
-  for (int i = 1; i < idlen && n + 3 < sizeof path; i++)
-    n += (size_t)snprintf(path + n, sizeof path - n, "%02x", id[i]);
-  if (n + sizeof ".debug" <= sizeof path) {
-    memcpy(path + n, ".debug", sizeof ".debug");
-    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
-    if (fd >= 0)
-      return fd;
-  }
-
-  /* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
-   * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
-   * the directories GDB and libdw search by default. */
-  if (!file_name || file_name[0] != '/')
-    return -1;
-  const char *slash = strrchr(file_name, '/');
-  int dirlen = (int)(slash - file_name);
-  char invented[NAME_MAX + 1];
-  if (!debuglink || !debuglink[0]) {
-    int k = snprintf(invented, sizeof invented, "%s.debug", slash + 1);
-    if (k < 0 || (size_t)k >= sizeof invented)
-      return -1;
-    debuglink = invented;
-  }
-  for (int i = 0; i < 3; i++) {
-    int k;
-    if (i == 0)
-      k = snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink);
-    else if (i == 1)
-      k = snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink);
-    else
-      k = snprintf(path, sizeof path, "/usr/lib/debug%.*s/%s", dirlen, file_name, debuglink);
-    /* The main file under another name is no debug file. */
-    if (k < 0 || (size_t)k >= sizeof path || strcmp(path, file_name) == 0)
-      continue;
-    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
-    if (fd >= 0)
-      return fd;
-  }
-  return -1;
-}
-
 /* ---- building and destroying --------------------------------------------- */
 
 static void destroy(cprof__symbolizer_t *s) {
   if (!s || s == &empty)
     return;
-  for (size_t i = 0; i < s->cache_cap; i++)
-    free(s->cache[i].shown);
-  free(s->cache);
-  for (size_t i = 0; i < s->cus_cap; i++)
-    free(s->cus[i].v);
-  free(s->cus);
-  for (int i = 0; i < s->nfuncs; i++)
-    free(s->funcs[i].v);
-  free(s->funcs);
+  /* The caches point into the Dwfl's data: they go first. */
+  cprof__dwarf_scopes_free(&s->scopes);
+  cprof__elf_funcs_free(&s->funcs);
+  cprof__names_free(&s->names);
   for (int i = 0; i < s->nmappings; i++)
     if (s->mappings[i].build_id[0])
       free((char *)s->mappings[i].build_id);
@@ -398,8 +90,6 @@ static void destroy(cprof__symbolizer_t *s) {
   free(s->by_addr);
   if (s->dwfl)
     dwfl_end(s->dwfl);
-  if (s->libstdcxx)
-    dlclose(s->libstdcxx);
   cprof__maps_free(&s->maps);
   free(s);
 }
@@ -410,7 +100,7 @@ static Dwfl *build_dwfl(void) {
   /* Our debuginfo callback opens ELF files with libelf itself. */
   if (elf_version(EV_CURRENT) == EV_NONE)
     return NULL;
-  Dwfl *dwfl = dwfl_begin(&callbacks);
+  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks);
   if (!dwfl)
     return NULL;
   dwfl_report_begin(dwfl);
@@ -463,8 +153,9 @@ static void exe_path(char *buf, size_t size) {
   if (n < 0)
     n = 0;
   buf[n] = '\0';
-  if (ends_deleted(buf))
-    buf[n - (sizeof deleted_suffix - 1)] = '\0';
+  size_t sl = sizeof deleted_suffix - 1;
+  if ((size_t)n > sl && strcmp(buf + n - sl, deleted_suffix) == 0)
+    buf[n - sl] = '\0';
 }
 
 /* Builds an instance over `maps`, which it takes over (also on failure). */
@@ -522,14 +213,7 @@ static cprof__symbolizer_t *build(cprof__maps_t *maps) {
     if (describe_module(s->dwfl, &s->mappings[i]) != 0)
       goto fail;
 
-  s->demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  if (!s->demangle) {
-    /* libstdc++ may be loaded only privately, as the dependency of a library
-     * opened with RTLD_LOCAL; its demangler is just as good. */
-    s->libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-    if (s->libstdcxx)
-      s->demangle = (demangle_fn)dlsym(s->libstdcxx, "__cxa_demangle");
-  }
+  cprof__names_init(&s->names);
   return s;
 
 fail:
@@ -595,140 +279,6 @@ int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr) {
   return addr < s->mappings[i].limit ? i : -1;
 }
 
-/* ---- ELF symbols ---------------------------------------------------------- */
-
-/* How much we would rather show a symbol than another at the same address:
- * one with a size, then global over weak over local, then the name with
- * fewer leading underscores, then the shorter. So libc's entry point shows
- * as "malloc" and not "__libc_malloc" or "__GI___libc_malloc". */
-static int func_rank_cmp(const elf_func_t *a, int abind, const elf_func_t *b, int bbind) {
-  if ((a->size != 0) != (b->size != 0))
-    return a->size ? -1 : 1;
-  static const int bind_rank[] = {[STB_LOCAL] = 2, [STB_GLOBAL] = 0, [STB_WEAK] = 1};
-  int ra = abind <= STB_WEAK ? bind_rank[abind] : 3, rb = bbind <= STB_WEAK ? bind_rank[bbind] : 3;
-  if (ra != rb)
-    return ra - rb;
-  size_t ua = strspn(a->name, "_"), ub = strspn(b->name, "_");
-  if (ua != ub)
-    return ua < ub ? -1 : 1;
-  size_t la = strlen(a->name), lb = strlen(b->name);
-  if (la != lb)
-    return la < lb ? -1 : 1;
-  return strcmp(a->name, b->name);
-}
-
-/* Sorting needs the binding, which the kept entries do not carry. */
-typedef struct func_sort {
-  elf_func_t f;
-  int bind;
-} func_sort_t;
-
-static int func_sort_cmp(const void *pa, const void *pb) {
-  const func_sort_t *a = pa, *b = pb;
-  if (a->f.start != b->f.start)
-    return a->f.start < b->f.start ? -1 : 1;
-  return func_rank_cmp(&a->f, a->bind, &b->f, b->bind);
-}
-
-/* Collects the module's code symbols. Returns 0 or -ENOMEM; a module
- * without symbols gets an empty list. */
-static int collect_funcs(Dwfl_Module *mod, module_funcs_t *mf) {
-  mf->mod = mod;
-  mf->v = NULL;
-  mf->n = 0;
-  int total = dwfl_module_getsymtab(mod);
-  if (total <= 1)
-    return 0;
-  func_sort_t *t = malloc((size_t)total * sizeof *t);
-  if (!t)
-    return -ENOMEM;
-  int n = 0;
-  for (int i = 1; i < total; i++) {
-    GElf_Sym sym;
-    GElf_Addr addr;
-    GElf_Word shndx;
-    const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
-    int type = GELF_ST_TYPE(sym.st_info);
-    /* Code only: functions, and the untyped labels hand-written assembly
-     * uses for them, but not ARM's "$x"/"$d" mapping symbols, undefined
-     * references or absolute values. */
-    if (!name || !name[0] || name[0] == '$' || addr == 0 || shndx == SHN_UNDEF ||
-        shndx == SHN_ABS || shndx == (GElf_Word)-1)
-      continue;
-    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
-      continue;
-    t[n].f = (elf_func_t){.start = (uintptr_t)addr, .size = (uintptr_t)sym.st_size, .name = name};
-    t[n].bind = GELF_ST_BIND(sym.st_info);
-    n++;
-  }
-  qsort(t, (size_t)n, sizeof *t, func_sort_cmp);
-  /* Keep the preferred symbol at each address. */
-  elf_func_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-  if (!v) {
-    free(t);
-    return -ENOMEM;
-  }
-  int k = 0;
-  for (int i = 0; i < n; i++)
-    if (k == 0 || v[k - 1].start != t[i].f.start)
-      v[k++] = t[i].f;
-  free(t);
-  mf->v = v;
-  mf->n = k;
-  return 0;
-}
-
-static const module_funcs_t *module_funcs(cprof__symbolizer_t *s, Dwfl_Module *mod) {
-  for (int i = 0; i < s->nfuncs; i++)
-    if (s->funcs[i].mod == mod)
-      return &s->funcs[i];
-  if (s->nfuncs == s->capfuncs) {
-    int cap = s->capfuncs ? s->capfuncs * 2 : 16;
-    module_funcs_t *f = realloc(s->funcs, (size_t)cap * sizeof *f);
-    if (!f)
-      return NULL;
-    s->funcs = f;
-    s->capfuncs = cap;
-  }
-  if (collect_funcs(mod, &s->funcs[s->nfuncs]) != 0)
-    return NULL;
-  return &s->funcs[s->nfuncs++];
-}
-
-/* The function symbol containing addr, as dwfl_module_addrinfo would find
- * it: the nearest symbol at or below addr whose size covers it, or, failing
- * that, the nearest below when it has no size (hand-written assembly often
- * leaves sizes out). */
-static const elf_func_t *elf_func_at(cprof__symbolizer_t *s, Dwfl_Module *mod, uintptr_t addr) {
-  const module_funcs_t *mf = module_funcs(s, mod);
-  if (!mf || mf->n == 0)
-    return NULL;
-  int lo = 0, hi = mf->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (mf->v[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0)
-    return NULL;
-  /* A symbol may nest inside a larger one (assembly again); look back a
-   * little for one that covers addr. */
-  for (int i = lo - 1; i >= 0 && i >= lo - 8; i--) {
-    const elf_func_t *f = &mf->v[i];
-    if (f->size && addr - f->start < f->size)
-      return f;
-  }
-  /* A sizeless symbol is trusted only within its own mapping, or the last
-   * symbol of a library would claim everything above it. */
-  const elf_func_t *f = &mf->v[lo - 1];
-  if (f->size == 0 &&
-      cprof__symbolizer_mapping_of(s, f->start) == cprof__symbolizer_mapping_of(s, addr))
-    return f;
-  return NULL;
-}
-
 /* ---- symbolizing --------------------------------------------------------- */
 
 static int is_function(Dwarf_Die *die) {
@@ -746,203 +296,6 @@ static int next_function(Dwarf_Die *chain, int n, int i) {
   return -1;
 }
 
-/* ---- scopes at a pc ----------------------------------------------------- */
-
-typedef struct sub_list {
-  sub_range_t *v;
-  int n, cap, failed;
-} sub_list_t;
-
-static void sub_push(sub_list_t *l, Dwarf_Addr low, Dwarf_Addr high, Dwarf_Die *die) {
-  if (l->failed || low >= high)
-    return;
-  if (l->n == l->cap) {
-    int cap = l->cap ? l->cap * 2 : 64;
-    sub_range_t *v = realloc(l->v, (size_t)cap * sizeof *v);
-    if (!v) {
-      l->failed = 1;
-      return;
-    }
-    l->v = v;
-    l->cap = cap;
-  }
-  l->v[l->n++] = (sub_range_t){.low = low, .high = high, .die = *die};
-}
-
-/* Collects the subprograms with code under parent. Concrete functions sit at
- * the top of a unit, inside C++ namespaces, or (GNU C nested functions)
- * inside other functions; class bodies hold only declarations, and types and
- * variables hold no code, so those subtrees are skipped. */
-static void index_scope(Dwarf_Die *parent, sub_list_t *l, int depth) {
-  Dwarf_Die child;
-  if (depth > 64 || dwarf_child(parent, &child) != 0)
-    return;
-  do {
-    int tag = dwarf_tag(&child);
-    if (tag == DW_TAG_subprogram) {
-      Dwarf_Addr base, low, high;
-      ptrdiff_t off = 0;
-      while ((off = dwarf_ranges(&child, off, &base, &low, &high)) > 0)
-        sub_push(l, low, high, &child);
-      index_scope(&child, l, depth + 1);
-    } else if (tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_lexical_block) {
-      index_scope(&child, l, depth + 1);
-    } else if (tag == DW_TAG_imported_unit) {
-      /* dwz moves DIEs shared between units into partial units that each
-       * unit imports; their contents count as the unit's own. */
-      Dwarf_Attribute attr;
-      Dwarf_Die unit;
-      if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit))
-        index_scope(&unit, l, depth + 1);
-    }
-  } while (dwarf_siblingof(&child, &child) == 0);
-}
-
-/* By start; at the same start (assembly gives one code range several
- * subprogram DIEs, as aliases) the first DIE goes last, where the lookup
- * looks first, so that we choose the DIE libdw would. */
-static int sub_cmp(const void *pa, const void *pb) {
-  const sub_range_t *a = pa, *b = pb;
-  if (a->low != b->low)
-    return a->low < b->low ? -1 : 1;
-  Dwarf_Off oa = dwarf_dieoffset((Dwarf_Die *)&a->die), ob = dwarf_dieoffset((Dwarf_Die *)&b->die);
-  return oa > ob ? -1 : oa < ob;
-}
-
-static int cus_grow(cprof__symbolizer_t *s) {
-  size_t cap = s->cus_cap ? s->cus_cap * 2 : 64;
-  cu_index_t *t = calloc(cap, sizeof *t);
-  if (!t)
-    return -ENOMEM;
-  for (size_t i = 0; i < s->cus_cap; i++) {
-    if (!s->cus[i].key)
-      continue;
-    size_t k = ((uintptr_t)s->cus[i].key >> 4) & (cap - 1);
-    while (t[k].key)
-      k = (k + 1) & (cap - 1);
-    t[k] = s->cus[i];
-  }
-  free(s->cus);
-  s->cus = t;
-  s->cus_cap = cap;
-  return 0;
-}
-
-static const cu_index_t *cu_index(cprof__symbolizer_t *s, Dwarf_Die *cudie) {
-  const void *key = cudie->addr;
-  if (s->cus_cap) {
-    size_t mask = s->cus_cap - 1;
-    for (size_t k = ((uintptr_t)key >> 4) & mask; s->cus[k].key; k = (k + 1) & mask)
-      if (s->cus[k].key == key)
-        return &s->cus[k];
-  }
-  if ((s->cus_len + 1) * 2 > s->cus_cap && cus_grow(s) != 0)
-    return NULL;
-  sub_list_t l = {0};
-  index_scope(cudie, &l, 0);
-  if (l.failed) {
-    free(l.v);
-    return NULL;
-  }
-  if (l.n > 1)
-    qsort(l.v, (size_t)l.n, sizeof *l.v, sub_cmp);
-  size_t mask = s->cus_cap - 1, k = ((uintptr_t)key >> 4) & mask;
-  while (s->cus[k].key)
-    k = (k + 1) & mask;
-  s->cus[k] = (cu_index_t){.key = key, .v = l.v, .n = l.n};
-  s->cus_len++;
-  return &s->cus[k];
-}
-
-/* The scopes containing pc, innermost first, ending with the subprogram:
- * from the unit's index, the innermost subprogram range holding pc, then
- * down through its inlined calls and blocks that hold pc. Returns the count
- * (0: no function here, -1: the index could not be used) and a malloc'd
- * array in *out. */
-static int scopes_by_index(cprof__symbolizer_t *s, Dwarf_Die *cudie, Dwarf_Addr pc,
-                           Dwarf_Die **out) {
-  *out = NULL;
-  /* A unit without any function DIE we understand is left to libdw, which
-   * knows more unit layouts than we do; such units are small. */
-  const cu_index_t *ci = cu_index(s, cudie);
-  if (!ci || ci->n == 0)
-    return -1;
-  int lo = 0, hi = ci->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (ci->v[mid].low <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  /* Nested functions lie inside their parent's range: the latest start
-   * that still covers pc is the innermost. */
-  const sub_range_t *sub = NULL;
-  for (int i = lo - 1; i >= 0 && i >= lo - 16 && !sub; i--)
-    if (pc < ci->v[i].high)
-      sub = &ci->v[i];
-  if (!sub)
-    return 0;
-
-  int n = 1, cap = 16;
-  Dwarf_Die *path = malloc((size_t)cap * sizeof *path); /* outermost first */
-  if (!path)
-    return -1;
-  path[0] = sub->die;
-  for (;;) {
-    Dwarf_Die child;
-    int found = 0;
-    if (dwarf_child(&path[n - 1], &child) == 0) {
-      do {
-        int tag = dwarf_tag(&child);
-        if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
-             tag == DW_TAG_try_block || tag == DW_TAG_catch_block) &&
-            dwarf_haspc(&child, pc) > 0) {
-          found = 1;
-          break;
-        }
-      } while (dwarf_siblingof(&child, &child) == 0);
-    }
-    if (!found)
-      break;
-    if (n == cap) {
-      Dwarf_Die *p = realloc(path, (size_t)cap * 2 * sizeof *p);
-      if (!p) {
-        free(path);
-        return -1;
-      }
-      path = p;
-      cap *= 2;
-    }
-    path[n++] = child;
-  }
-  for (int i = 0, j = n - 1; i < j; i++, j--) { /* innermost first */
-    Dwarf_Die t = path[i];
-    path[i] = path[j];
-    path[j] = t;
-  }
-  *out = path;
-  return n;
-}
-
-/* The same through libdw alone, for units the index cannot serve (an error
- * while indexing, or nothing indexed). dwarf_getscopes continues past an inlined instance into
- * the abstract definition's scopes, so we take only its innermost DIE and
- * ask for that DIE's physical parents, as eu-addr2line does. */
-static int scopes_by_libdw(Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **out) {
-  Dwarf_Die *scopes = NULL;
-  int n = 0;
-  *out = NULL;
-  if (dwarf_getscopes(cudie, pc, &scopes) > 0) {
-    Dwarf_Die inner = scopes[0];
-    n = dwarf_getscopes_die(&inner, out);
-    if (n < 0)
-      n = 0;
-  }
-  free(scopes);
-  return n;
-}
-
 /* A function DIE's name. For C++ that is the linkage name, demangled: it
  * carries the namespaces, classes and parameter types that DW_AT_name lacks.
  * Other linkage names are not mangled names but assembler labels (glibc
@@ -956,9 +309,9 @@ static const char *die_name(cprof__symbolizer_t *s, Dwarf_Die *die) {
   if (!name)
     name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
   if (name && name[0] == '_' && name[1] == 'Z')
-    return display_name(s, name);
+    return cprof__names_show(&s->names, name);
   const char *plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return plain ? plain : display_name(s, name);
+  return plain ? plain : cprof__names_show(&s->names, name);
 }
 
 /* Where an inlined call was made: DW_AT_call_file and DW_AT_call_line of the
@@ -996,7 +349,8 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
     *offset = 0;
   /* Code is only in the mappings we list; and dwfl_addrmodule answers the
    * last module for any address above it, so its answer is checked too. */
-  if (!s->dwfl || max <= 0 || cprof__symbolizer_mapping_of(s, addr) < 0)
+  int mi = s->dwfl && max > 0 ? cprof__symbolizer_mapping_of(s, addr) : -1;
+  if (mi < 0)
     return 0;
   Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
   Dwarf_Addr mod_start, mod_end;
@@ -1004,39 +358,29 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
       addr < mod_start || addr >= mod_end)
     return 0;
 
-  const elf_func_t *ef = elf_func_at(s, mod, addr);
+  const cprof__elf_func_t *ef =
+      cprof__elf_funcs_find(&s->funcs, mod, addr, s->mappings[mi].start);
   if (ef && offset)
     *offset = addr - ef->start;
-  const char *elf_fn = ef ? display_name(s, ef->name) : NULL;
+  const char *elf_fn = ef ? cprof__names_show(&s->names, ef->name) : NULL;
 
-  /* The innermost position comes from the line table. */
+  /* The unit holding addr; its line table gives the innermost position,
+   * and its DIEs the nest of scopes from the innermost outwards. */
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cudie = cprof__dwarf_unit_at(&s->scopes, mod, addr, &bias);
   const char *file = NULL;
   int line = 0;
-  Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-  if (dl) {
-    Dwarf_Addr la;
-    int col;
-    file = dwfl_lineinfo(dl, &la, &line, &col, NULL, NULL);
-    if (!file)
-      line = 0;
-  }
-
-  /* The nest of scopes from the innermost DIE containing addr outwards. */
-  Dwarf_Addr bias;
-  Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+  Dwarf_Line *dl = cudie ? dwarf_getsrc_die(cudie, addr - bias) : NULL;
+  if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
+    line = 0;
   Dwarf_Die *chain = NULL;
-  int nchain = 0;
-  if (cudie) {
-    nchain = scopes_by_index(s, cudie, addr - bias, &chain);
-    if (nchain < 0)
-      nchain = scopes_by_libdw(cudie, addr - bias, &chain);
-  }
+  int nchain = cudie ? cprof__dwarf_scopes_at(&s->scopes, cudie, addr - bias, &chain) : 0;
 
   int n = 0;
   int i = next_function(chain, nchain, 0);
   if (i < 0) {
-    /* No DWARF for this address: the ELF symbol, with the line table's
-     * position if it happens to have one. */
+    /* No function DIE for this address: the ELF symbol, with the line
+     * table's position if it happens to have one. */
     if (elf_fn)
       put(frames, max, &n, keep_outer, elf_fn, file, line);
     free(chain);

@@ -216,9 +216,10 @@ static void test_live_large(void) {
   cprof__maps_t m;
   CHECK_EQ_INT(cprof__maps_read(&m), 0);
   CHECK(m.n >= N);
-  const cprof__map_entry_t *e = cprof__maps_find_sigsafe(&m, (uintptr_t)base + (size_t)(N - 1) * page);
+  uintptr_t last = (uintptr_t)base + (size_t)(N - 1) * page;
+  const cprof__map_entry_t *e = cprof__maps_find_sigsafe(&m, last);
   CHECK(e && strcmp(e->perms, "r--p") == 0);
-  e = cprof__maps_find_sigsafe(&m, (uintptr_t)base + (size_t)(N - 2) * page);
+  e = cprof__maps_find_sigsafe(&m, last - (uintptr_t)page);
   CHECK(e && strcmp(e->perms, "rw-p") == 0);
   cprof__maps_free(&m);
   munmap(base, (size_t)page * N);

@@ -1,6 +1,8 @@
 /* The libdw symbolizer on this very process: our own functions (name, file,
  * line, inline frames), libc, C++ demangling, odd addresses, reuse and
- * rebuild of the process-wide instance, and fork. */
+ * rebuild of the process-wide instance, threads and fork; and, in children
+ * running changed copies of this binary, a deleted executable and one
+ * without .debug_aranges. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -9,7 +11,6 @@
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -427,9 +428,35 @@ static void test_threads(void) {
   }
 }
 
+/* ---- this program, changed, in a child ----------------------------------
+ * The parent writes a changed copy of this binary and runs it; the copy
+ * checks that its own functions still symbolize, and exits with the result. */
+
+/* What every copy checks: a plain function and the inline nest. */
+static void check_own_frames(cprof__symbolizer_t *s) {
+  uintptr_t pc = sym_target();
+  cprof__frame_t f[8];
+  int n = cprof__symbolize(s, pc, f, 8, NULL);
+  CHECK_EQ_INT(n, 1);
+  if (n == 1) {
+    CHECK_EQ_STR(f[0].function, "sym_target");
+    CHECK(ends_with(f[0].file, "test_symbolize.c"));
+    CHECK_EQ_INT(f[0].line, target_line);
+  }
+  int leaf_line = 0, mid_line = 0, call_line = 0;
+  pc = sym_inline_caller(&leaf_line, &mid_line, &call_line);
+  n = cprof__symbolize(s, pc, f, 8, NULL);
+  CHECK_EQ_INT(n, 3);
+  if (n == 3) {
+    CHECK_EQ_INT(f[0].line, leaf_line);
+    CHECK_EQ_STR(f[1].function, "sym_inlined_mid");
+    CHECK_EQ_INT(f[2].line, call_line);
+  }
+}
+
 /* A running program whose file was deleted (a deploy replaced it): the
- * symbolizer must still read its symbols and DWARF. The parent copies this
- * binary, runs the copy, and the copy deletes itself before symbolizing. */
+ * symbolizer must still read its symbols and DWARF. The copy deletes itself
+ * before symbolizing. */
 static int deleted_child(const char *self) {
   CHECK_EQ_INT(unlink(self), 0);
   char exe[4096];
@@ -437,7 +464,6 @@ static int deleted_child(const char *self) {
   exe[len > 0 ? len : 0] = '\0';
   CHECK(strstr(exe, " (deleted)") != NULL);
 
-  uintptr_t pc = sym_target();
   cprof__symbolizer_t *s = cprof__symbolizer_acquire();
   const cprof__mapping_t *m;
   int n = cprof__symbolizer_mappings(s, &m);
@@ -448,52 +474,63 @@ static int deleted_child(const char *self) {
     CHECK(m[0].has_symbols);
     CHECK(m[0].has_dwarf);
   }
-  cprof__frame_t f[4];
-  n = cprof__symbolize(s, pc, f, 4, NULL);
-  CHECK_EQ_INT(n, 1);
-  if (n == 1) {
-    CHECK_EQ_STR(f[0].function, "sym_target");
-    CHECK_EQ_INT(f[0].line, target_line);
-  }
+  check_own_frames(s);
   cprof__symbolizer_release(s);
   return check_result("symbol/test_symbolize (deleted executable)");
 }
 
-static void test_deleted_exe(void) {
+/* A program without .debug_aranges, as clang builds them by default: the
+ * symbolizer must find its compilation units from their own ranges. */
+static int no_aranges_child(const char *self) {
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  check_own_frames(s);
+  cprof__symbolizer_release(s);
+  unlink(self);
+  return check_result("symbol/test_symbolize (no .debug_aranges)");
+}
+
+/* Runs argv to completion; returns its exit status, or -1. */
+static int run(char *const argv[]) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid)
+    return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_changed_copies(void) {
   char self[4096], copy[4200];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   CHECK(len > 0);
   if (len <= 0)
     return;
   self[len] = '\0';
-  snprintf(copy, sizeof copy, "%s.deleted-copy", self);
-  int in = open(self, O_RDONLY | O_CLOEXEC);
-  int out = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-  CHECK(in >= 0 && out >= 0);
-  char buf[65536];
-  ssize_t r;
-  while (in >= 0 && out >= 0 && (r = read(in, buf, sizeof buf)) > 0)
-    CHECK(write(out, buf, (size_t)r) == r);
-  if (in >= 0)
-    close(in);
-  if (out >= 0)
-    close(out);
 
-  pid_t pid = fork();
-  if (pid == 0) {
-    char *const argv[] = {copy, "--deleted-child", NULL};
-    execv(copy, argv);
-    _exit(127);
-  }
-  int status = 0;
-  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  snprintf(copy, sizeof copy, "%s.deleted-copy", self);
+  char *const cp[] = {"cp", self, copy, NULL};
+  CHECK_EQ_INT(run(cp), 0);
+  char *const deleted[] = {copy, "--deleted-child", NULL};
+  CHECK_EQ_INT(run(deleted), 0);
   unlink(copy); /* in case the child never ran */
+
+  /* objcopy comes with binutils, which every compiler here needs. */
+  snprintf(copy, sizeof copy, "%s.no-aranges-copy", self);
+  char *const strip[] = {"objcopy", "--remove-section=.debug_aranges", self, copy, NULL};
+  CHECK_EQ_INT(run(strip), 0);
+  char *const no_aranges[] = {copy, "--no-aranges-child", NULL};
+  CHECK_EQ_INT(run(no_aranges), 0);
+  unlink(copy);
 }
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--deleted-child") == 0)
     return deleted_child(argv[0]);
+  if (argc == 2 && strcmp(argv[1], "--no-aranges-child") == 0)
+    return no_aranges_child(argv[0]);
   test_own_function();
   test_inline();
   test_mappings();
@@ -504,6 +541,6 @@ int main(int argc, char **argv) {
   test_cxx();
   test_fork();
   test_threads();
-  test_deleted_exe();
+  test_changed_copies();
   return check_result("symbol/test_symbolize");
 }
