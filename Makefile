@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test-deps demo test clean
+.PHONY: all build deps test-deps demo test sanitized clean
 
 all: build
 
@@ -22,8 +22,20 @@ build: deps
 demo: build
 	@$(BUILD)/examples/demo_server $(if $(DEMO_SECONDS),--seconds $(DEMO_SECONDS))
 
+# The unit tests also run under AddressSanitizer+UndefinedBehaviorSanitizer
+# and under ThreadSanitizer, each in a build of its own; then the whole suite
+# runs on the normal build, so the last line is the whole suite's verdict.
 test: test-deps build
+	@$(MAKE) -s sanitized SAN=address,undefined DIR=$(BUILD)-asan
+	@$(MAKE) -s sanitized SAN=thread DIR=$(BUILD)-tsan
+	@echo "== all tests"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+sanitized:
+	@echo "== unit tests under -fsanitize=$(SAN)"
+	@cmake -S . -B $(DIR) -DCPROF_SANITIZE=$(SAN) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(DIR) -j $(JOBS) >/dev/null
+	@cd $(DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
