@@ -17,7 +17,7 @@ test-deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 demo: build
 	@$(BUILD)/examples/demo_server $(if $(DEMO_SECONDS),--seconds $(DEMO_SECONDS))
@@ -34,7 +34,7 @@ test: test-deps build
 sanitized:
 	@echo "== unit tests under -fsanitize=$(SAN)"
 	@cmake -S . -B $(DIR) -DCPROF_SANITIZE=$(SAN) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(DIR) -j $(JOBS) >/dev/null
+	@cmake --build $(DIR) -j $(JOBS) -- --no-print-directory >/dev/null
 	@cd $(DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 
 clean:

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -195,19 +194,13 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
   int fd = open_listener(addr, bound, boundlen);
   if (fd < 0)
     return fd;
-  /* MHD's threads inherit the name of the thread that creates them, so
-   * name ourselves for the moment it takes: the threads then show as
-   * cprof-http in every thread list, this profiler's included. */
-  char saved[16] = "";
-  prctl(PR_GET_NAME, saved, 0, 0, 0);
-  prctl(PR_SET_NAME, "cprof-http", 0, 0, 0);
+  /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   daemon_ = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
       NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
       NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
       (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
       MHD_OPTION_END);
-  prctl(PR_SET_NAME, saved, 0, 0, 0);
   if (!daemon_) {
     close(fd);
     return -EIO;

@@ -35,7 +35,7 @@ done
 # The top view people type first, as in Go's docs.
 start target --ready -- "$P/stacks_linked"
 pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top"
-check "-top counts one sample per thread (4: main, reader, spinner, cprof-http)" \
-  has "$T/top" 'of [4-9] total'
+check "-top counts one sample per thread (5: main, reader, spinner, MHD-listen, MHD-connection)" \
+  has "$T/top" 'of 5 total'
 check "-top names block_in_read" has "$T/top" 'block_in_read'
 finish
