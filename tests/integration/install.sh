@@ -1,0 +1,30 @@
+# cmake --install, then a program built against the installed copy with
+# pkg-config alone, as a user outside this tree would build one.
+. "$(dirname "$0")/lib.sh"
+
+cmake --install "$B" --prefix "$T/usr" >/dev/null
+check "installs the header" [ -f "$T/usr/include/cprof.h" ]
+check "installs the shared library" [ -e "$T/usr/lib/libcprof.so" ] || [ -e "$T/usr/lib/x86_64-linux-gnu/libcprof.so" ]
+pc=$(dirname "$(find "$T/usr" -name cprof.pc | head -1)")
+check "installs cprof.pc" [ -n "$pc" ]
+export PKG_CONFIG_PATH=$pc
+check "pkg-config knows cprof" pkg-config --exists cprof
+check "the shared library exports only cprof_ names" bash -c \
+  "! nm -D --defined-only '$B/libcprof.so' | awk '{print \$3}' | grep -v '^cprof_' | grep -q ."
+
+cat >"$T/app.c" <<'C'
+#include <cprof.h>
+#include <stdio.h>
+int main(void) {
+  cprof_options_t o = {.addr = "127.0.0.1:0"};
+  if (cprof_start(&o) != 0 || !cprof_addr()) return 1;
+  printf("%s\n", cprof_addr());
+  cprof_stop();
+  return cprof_addr() == NULL ? 0 : 1;
+}
+C
+# shellcheck disable=SC2046
+check "a program builds with pkg-config --cflags --libs cprof" \
+  gcc -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs cprof) -Wl,-rpath,"$(pkg-config --variable=libdir cprof)"
+check "and runs, serving and stopping" bash -c "'$T/app' 2>/dev/null | grep -Eq '^127\.0\.0\.1:[0-9]+$'"
+finish
