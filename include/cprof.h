@@ -63,9 +63,10 @@ typedef struct cprof_options {
 
 /* Starts cprof. With opts == NULL everything comes from the environment.
  * Returns 0, -EALREADY if cprof is already running, -EINVAL for a malformed
- * option (the message went to stderr), or the errno of a listen failure such
- * as -EADDRINUSE (also reported on stderr). On a listen failure the rest of
- * cprof stays usable through cprof_handle_request(). */
+ * option, or the errno of a listen failure such as -EADDRINUSE. Either
+ * failure is also one line on stderr, and cprof is then running with that
+ * feature off: the rest stays usable through cprof_handle_request(), and
+ * cprof_stop() is needed before another cprof_start(). */
 CPROF_EXTERN int cprof_start(const cprof_options_t *opts);
 
 /* Stops the HTTP server, if any, and waits for requests in flight to end.

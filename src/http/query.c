@@ -1,18 +1,10 @@
 #include "http/query.h"
 
+#include "core/hex.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /* Decodes s[0..n) into out; -1 if it does not fit or a %XX is malformed. */
 static int decode(const char *s, size_t n, char *out, size_t outlen) {
@@ -24,7 +16,7 @@ static int decode(const char *s, size_t n, char *out, size_t outlen) {
     } else if (c == '%') {
       if (i + 2 >= n) /* a '%' needs two hex digits after it */
         return -1;
-      int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+      int h = cprof__hexval(s[i + 1]), l = cprof__hexval(s[i + 2]);
       if (h < 0 || l < 0)
         return -1;
       c = (char)(h * 16 + l);

@@ -8,6 +8,7 @@
  * The pathname is everything after the inode and its padding, so it may
  * contain spaces; it is absent for anonymous mappings; the kernel appends
  * " (deleted)" when the file has been unlinked. */
+#include "core/hex.h"
 #include "symbol/maps.h"
 
 #include <errno.h>
@@ -21,23 +22,13 @@
  * name the file had, which is what a person and pprof want to see. */
 static const char deleted_suffix[] = " (deleted)";
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Reads one or more hex digits at *p into *out and advances *p. Returns 0, or
  * -1 when there is no digit or the number does not fit in 64 bits. */
 static int parse_hex(const char **p, uint64_t *out) {
   const char *s = *p;
   uint64_t v = 0;
   int d, n = 0;
-  while ((d = hexval(*s)) >= 0) {
+  while ((d = cprof__hexval(*s)) >= 0) {
     if (v >> 60)
       return -1;
     v = v << 4 | (uint64_t)d;

@@ -50,17 +50,11 @@ static void load(void) {
   /* Warm up outside signal context: the first unwind initialises libunwind's
    * global state and caches the unwind tables of the modules it passes. */
   ucontext_t uc;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
-  if (getcontext(&uc) == 0) {
-    unw_cursor_t c;
-    if (lib.init_local2(&c, (unw_context_t *)&uc, 0) == 0) {
-      int n = 0;
-      unw_word_t ip;
-      while (n < CPROF_MAX_DEPTH && lib.get_reg(&c, UNW_REG_IP, &ip) == 0 && lib.step(&c) > 0)
-        pcs[n++] = (uintptr_t)ip;
-    }
+  unw_cursor_t c;
+  if (getcontext(&uc) == 0 && lib.init_local2(&c, (unw_context_t *)&uc, 0) == 0) {
+    for (int n = 0; n < CPROF_MAX_DEPTH && lib.step(&c) > 0; n++)
+      ;
   }
-  (void)pcs;
   __atomic_store_n(&lib.ready, 1, __ATOMIC_RELEASE);
 }
 
