@@ -22,8 +22,19 @@
  * Threads that block our signal would leave it queued forever, and real-time
  * signals queue: asking again at every request would fill the process's
  * RLIMIT_SIGPENDING. So a thread whose /proc status shows our signal blocked
- * or already pending is not asked, and is reported as such. */
+ * or already pending is not asked.
+ *
+ * Nor is a thread blocked in a system call that a signal handler would make
+ * fail with EINTR (nanosleep, poll, epoll_wait, pause, ...; signal(7)):
+ * asking it would end its sleep early, or return a main thread parked in
+ * pause() into an exit. Such threads, and threads that block our signal
+ * while they wait in any system call, are unwound from outside instead,
+ * from the registers /proc/self/task/TID/syscall shows (see
+ * src/symbol/blocked_unwind.c). Only a thread that blocks our signal while
+ * it runs is reported without a stack. */
 #include "sample/threads.h"
+
+#include <linux/futex.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +47,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "symbol/symbolize.h"
 
 enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
 #define STATE(gen, phase) (((uint64_t)(gen) << 2) | (phase))
@@ -203,6 +216,99 @@ static int cannot_ask(pid_t tid) {
   return 0;
 }
 
+/* Where a thread is blocked, from /proc/self/task/TID/syscall (proc(5)):
+ * "NR a1 a2 a3 a4 a5 a6 sp pc" while in a system call, "running" or
+ * "-1 sp pc" otherwise. */
+typedef struct in_syscall {
+  long nr; /* -1: not in a system call */
+  uint64_t args[6];
+  uintptr_t sp, pc;
+} in_syscall_t;
+
+static int read_syscall(pid_t tid, in_syscall_t *out) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  out->nr = -1;
+  if (read_small(path, buf, sizeof buf) < 0 || strncmp(buf, "running", 7) == 0)
+    return -1;
+  unsigned long long a[6], sp, pc;
+  if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &out->nr, &a[0], &a[1], &a[2],
+             &a[3], &a[4], &a[5], &sp, &pc) != 9) {
+    out->nr = -1;
+    return -1;
+  }
+  for (int i = 0; i < 6; i++)
+    out->args[i] = a[i];
+  out->sp = (uintptr_t)sp;
+  out->pc = (uintptr_t)pc;
+  return 0;
+}
+
+/* The calls a signal handler makes fail with EINTR whatever SA_RESTART
+ * says (signal(7), "Interruption of system calls and library functions by
+ * signal handlers"), by x86-64 number. A timed futex wait belongs here too:
+ * the kernel resumes it through a restart block that a handler cancels. */
+static int eintr_prone(const in_syscall_t *c) {
+  switch (c->nr) {
+  case SYS_poll:
+  case SYS_select:
+  case SYS_pause:
+  case SYS_nanosleep:
+  case SYS_semop:
+  case SYS_msgsnd:
+  case SYS_msgrcv:
+  case SYS_rt_sigtimedwait:
+  case SYS_rt_sigsuspend:
+  case SYS_io_getevents:
+  case SYS_semtimedop:
+  case SYS_clock_nanosleep:
+  case SYS_epoll_wait:
+  case SYS_pselect6:
+  case SYS_ppoll:
+  case SYS_epoll_pwait:
+  case SYS_io_pgetevents:
+  case 441: /* epoll_pwait2, newer than some headers */
+    return 1;
+  case SYS_futex: {
+    int cmd = (int)(c->args[1] & FUTEX_CMD_MASK);
+    return c->args[3] != 0 &&
+           (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET || cmd == FUTEX_WAIT_REQUEUE_PI);
+  }
+  default:
+    return 0;
+  }
+}
+
+/* How a thread's stack is got. */
+enum { ASK, OUTSIDE, NONE, LATE };
+
+/* Decides how to get one thread's stack, and gets it when that means
+ * unwinding from outside, which must happen while the thread stays where
+ * /proc says it is: the registers are read again after the walk, and a
+ * thread that has moved on is looked at afresh, three times at most (after
+ * that, the exact pc it was last seen at is all we keep). Returns OUTSIDE
+ * with t filled in, ASK when the thread may be signalled now, or NONE when
+ * it blocks our signal while running, or is gone. *sym is the symbolizer,
+ * acquired on first need and released by the caller. */
+static int outside_or_ask(pid_t tid, cprof__thread_stack_t *t, cprof__symbolizer_t **sym) {
+  int blocked = cannot_ask(tid);
+  in_syscall_t c;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    if (read_syscall(tid, &c) != 0 || c.nr < 0 || (!blocked && !eintr_prone(&c)))
+      return blocked ? NONE : ASK;
+    if (!*sym)
+      *sym = cprof__symbolizer_acquire();
+    t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, c.sp, c.pc, t->pcs, CPROF_MAX_DEPTH);
+    in_syscall_t after;
+    if (read_syscall(tid, &after) == 0 && after.nr == c.nr && after.sp == c.sp &&
+        after.pc == c.pc)
+      return OUTSIDE;
+  }
+  t->pcs[0] = c.pc;
+  t->depth = 1;
+  return OUTSIDE;
+}
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -266,8 +372,11 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   unwinder = how;
   __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
 
-  cprof__thread_status_t *status = calloc((size_t)n, sizeof *status);
-  if (!status) {
+  cprof__thread_stack_t *res = calloc((size_t)n, sizeof *res);
+  unsigned char *mode = calloc((size_t)n, 1);
+  if (!res || !mode) {
+    free(res);
+    free(mode);
     err = -ENOMEM;
     goto unlock;
   }
@@ -276,15 +385,19 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
     slots[i].depth = 0;
     __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
   }
+  cprof__symbolizer_t *sym = NULL;
   for (int i = 0; i < n; i++) {
-    if (cannot_ask(tids[i]) || send_request(tids[i], gen, (uint32_t)i) != 0) {
-      /* Blocked, or gone (ESRCH): either way, nobody will answer. */
-      uint64_t expect = STATE(gen, PENDING);
-      __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
-                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-      status[i] = CPROF_THREAD_BLOCKED;
-    }
+    mode[i] = (unsigned char)outside_or_ask(tids[i], &res[i], &sym);
+    if (mode[i] == ASK && send_request(tids[i], gen, (uint32_t)i) == 0)
+      continue;
+    if (mode[i] == ASK)
+      mode[i] = NONE; /* gone (ESRCH) */
+    uint64_t expect = STATE(gen, PENDING);
+    __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
+  if (sym)
+    cprof__symbolizer_release(sym);
 
   int64_t deadline = now_ms() + timeout_ms;
   for (;;) {
@@ -301,7 +414,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
         uint64_t expect = STATE(gen, PENDING);
         if (__atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-          status[i] = CPROF_THREAD_TIMEOUT;
+          mode[i] = LATE;
       }
       /* What is left is WRITING: running, and done within microseconds. */
       deadline = INT64_MAX;
@@ -311,25 +424,37 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   }
   __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);
 
-  out->v = calloc((size_t)n, sizeof *out->v);
-  if (!out->v) {
-    free(status);
-    err = -ENOMEM;
-    goto unlock;
-  }
+  /* Collect, in place: threads that exited meanwhile are left out. */
   for (int i = 0; i < n; i++) {
-    cprof__thread_stack_t *t = &out->v[out->n];
+    cprof__thread_stack_t *t = &res[out->n];
     if (thread_info(tids[i], t->name, &t->state) != 0)
-      continue; /* exited meanwhile: not part of the process any more */
+      continue;
     t->tid = tids[i];
-    t->status = status[i];
-    if (status[i] == CPROF_THREAD_OK) {
+    switch (mode[i]) {
+    case ASK:
+      t->status = CPROF_THREAD_OK;
       t->depth = slots[i].depth;
       memcpy(t->pcs, slots[i].pcs, (size_t)t->depth * sizeof t->pcs[0]);
+      break;
+    case OUTSIDE:
+      t->status = CPROF_THREAD_OK;
+      if (t != &res[i]) {
+        t->depth = res[i].depth;
+        memcpy(t->pcs, res[i].pcs, (size_t)t->depth * sizeof t->pcs[0]);
+      }
+      break;
+    case NONE:
+      t->status = CPROF_THREAD_BLOCKED;
+      t->depth = 0;
+      break;
+    default:
+      t->status = CPROF_THREAD_TIMEOUT;
+      t->depth = 0;
     }
     out->n++;
   }
-  free(status);
+  out->v = res;
+  free(mode);
 unlock:
   pthread_mutex_unlock(&capture_lock);
   cprof__maps_free(&maps);

@@ -11,6 +11,7 @@
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
 #include "symbol/symbolize.h"
 
+#include "symbol/blocked_unwind.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/elf_funcs.h"
@@ -37,6 +38,7 @@ struct cprof__symbolizer {
   cprof__names_t names;
   cprof__elf_funcs_t funcs;
   cprof__dwarf_scopes_t scopes;
+  cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -242,6 +244,15 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
   destroy(current);
   current = s;
   return s;
+}
+
+int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_t sp, uintptr_t pc,
+                                     uintptr_t *pcs, int max) {
+  if (s == &empty) {
+    pcs[0] = pc;
+    return max > 0;
+  }
+  return cprof__dwfl_unwind_blocked(s->dwfl, &s->blocked, tid, sp, pc, pcs, max);
 }
 
 void cprof__symbolizer_release(cprof__symbolizer_t *s) {

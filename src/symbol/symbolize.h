@@ -8,6 +8,7 @@
 #define CPROF_SYMBOL_SYMBOLIZE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One executable mapping of a file, as profile.proto's Mapping wants it. */
 typedef struct cprof__mapping {
@@ -50,6 +51,13 @@ int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *fra
 
 /* The symbol name containing addr, demangled, or NULL (for /debug/pprof/symbol). */
 const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr);
+
+/* Unwinds a thread blocked in a system call, from the stack pointer and pc
+ * in /proc/self/task/TID/syscall, without signalling it: see
+ * blocked_unwind.c for why and how. Same stack convention as the
+ * unwinders. Returns the depth, at least 1 when max > 0. */
+int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_t sp, uintptr_t pc,
+                                     uintptr_t *pcs, int max);
 
 /* After fork(), in the child: forget the parent's state without touching its
  * locks' owners. */

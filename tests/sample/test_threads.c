@@ -1,6 +1,9 @@
-/* All-thread capture: every thread answers with its own stack, threads
- * that block the signal are reported rather than waited for, threads may
- * come and go meanwhile, and the signal-handler path allocates nothing.
+/* All-thread capture: every thread answers with its own stack; threads in
+ * calls a signal would interrupt (nanosleep here) are unwound from outside
+ * and sleep on undisturbed, as are threads that block signals while they
+ * wait; a thread that blocks signals while it runs is reported, not waited
+ * for; threads may come and go meanwhile; the signal-handler path
+ * allocates nothing.
  *
  * The last is shown the direct way: this program replaces the malloc
  * family with counting wrappers, and the target thread, which only spins,
@@ -49,10 +52,10 @@ int posix_memalign(void **p, size_t a, size_t n) {
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
-static int target_ready, target_stop, blocker_stop, churn_stop;
+static int target_ready, target_stop, blocker_stop, churn_stop, sleeper_early;
 static long target_allocations = -1, probe_allocations = -1;
-static volatile uint64_t sink;
-static pid_t target_tid, blocker_tid;
+static __thread volatile uint64_t sink; /* per thread: the spinners must not race */
+static pid_t target_tid, blocker_tid, sleeper_tid, waiter_tid;
 
 NOINLINE void spin_in_target(void) {
   while (!LOAD(target_stop)) {
@@ -79,16 +82,46 @@ static void *target_main(void *arg) {
   return NULL;
 }
 
-NOINLINE void wait_with_signals_blocked(void) {
+/* Runs with every signal blocked: nobody can ask it, nothing to unwind from. */
+NOINLINE void spin_with_signals_blocked(void) {
   while (!LOAD(blocker_stop))
-    usleep(1000);
+    sink = sink * 7 + 3;
 }
 static void *blocker_main(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   STORE(blocker_tid, gettid());
-  wait_with_signals_blocked();
+  spin_with_signals_blocked();
+  return NULL;
+}
+
+/* A sleep a signal would cut short: it must run its full length. */
+NOINLINE void sleep_in_nanosleep(void) {
+  struct timespec ts = {2, 0};
+  if (nanosleep(&ts, NULL) != 0)
+    STORE(sleeper_early, 1);
+}
+static void *sleeper_main(void *arg) {
+  STORE(sleeper_tid, gettid());
+  sleep_in_nanosleep();
+  return NULL;
+}
+
+/* Waits with every signal blocked, in sigwait: unwound from outside. */
+NOINLINE void wait_in_sigwait(void) {
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  int sig;
+  sigwait(&usr2, &sig);
+}
+static void *waiter_main(void *arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  STORE(waiter_tid, gettid());
+  wait_in_sigwait();
   return NULL;
 }
 
@@ -125,10 +158,12 @@ int main(void) {
   CHECK(cprof__threads_signal() >= SIGRTMIN);
   CHECK_EQ_INT(cprof__unwind_dwarf_init(), 0);
 
-  pthread_t target, blocker, churn;
+  pthread_t target, blocker, churn, sleeper, waiter;
   pthread_create(&target, NULL, target_main, NULL);
   pthread_create(&blocker, NULL, blocker_main, NULL);
-  while (!LOAD(target_ready) || !LOAD(blocker_tid))
+  pthread_create(&sleeper, NULL, sleeper_main, NULL);
+  pthread_create(&waiter, NULL, waiter_main, NULL);
+  while (!LOAD(target_ready) || !LOAD(blocker_tid) || !LOAD(sleeper_tid) || !LOAD(waiter_tid))
     usleep(1000);
   usleep(20000);
 
@@ -136,7 +171,7 @@ int main(void) {
   for (int how = 0; how < 2; how++) {
     cprof__thread_dump_t d;
     CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 1000, &d), 0);
-    CHECK(d.n >= 3); /* main, target, blocker (a sanitizer may add its own) */
+    CHECK(d.n >= 5); /* main, target, blocker, sleeper, waiter (a sanitizer may add its own) */
     const cprof__thread_stack_t *t = find(&d, LOAD(target_tid));
     CHECK(t && t->status == CPROF_THREAD_OK);
     /* ThreadSanitizer runs the handler later, inside an interceptor, with
@@ -156,6 +191,11 @@ int main(void) {
     CHECK(!walkable || stack_has(self, "main"));
     const cprof__thread_stack_t *b = find(&d, LOAD(blocker_tid));
     CHECK(b && b->status == CPROF_THREAD_BLOCKED && b->depth == 0);
+    const cprof__thread_stack_t *z = find(&d, LOAD(sleeper_tid));
+    CHECK(z && z->status == CPROF_THREAD_OK && stack_has(z, "sleep_in_nanosleep"));
+    CHECK(z && stack_has(z, "sleeper_main"));
+    const cprof__thread_stack_t *w = find(&d, LOAD(waiter_tid));
+    CHECK(w && w->status == CPROF_THREAD_OK && stack_has(w, "wait_in_sigwait"));
     cprof__threads_dump_free(&d);
   }
 
@@ -168,6 +208,8 @@ int main(void) {
   }
   STORE(target_stop, 1);
   pthread_join(target, NULL);
+  pthread_join(sleeper, NULL);
+  CHECK_EQ_INT(LOAD(sleeper_early), 0); /* all those captures, and it slept 2 s */
   if (COUNTING) {
     CHECK_EQ_INT(LOAD(target_allocations), 0);
     CHECK_EQ_INT(LOAD(probe_allocations), 2);
@@ -188,5 +230,7 @@ int main(void) {
   pthread_join(churn, NULL);
   STORE(blocker_stop, 1);
   pthread_join(blocker, NULL);
+  pthread_kill(waiter, SIGUSR2);
+  pthread_join(waiter, NULL);
   return check_result("test_threads");
 }

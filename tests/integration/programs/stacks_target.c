@@ -4,13 +4,19 @@
  *
  *   reader   block_in_read: blocked in read(2) on a pipe nobody writes
  *   spinner  spin_outer -> spin_inner: burning CPU in our own code
- *   main     main_wait: in pause(2) until SIGTERM
+ *   sleeper  sleep_an_hour: in nanosleep(2), which a signal would end early
+ *   blocker  wait_with_signals_blocked: all signals blocked, in sigwait
+ *   main     main_wait: in a single pause(2)
  *
- * Prints "ready" once every thread is in place. */
+ * Prints "ready" once every thread is in place. If profiling ever ends the
+ * sleep or the pause early, it says so on stderr and exits 9 or 8: a test
+ * that sees the program gone or those lines knows cprof disturbed it. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef LINK_CPROF
 #include <cprof.h>
@@ -39,6 +45,36 @@ NOINLINE void spin_outer(void) {
   sink++;
 }
 
+NOINLINE void sleep_an_hour(void) {
+  struct timespec ts = {3600, 0};
+  if (nanosleep(&ts, NULL) != 0) {
+    fprintf(stderr, "sleep_an_hour: nanosleep ended early\n");
+    exit(9);
+  }
+}
+
+NOINLINE void wait_with_signals_blocked(void) {
+  sigset_t all, usr2;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  int sig;
+  sigwait(&usr2, &sig); /* nobody sends it */
+}
+
+static void *sleeper_main(void *arg) {
+  pthread_setname_np(pthread_self(), "sleeper");
+  sleep_an_hour();
+  return NULL;
+}
+
+static void *blocker_main(void *arg) {
+  pthread_setname_np(pthread_self(), "blocker");
+  wait_with_signals_blocked();
+  return NULL;
+}
+
 static void *reader_main(void *arg) {
   pthread_setname_np(pthread_self(), "reader");
   block_in_read();
@@ -52,8 +88,9 @@ static void *spinner_main(void *arg) {
 }
 
 NOINLINE void main_wait(void) {
-  for (;;)
-    pause(); /* until SIGTERM ends us */
+  pause(); /* until SIGTERM ends us; returns only if a handler ran */
+  fprintf(stderr, "main_wait: pause returned\n");
+  exit(8);
 }
 
 int main(void) {
@@ -62,12 +99,14 @@ int main(void) {
 #endif
   if (pipe(pipefd) != 0)
     return 1;
-  pthread_t r, s;
+  pthread_t r, s, z, b;
   pthread_create(&r, NULL, reader_main, NULL);
   pthread_create(&s, NULL, spinner_main, NULL);
+  pthread_create(&z, NULL, sleeper_main, NULL);
+  pthread_create(&b, NULL, blocker_main, NULL);
   while (!spinning)
     usleep(1000);
-  usleep(20000); /* let the reader reach read(2) */
+  usleep(50000); /* let the others reach their calls */
   printf("ready\n");
   fflush(stdout);
   main_wait();

@@ -1,0 +1,182 @@
+/* Unwinding a thread blocked in a system call, from outside it.
+ *
+ * Signalling a thread that sleeps in nanosleep, poll, epoll_wait, pause and
+ * the like makes the call fail with EINTR once our handler returns, whatever
+ * SA_RESTART says (signal(7)): a sleep ends early, a main thread parked in
+ * pause() returns and the program exits. So such threads are not asked.
+ * The kernel shows where each is blocked, in /proc/self/task/TID/syscall:
+ * the stack pointer and the pc after the syscall instruction. From those two
+ * registers libdw's unwinder walks the stack by the CFI in .eh_frame, the
+ * way eu-stack walks another process.
+ *
+ * Two things differ from walking another process:
+ * - Memory is read with process_vm_readv(2) on ourselves, one page at a
+ *   time, never by dereferencing: the thread may wake, return and exit while
+ *   we read, and its stack may then be unmapped. A read that fails ends the
+ *   walk; it cannot fault.
+ * - Only sp and pc are known. The C library's frames are described by
+ *   their CFI from the stack pointer alone, but code built with frame
+ *   pointers computes its frame from %rbp, which the kernel does not show;
+ *   a first walk stops there. So we look just above the stack pointer of
+ *   the frame where it stopped for a frame record: a saved %rbp pointing
+ *   further up the stack beside a return address that follows a call. We
+ *   walk again with that as %rbp, and keep the second walk only if it goes
+ *   deeper and agrees with the first on every frame they share. */
+#include "symbol/blocked_unwind.h"
+
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
+enum { DWARF_RBP = 6, DWARF_RSP = 7 };
+
+static int read_word(cprof__blocked_ctx_t *c, uintptr_t addr, uint64_t *out) {
+  uintptr_t page = addr & ~(uintptr_t)(sizeof c->buf - 1);
+  if (addr - page > sizeof c->buf - sizeof *out)
+    return -1; /* a word straddling two pages: read it alone */
+  if (c->page != page) {
+    struct iovec local = {c->buf, sizeof c->buf};
+    struct iovec remote = {(void *)page, sizeof c->buf};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof c->buf) {
+      c->page = 0;
+      struct iovec l1 = {out, sizeof *out}, r1 = {(void *)addr, sizeof *out};
+      return process_vm_readv(getpid(), &l1, 1, &r1, 1, 0) == (ssize_t)sizeof *out ? 0 : -1;
+    }
+    c->page = page;
+  }
+  memcpy(out, c->buf + (addr - page), sizeof *out);
+  return 0;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg) {
+  uint64_t v;
+  if (read_word(arg, (uintptr_t)addr, &v) != 0)
+    return false;
+  *result = v;
+  return true;
+}
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp) {
+  return 0; /* we only ever ask for one thread by id */
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp) {
+  cprof__blocked_ctx_t *c = arg;
+  *thread_argp = c;
+  return tid == c->tid;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg) {
+  cprof__blocked_ctx_t *c = arg;
+  Dwarf_Word sp = c->sp;
+  if (!dwfl_thread_state_registers(thread, DWARF_RSP, 1, &sp))
+    return false;
+  if (c->fp) {
+    Dwarf_Word fp = c->fp;
+    dwfl_thread_state_registers(thread, DWARF_RBP, 1, &fp);
+  }
+  dwfl_thread_state_register_pc(thread, c->pc);
+  return true;
+}
+
+static const Dwfl_Thread_Callbacks callbacks = {
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
+};
+
+/* Whether ret follows an x86-64 call instruction; see src/unwind/fp.c. */
+static int after_call(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t ret) {
+  if (ret < 8 || !dwfl_addrmodule(dwfl, ret))
+    return 0;
+  uint64_t w;
+  if (read_word(c, ret - 8, &w) != 0)
+    return 0;
+  unsigned char b[8];
+  memcpy(b, &w, 8); /* b[7] is the byte just before ret */
+  return b[3] == 0xe8 || (b[2] == 0xff && (b[3] == 0x15 || (b[3] & 0xf8) == 0x90)) ||
+         (b[5] == 0xff && (b[6] & 0xf8) == 0x50) || (b[6] == 0xff && (b[7] & 0xf8) == 0xd0);
+}
+
+/* A frame record at s: [s] is a higher frame pointer, [s+8] a return
+ * address. Returns the saved frame pointer, or 0. */
+static uintptr_t frame_record(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t s) {
+  uint64_t next, ret;
+  if (read_word(c, s, &next) != 0 || read_word(c, s + 8, &ret) != 0)
+    return 0;
+  if (next <= s || next - s > (1u << 20) || (next & 7) || !after_call(dwfl, c, ret))
+    return 0;
+  return next;
+}
+
+/* The first frame record at or above sp, within the 64 KiB a frame of
+ * ordinary code would not exceed. */
+static uintptr_t find_record(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t sp) {
+  for (uintptr_t s = (sp + 7) & ~(uintptr_t)7; s < sp + 64 * 1024; s += 8)
+    if (frame_record(dwfl, c, s))
+      return s;
+  return 0;
+}
+
+typedef struct collect {
+  uintptr_t *pcs;
+  int n, max;
+  uintptr_t last_sp; /* the stack pointer of the deepest frame reached */
+} collect_t;
+
+static int on_frame(Dwfl_Frame *frame, void *arg) {
+  collect_t *k = arg;
+  Dwarf_Addr pc;
+  bool activation;
+  if (!dwfl_frame_pc(frame, &pc, &activation) || pc == 0)
+    return DWARF_CB_ABORT;
+  Dwarf_Word sp;
+  k->last_sp = dwfl_frame_reg(frame, DWARF_RSP, &sp) == 0 ? (uintptr_t)sp : 0;
+  if (k->n == 0) {
+    k->n = 1; /* pcs[0], the exact pc, is already in place */
+    return DWARF_CB_OK;
+  }
+  /* Our convention wants return addresses after the first frame; an
+   * exact pc deeper down (a signal frame) is stored as one. */
+  k->pcs[k->n++] = activation ? (uintptr_t)pc + 1 : (uintptr_t)pc;
+  return k->n < k->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
+                               uintptr_t pc, uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  pcs[0] = pc;
+  if (!dwfl)
+    return 1;
+  if (!ctx->attached) {
+    if (!dwfl_attach_state(dwfl, NULL, getpid(), &callbacks, ctx))
+      return 1;
+    ctx->attached = 1;
+  }
+  ctx->tid = tid;
+  ctx->sp = sp;
+  ctx->pc = pc;
+  ctx->page = 0;
+  ctx->fp = 0;
+  collect_t first = {pcs, 0, max, 0};
+  dwfl_getthread_frames(dwfl, tid, on_frame, &first);
+  if (first.n < 1)
+    first.n = 1;
+
+  /* The second walk, with a frame pointer found above where the first stopped. */
+  uintptr_t again[256];
+  if (first.n < max && first.last_sp && max <= (int)(sizeof again / sizeof again[0]) &&
+      (ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
+    again[0] = pc;
+    collect_t second = {again, 0, max, 0};
+    dwfl_getthread_frames(dwfl, tid, on_frame, &second);
+    if (second.n > first.n && memcmp(again, pcs, (size_t)first.n * sizeof *pcs) == 0) {
+      memcpy(pcs, again, (size_t)second.n * sizeof *pcs);
+      return second.n;
+    }
+  }
+  return first.n;
+}

@@ -1,0 +1,24 @@
+/* Unwinding a thread that is blocked in a system call, without signalling
+ * it, with libdw's frame unwinder over the symbolizer's Dwfl. */
+#ifndef CPROF_SYMBOL_BLOCKED_UNWIND_H
+#define CPROF_SYMBOL_BLOCKED_UNWIND_H
+
+#include <elfutils/libdwfl.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What libdw's callbacks need: set per call, under the symbolizer's lock. */
+typedef struct cprof__blocked_ctx {
+  int attached; /* dwfl_attach_state was done on this Dwfl */
+  pid_t tid;
+  uintptr_t sp, pc, fp; /* fp 0: unknown */
+  uintptr_t page;       /* the page cached in buf, or 0 */
+  unsigned char buf[4096];
+} cprof__blocked_ctx_t;
+
+/* Walks the stack from sp and pc into pcs (cprof's convention: pcs[0]
+ * exact, then return addresses). Returns the depth, at least 1. */
+int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
+                               uintptr_t pc, uintptr_t *pcs, int max);
+
+#endif
