@@ -32,20 +32,25 @@
 enum { DWARF_RBP = 6, DWARF_RSP = 7 };
 
 static int read_word(cprof__blocked_ctx_t *c, uintptr_t addr, uint64_t *out) {
-  uintptr_t page = addr & ~(uintptr_t)(sizeof c->buf - 1);
-  if (addr - page > sizeof c->buf - sizeof *out)
-    return -1; /* a word straddling two pages: read it alone */
-  if (c->page != page) {
-    struct iovec local = {c->buf, sizeof c->buf};
-    struct iovec remote = {(void *)page, sizeof c->buf};
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof c->buf) {
-      c->page = 0;
-      struct iovec l1 = {out, sizeof *out}, r1 = {(void *)addr, sizeof *out};
-      return process_vm_readv(getpid(), &l1, 1, &r1, 1, 0) == (ssize_t)sizeof *out ? 0 : -1;
-    }
-    c->page = page;
+  const size_t size = sizeof c->cache[0].buf;
+  uintptr_t page = addr & ~(uintptr_t)(size - 1);
+  if (addr - page > size - sizeof *out) { /* a word straddling two pages: read it alone */
+    struct iovec l1 = {out, sizeof *out}, r1 = {(void *)addr, sizeof *out};
+    return process_vm_readv(c->pid, &l1, 1, &r1, 1, 0) == (ssize_t)sizeof *out ? 0 : -1;
   }
-  memcpy(out, c->buf + (addr - page), sizeof *out);
+  unsigned n = sizeof c->cache / sizeof c->cache[0], i;
+  for (i = 0; i < n && c->cache[i].page != page; i++)
+    ;
+  if (i == n) {
+    i = c->next++ % n;
+    struct iovec local = {c->cache[i].buf, size};
+    struct iovec remote = {(void *)page, size};
+    c->cache[i].page = 0;
+    if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != (ssize_t)size)
+      return -1;
+    c->cache[i].page = page;
+  }
+  memcpy(out, c->cache[i].buf + (addr - page), sizeof *out);
   return 0;
 }
 
@@ -112,11 +117,16 @@ static uintptr_t frame_record(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t s) 
 }
 
 /* The first frame record at or above sp, within the 64 KiB a frame of
- * ordinary code would not exceed. */
+ * ordinary code would not exceed, and short of the end of the stack: the
+ * first word that cannot be read ends the search. */
 static uintptr_t find_record(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t sp) {
-  for (uintptr_t s = (sp + 7) & ~(uintptr_t)7; s < sp + 64 * 1024; s += 8)
+  for (uintptr_t s = (sp + 7) & ~(uintptr_t)7; s < sp + 64 * 1024; s += 8) {
+    uint64_t w;
+    if (read_word(c, s + 8, &w) != 0)
+      return 0;
     if (frame_record(dwfl, c, s))
       return s;
+  }
   return 0;
 }
 
@@ -159,8 +169,11 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   ctx->tid = tid;
   ctx->sp = sp;
   ctx->pc = pc;
-  ctx->page = 0;
   ctx->fp = 0;
+  ctx->pid = getpid();
+  /* The stack changes between walks; cached pages are only good for one. */
+  for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
+    ctx->cache[i].page = 0;
   collect_t first = {pcs, 0, max, 0};
   dwfl_getthread_frames(dwfl, tid, on_frame, &first);
   if (first.n < 1)

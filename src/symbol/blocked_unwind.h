@@ -12,8 +12,14 @@ typedef struct cprof__blocked_ctx {
   int attached; /* dwfl_attach_state was done on this Dwfl */
   pid_t tid;
   uintptr_t sp, pc, fp; /* fp 0: unknown */
-  uintptr_t page;       /* the page cached in buf, or 0 */
-  unsigned char buf[4096];
+  pid_t pid;
+  /* A few pages read with process_vm_readv: the stack's and the code's
+   * that return addresses are checked against, so neither evicts the other. */
+  struct {
+    uintptr_t page; /* 0: empty */
+    unsigned char buf[4096];
+  } cache[4];
+  unsigned next; /* the entry to replace next */
 } cprof__blocked_ctx_t;
 
 /* Walks the stack from sp and pc into pcs (cprof's convention: pcs[0]
