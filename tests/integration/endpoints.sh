@@ -74,6 +74,21 @@ check "go tool pprof prints the server's message" bash -c \
 check "a malformed request line does not kill the server" bash -c \
   "printf 'GARBAGE\r\n\r\n' | timeout 5 bash -c 'cat >/dev/tcp/${ADDR%:*}/${ADDR#*:}' || true"
 check "still serving after garbage" [ "$(http "$U/")" = 200 ]
+# Many clients at once, every endpoint mixed: each answer is 200, nothing
+# deadlocks (thread capture and symbolization take locks of their own).
+clients=()
+for c in 1 2 3 4; do
+  (for i in $(seq 1 15); do
+    for path in goroutine 'goroutine?debug=1' 'goroutine?debug=2' cmdline ''; do
+      curl -s -o /dev/null -w '%{http_code}\n' --max-time 20 "$U/$path"
+    done
+    curl -s -o /dev/null -w '%{http_code}\n' --max-time 20 "$U/symbol" --data-binary "$addr"
+  done) >"$T/concurrent.$c" &
+  clients+=($!)
+done
+wait "${clients[@]}"
+check "4 clients x 90 mixed requests: all 200" bash -c "[ \$(cat '$T'/concurrent.* | grep -c '^200$') = 360 ]"
+check "the program is still running" kill -0 "$PID"
 kill "$PID"
 
 # Prefix: everything moves under it, nothing is left at the root.

@@ -39,6 +39,17 @@ for mode in linked preload; do
   done
 done
 
+# C++: names come out demangled, namespaces, classes and templates included.
+start cxx --ready LD_PRELOAD="$LIB" -- "$P/cxx_target"
+pprof -raw "http://$ADDR/debug/pprof/goroutine" >"$T/cxx" || fail "C++: go tool pprof -raw"
+# pprof shows the short name, then the full one in parentheses.
+check "C++: a member function of a template, demangled" has "$T/cxx" \
+  'shop::Queue::wait_for_item .*cxx_target\.cpp:[0-9]+ s=0\(shop::Queue<int>::wait_for_item\(\)\)'
+check "C++: a class method, demangled" has "$T/cxx" \
+  'shop::Worker::run .*cxx_target\.cpp:[0-9]+ s=0\(shop::Worker::run\(shop::Queue<int>&\)\)'
+check "C++: no mangled names left in our functions" bash -c "! grep -q '_ZN4shop' '$T/cxx'"
+kill "$PID"
+
 # The top view people type first, as in Go's docs.
 start target --ready -- "$P/stacks_linked"
 pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top"
