@@ -24,6 +24,8 @@
  *   deeper and agrees with the first on every frame they share. */
 #include "symbol/blocked_unwind.h"
 
+#include "unwind/unwind.h"
+
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -92,17 +94,14 @@ static const Dwfl_Thread_Callbacks callbacks = {
     .set_initial_registers = set_initial_registers,
 };
 
-/* Whether ret follows an x86-64 call instruction; see src/unwind/fp.c. */
+/* Whether ret is a return address: in a module, just after a call. */
 static int after_call(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t ret) {
-  if (ret < 8 || !dwfl_addrmodule(dwfl, ret))
-    return 0;
   uint64_t w;
-  if (read_word(c, ret - 8, &w) != 0)
+  if (ret < 8 || !dwfl_addrmodule(dwfl, ret) || read_word(c, ret - 8, &w) != 0)
     return 0;
   unsigned char b[8];
-  memcpy(b, &w, 8); /* b[7] is the byte just before ret */
-  return b[3] == 0xe8 || (b[2] == 0xff && (b[3] == 0x15 || (b[3] & 0xf8) == 0x90)) ||
-         (b[5] == 0xff && (b[6] & 0xf8) == 0x50) || (b[6] == 0xff && (b[7] & 0xf8) == 0xd0);
+  memcpy(b, &w, sizeof b);
+  return cprof__ends_in_call(b);
 }
 
 /* A frame record at s: [s] is a higher frame pointer, [s+8] a return

@@ -20,24 +20,17 @@
 #include "unwind/unwind.h"
 
 #include <stddef.h>
+#include <string.h>
 
-/* Whether the bytes before ret encode an x86-64 call: e8 rel32; ff /2 with
- * a register, [reg+disp8], [reg+disp32] or [rip+disp32] operand. Reads only
- * inside the executable mapping that holds ret. */
+/* Whether ret is a return address: inside an executable mapping, just
+ * after a call instruction. Reads only inside that mapping. */
 static int after_call_sigsafe(const cprof__maps_t *maps, uintptr_t ret) {
   const cprof__map_entry_t *m = cprof__maps_find_sigsafe(maps, ret);
-  if (!m || m->perms[0] != 'r' || m->perms[2] != 'x' || ret - 7 < m->start || ret > m->end)
+  if (!m || m->perms[0] != 'r' || m->perms[2] != 'x' || ret - 8 < m->start || ret > m->end)
     return 0;
-  const unsigned char *b = (const unsigned char *)ret;
-  if (b[-5] == 0xe8)
-    return 1; /* call rel32 */
-  if (b[-6] == 0xff && (b[-5] == 0x15 || (b[-5] & 0xf8) == 0x90))
-    return 1; /* call *disp32(%rip), call *disp32(%reg) */
-  if (b[-3] == 0xff && (b[-2] & 0xf8) == 0x50)
-    return 1; /* call *disp8(%reg) */
-  if (b[-2] == 0xff && (b[-1] & 0xf8) == 0xd0)
-    return 1; /* call *%reg (with a REX prefix before it for r8-r15) */
-  return 0;
+  unsigned char b[8];
+  memcpy(b, (const void *)(ret - 8), sizeof b);
+  return cprof__ends_in_call(b);
 }
 
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
