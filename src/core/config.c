@@ -115,6 +115,16 @@ int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_
   return 0;
 }
 
+int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || errno || v < 1 || v > CPROF_MAX_CPU_HZ)
+    return fail(err, errlen, "expected a whole number of samples per second from 1 to 10000");
+  *out = (int)v;
+  return 0;
+}
+
 /* The option field if set, else the environment variable, else NULL. */
 static const char *pick(const char *field, const char *env) {
   return field ? field : getenv(env);
@@ -128,6 +138,7 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   if (!opts)
     opts = &none;
   memset(cfg, 0, sizeof *cfg);
+  cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
 
   v = pick(opts->addr, "CPROF_ADDR");
   if (cprof__parse_addr(v ? v : DEFAULT_ADDR, &cfg->addr, err, sizeof err) != 0) {
@@ -159,11 +170,16 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->addr.enabled = 0;
     bad = 1;
   }
+  if ((v = getenv("CPROF_CPU_HZ")) && cprof__parse_cpu_hz(v, &cfg->cpu_hz, err, sizeof err) != 0) {
+    cprof__log("CPROF_CPU_HZ=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_CPU_HZ);
+    cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
+    bad = 1;
+  }
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__config_t current; /* zero: no prefix, no auth, dwarf */
+static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

@@ -18,7 +18,11 @@ typedef struct cprof__config {
   cprof__unwinder_t unwind;
   char auth[256];   /* "user:password", "" for none */
   char token[256];  /* "" for none */
+  int cpu_hz;       /* CPU profile sampling rate */
 } cprof__config_t;
+
+#define CPROF_DEFAULT_CPU_HZ 100
+#define CPROF_MAX_CPU_HZ 10000
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -27,6 +31,7 @@ int cprof__parse_prefix(const char *s, char *out, size_t outlen, char *err, size
 int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t errlen);
 int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen);
 
 /* Fills cfg from opts (may be NULL) and the environment. A bad value is
  * reported on stderr and its feature stays off; a bad credential turns the

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "cprof.h"
 #include "http/server.h"
+#include "sample/cpu.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 #include "unwind/unwind.h"
@@ -26,6 +27,7 @@ static void atfork_child(void) {
   pthread_mutex_init(&life_lock, NULL);
   cprof__config_atfork_child();
   cprof__threads_atfork_child();
+  cprof__cpu_atfork_child();
   cprof__symbolizer_atfork_child();
   if (serving)
     cprof__server_atfork_child();

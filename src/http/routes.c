@@ -18,6 +18,11 @@ const cprof__profile_entry_t cprof__profiles[] = {
      "Stack traces of all current threads (cprof's name for threads is Go's for goroutines; "
      "/debug/pprof/threads is the same). Use debug=2 for every thread with its name and state.",
      cprof__threads_count, "debug=1", cprof__serve_goroutine},
+    {"profile",
+     "CPU profile. You can specify the duration in the seconds GET parameter (default 30, at "
+     "most 3600). After you get the profile file, use the go tool pprof command to investigate "
+     "the profile.",
+     NULL, "seconds=30", cprof__serve_profile},
     {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL, NULL,
      cprof__serve_symbol},
 };

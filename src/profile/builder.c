@@ -305,6 +305,10 @@ int cprof__builder_add_pseudo(cprof__builder_t *b, const char *name, const int64
   return add(b, NULL, 0, name ? name : "", values, labels, nlabels);
 }
 
+void cprof__builder_set_duration(cprof__builder_t *b, int64_t duration_nanos) {
+  b->duration_nanos = duration_nanos;
+}
+
 int64_t cprof__builder_total(const cprof__builder_t *b, int index) {
   if (!b || index < 0 || index >= b->n_sample_types)
     return 0;

@@ -56,6 +56,9 @@ int cprof__builder_add(cprof__builder_t *b, const uintptr_t *pcs, int depth, con
 int cprof__builder_add_pseudo(cprof__builder_t *b, const char *name, const int64_t *values,
                               const cprof__label_t *labels, int nlabels);
 
+/* Sets duration_nanos, for profiles whose length is known only at the end. */
+void cprof__builder_set_duration(cprof__builder_t *b, int64_t duration_nanos);
+
 /* Total of value `index` over all samples, and the number of samples added
  * (before merging). */
 int64_t cprof__builder_total(const cprof__builder_t *b, int index);

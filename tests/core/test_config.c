@@ -78,6 +78,13 @@ static void test_small_parsers(void) {
   CHECK_EQ_INT(cprof__parse_auth("o p:pw", out, sizeof out, err, sizeof err), -EINVAL);
   CHECK_EQ_INT(cprof__parse_token("abc", out, sizeof out, err, sizeof err), 0);
   CHECK_EQ_INT(cprof__parse_token("a c", out, sizeof out, err, sizeof err), -EINVAL);
+  int hz;
+  CHECK_EQ_INT(cprof__parse_cpu_hz("100", &hz, err, sizeof err), 0);
+  CHECK_EQ_INT(hz, 100);
+  CHECK_EQ_INT(cprof__parse_cpu_hz("10000", &hz, err, sizeof err), 0);
+  const char *bad_hz[] = {"0", "-5", "10001", "1e3", "", "fast", "100 "};
+  for (size_t i = 0; i < sizeof bad_hz / sizeof *bad_hz; i++)
+    CHECK_EQ_INT(cprof__parse_cpu_hz(bad_hz[i], &hz, err, sizeof err), -EINVAL);
 }
 
 /* Options win over the environment; NULL fields fall back to it; bad

@@ -1,0 +1,320 @@
+/* CPU sampling: per-thread CPU timers, the SIGPROF handler, and the buffer
+ * between them and the profile's owner.
+ *
+ * The buffer is an array of fixed-size records. A handler takes the next
+ * index with a fetch-and-add and claims that record FREE -> WRITING by
+ * compare-and-swap; if the record is still full (the owner has not drained
+ * it yet) the sample is counted as lost, never silently dropped, and the
+ * profile shows the count as a frame of its own, as Go's lostProfileEvent.
+ * The owner drains every FULL record back to FREE.
+ *
+ * Linux checks CPU timers at the scheduler tick (CONFIG_HZ, 250 here), so
+ * at 1000 Hz one signal arrives for every four expirations, the other three
+ * counted in si_overrun (timer_getoverrun(2)). Each sample is weighted by
+ * 1 + si_overrun periods: without that, CPU time would be undercounted
+ * fourfold at 1000 Hz. The stack is the one at the signal, as for any
+ * sampling profiler; only the weight changes.
+ *
+ * Stopping must not free memory a handler is using. Timers are deleted
+ * first; then the buffer pointer is cleared and we wait until no handler is
+ * inside (handlers count themselves in before they load the pointer). A
+ * SIGPROF still queued after that finds no buffer and returns. Our handler
+ * stays installed afterwards: SIGPROF's default action would end the
+ * program if a late one arrived. */
+#include "sample/cpu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sample/threads.h"
+#include "symbol/maps.h"
+
+enum { FREE = 0, WRITING = 1, FULL = 2 };
+#define RING 2048 /* records: at 100 Hz that is 20 s of one thread, drained every 10 ms */
+
+typedef struct record {
+  uint32_t state;
+  pid_t tid;
+  int depth;
+  int periods;
+  uintptr_t pcs[CPROF_MAX_DEPTH];
+} record_t;
+
+/* Shared with the handler. */
+static record_t *ring;
+static uint64_t ring_next;
+static uint64_t lost;
+static int inside; /* handlers between their first and last line */
+static cprof__unwinder_t unwinder;
+static cprof__maps_t *stacks; /* for the frame-pointer walker's stack bounds */
+static char cookie;           /* si_value of our timers' signals */
+
+/* The owner's state, under lock. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int running;
+static long period_ns;
+typedef struct timer_entry {
+  pid_t tid;
+  timer_t timer;
+} timer_entry_t;
+static timer_entry_t *timers;
+static int ntimers, timers_cap;
+static cprof__maps_t **old_maps; /* snapshots a handler may still read: freed at stop */
+static int nold_maps;
+static int64_t maps_taken_ms;
+
+static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
+  int saved = errno;
+  __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+  record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
+  /* Only our timers: a SIGPROF from kill(1) or from elsewhere carries no cookie. */
+  if (r && info->si_code == SI_TIMER && info->si_value.sival_ptr == &cookie) {
+    uint64_t i = __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING;
+    uint32_t expect = FREE;
+    if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      r[i].tid = (pid_t)syscall(SYS_gettid);
+      r[i].periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
+      r[i].depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
+                                         __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), r[i].pcs,
+                                         CPROF_MAX_DEPTH);
+      __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
+    } else {
+      __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+    }
+  }
+  __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+  errno = saved;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A fresh snapshot of the address space, so that the frame-pointer walker
+ * knows the stacks of threads created since the last one. The old snapshot
+ * is kept until stop: a handler may be reading it. */
+static void refresh_maps(void) {
+  cprof__maps_t *m = calloc(1, sizeof *m);
+  cprof__maps_t **v = realloc(old_maps, (size_t)(nold_maps + 1) * sizeof *v);
+  if (!m || !v || cprof__maps_read(m) != 0) {
+    free(m);
+    if (v)
+      old_maps = v;
+    return;
+  }
+  old_maps = v;
+  old_maps[nold_maps++] = m;
+  __atomic_store_n(&stacks, m, __ATOMIC_RELEASE);
+  maps_taken_ms = now_ms();
+}
+
+/* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
+ * gives only processes', pthread_getcpuclockid(3) only pthread_t's, so we
+ * build it as the kernel encodes it (include/linux/posix-timers.h):
+ * CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
+static clockid_t thread_cpu_clock(pid_t tid) {
+  return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+
+static int add_timer(pid_t tid) {
+  if (ntimers == timers_cap) {
+    int cap = timers_cap ? timers_cap * 2 : 64;
+    timer_entry_t *v = realloc(timers, (size_t)cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    timers = v;
+    timers_cap = cap;
+  }
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGPROF;
+  sev.sigev_value.sival_ptr = &cookie;
+  sev._sigev_un._tid = tid;
+  timer_t t;
+  if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0)
+    return -errno; /* the thread exited meanwhile */
+  struct itimerspec its = {{period_ns / 1000000000, period_ns % 1000000000},
+                           {period_ns / 1000000000, period_ns % 1000000000}};
+  if (timer_settime(t, 0, &its, NULL) != 0) {
+    timer_delete(t);
+    return -errno;
+  }
+  timers[ntimers].tid = tid;
+  timers[ntimers].timer = t;
+  ntimers++;
+  return 0;
+}
+
+static int listed(const pid_t *tids, int n, pid_t tid) {
+  for (int i = 0; i < n; i++)
+    if (tids[i] == tid)
+      return 1;
+  return 0;
+}
+
+static void track_locked(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return;
+  pid_t *now = NULL;
+  int n = 0, cap = 0, added = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    if (n == cap) {
+      pid_t *v = realloc(now, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *v);
+      if (!v)
+        break;
+      now = v;
+    }
+    now[n++] = (pid_t)atoi(e->d_name);
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++) {
+    int known = 0;
+    for (int j = 0; j < ntimers && !known; j++)
+      known = timers[j].tid == now[i];
+    if (!known && add_timer(now[i]) == 0)
+      added++;
+  }
+  /* Timers of threads that exited never fire again; give them back. */
+  for (int j = 0; j < ntimers;) {
+    if (!listed(now, n, timers[j].tid)) {
+      timer_delete(timers[j].timer);
+      timers[j] = timers[--ntimers];
+    } else {
+      j++;
+    }
+  }
+  free(now);
+  if (added && unwinder == CPROF_UNWIND_FP && now_ms() - maps_taken_ms > 1000)
+    refresh_maps();
+}
+
+int cprof__cpu_start(int hz, cprof__unwinder_t how) {
+  pthread_mutex_lock(&lock);
+  int err = 0;
+  if (running) {
+    err = -EALREADY;
+    goto out;
+  }
+  /* The program's own SIGPROF handler or profiling timer: not ours to take. */
+  struct sigaction cur;
+  struct itimerval it;
+  if (sigaction(SIGPROF, NULL, &cur) != 0 ||
+      ((cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != handler_sigsafe
+                                   : (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) ||
+      (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec))) {
+    err = -EBUSY;
+    goto out;
+  }
+  record_t *r = calloc(RING, sizeof *r);
+  if (!r) {
+    err = -ENOMEM;
+    goto out;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler_sigsafe;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  /* Not inside the thread-stack handler: both may use libunwind. */
+  if (cprof__threads_signal())
+    sigaddset(&sa.sa_mask, cprof__threads_signal());
+  if (sigaction(SIGPROF, &sa, NULL) != 0) {
+    free(r);
+    err = -errno;
+    goto out;
+  }
+  unwinder = how;
+  period_ns = 1000000000L / hz;
+  lost = 0;
+  if (how == CPROF_UNWIND_FP)
+    refresh_maps();
+  __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
+  running = 1;
+  track_locked();
+out:
+  pthread_mutex_unlock(&lock);
+  return err;
+}
+
+void cprof__cpu_track_threads(void) {
+  pthread_mutex_lock(&lock);
+  if (running)
+    track_locked();
+  pthread_mutex_unlock(&lock);
+}
+
+static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
+  for (int i = 0; i < RING; i++) {
+    if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
+      continue;
+    sink(arg, r[i].tid, r[i].pcs, r[i].depth, r[i].periods);
+    __atomic_store_n(&r[i].state, FREE, __ATOMIC_RELEASE);
+  }
+}
+
+void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg) {
+  pthread_mutex_lock(&lock);
+  record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
+  if (running && r)
+    drain(r, sink, arg);
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
+  pthread_mutex_lock(&lock);
+  if (!running) {
+    pthread_mutex_unlock(&lock);
+    return 0;
+  }
+  for (int j = 0; j < ntimers; j++)
+    timer_delete(timers[j].timer);
+  ntimers = 0;
+  record_t *r = __atomic_exchange_n(&ring, NULL, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&inside, __ATOMIC_SEQ_CST) != 0) {
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  drain(r, sink, arg);
+  free(r);
+  __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);
+  for (int i = 0; i < nold_maps; i++) {
+    cprof__maps_free(old_maps[i]);
+    free(old_maps[i]);
+  }
+  free(old_maps);
+  old_maps = NULL;
+  nold_maps = 0;
+  running = 0;
+  uint64_t n = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+void cprof__cpu_atfork_child(void) {
+  /* POSIX timers are not inherited (timer_create(2)); the child starts
+   * without a profile. What the parent's buffer holds stays its own. */
+  pthread_mutex_init(&lock, NULL);
+  __atomic_store_n(&ring, NULL, __ATOMIC_SEQ_CST);
+  running = 0;
+  ntimers = 0;
+  timers = NULL;
+  timers_cap = 0;
+  old_maps = NULL;
+  nold_maps = 0;
+}

@@ -1,0 +1,36 @@
+/* The CPU profiler, as Go's on Linux since 1.18: a timer on each thread's
+ * own CPU clock delivers SIGPROF to that thread (SIGEV_THREAD_ID) after
+ * every 1/hz seconds of CPU it uses, so samples fall where the CPU time went
+ * (a process-wide setitimer hands the signal to whichever thread happens to
+ * run). The handler records the stack into a preallocated lock-free buffer;
+ * the profile's owner drains it. One CPU profile at a time. */
+#ifndef CPROF_SAMPLE_CPU_H
+#define CPROF_SAMPLE_CPU_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "unwind/unwind.h"
+
+/* One drained sample: the stack, and how many sampling periods of CPU it
+ * stands for (more than 1 when the kernel delivered several expirations as
+ * one signal). */
+typedef void (*cprof__cpu_sink_fn)(void *arg, pid_t tid, const uintptr_t *pcs, int depth,
+                                   int periods);
+
+/* Starts sampling every thread at hz. Returns 0; -EALREADY when a CPU
+ * profile is already running; -EBUSY when the program uses SIGPROF itself
+ * (its own handler, or an ITIMER_PROF of its own); -ENOMEM. */
+int cprof__cpu_start(int hz, cprof__unwinder_t how);
+/* Gives timers to threads created since the last call and forgets those
+ * that exited. Call every few milliseconds while profiling. */
+void cprof__cpu_track_threads(void);
+/* Hands every sample recorded so far to sink, and frees their slots. */
+void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg);
+/* Stops sampling, waits out handlers in flight, hands the last samples to
+ * sink. Returns how many samples were lost because the buffer was full. */
+uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg);
+
+void cprof__cpu_atfork_child(void);
+
+#endif

@@ -1,0 +1,77 @@
+# The CPU profile, read by go tool pprof: hot functions in the right order
+# and proportion, thread labels, every thread of a 64-thread program, Go's
+# errors (400, one profile at a time, a program that owns SIGPROF), and a
+# client that leaves mid-profile.
+. "$(dirname "$0")/lib.sh"
+
+P=$B/tests/integration
+for mode in linked preload; do
+  for unwind in dwarf fp; do
+    t="$mode/$unwind"
+    pre=()
+    [ $mode = preload ] && pre=(LD_PRELOAD="$LIB")
+    # The linked variant: the library linked, started from the environment.
+    prog="$P/cpu_target"
+    [ $mode = linked ] && prog="$P/cpu_target_linked"
+    start target --ready "${pre[@]}" CPROF_UNWIND=$unwind -- "$prog"
+    curl -sf -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=2" || fail "$t: fetch"
+    pprof -top "$T/cpu.pb.gz" >"$T/top" || fail "$t: go tool pprof -top"
+    check "$t: the profile is a cpu profile" has "$T/top" '^Type: cpu$'
+    check "$t: it lasted about 2 s" has "$T/top" '^Duration: 2(\.[0-9]+)?s'
+    # heavy_work does 3 units for light_work's 1: 75 % of the worker's CPU.
+    # At 100 Hz over 2 s (~200 samples) the standard error is 3 points.
+    check "$t: heavy_work takes 60-90% of the samples" python3 - "$T/top" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+def cum(fn):
+    m = re.search(r'\s([\d.]+)%\s+' + fn + r'$', t, re.M)
+    return float(m.group(1)) if m else 0.0
+h, l = cum('heavy_work'), cum('light_work')
+print("heavy_work %.1f%% light_work %.1f%%" % (h, l))
+sys.exit(0 if 60 <= h / (h + l) * 100 <= 90 else 1)
+PY
+    pprof -tags "$T/cpu.pb.gz" >"$T/tags" || fail "$t: -tags"
+    check "$t: samples carry the thread name" has "$T/tags" 'worker'
+    pprof -traces "$T/cpu.pb.gz" >"$T/traces"
+    check "$t: stacks run from kernel_step up to worker" \
+      python3 -c "import sys; t=open(sys.argv[1]).read(); sys.exit(0 if 'kernel_step' in t and 'heavy_work' in t and 'worker' in t else 1)" "$T/traces"
+    kill "$PID"
+  done
+done
+
+# Errors, on one program.
+start target --ready LD_PRELOAD="$LIB" -- "$P/cpu_target"
+U=http://$ADDR/debug/pprof
+for q in seconds=0 seconds=abc seconds=-1 seconds=3601 'seconds=%zz'; do
+  check "profile?$q is 400" [ "$(http "$U/profile?$q")" = 400 ]
+done
+curl -s -o /dev/null "$U/profile?seconds=3" &
+first=$!
+sleep 0.5
+check "a second profile meanwhile is 500" [ "$(http "$U/profile?seconds=1")" = 500 ]
+check "saying CPU profiling is already in use" has "$T/body" 'cpu profiling already in use'
+wait "$first"
+check "after it, profiling works again" [ "$(http "$U/profile?seconds=1")" = 200 ]
+# A client that gives up mid-profile stops it: the next one is not refused.
+curl -s -o /dev/null --max-time 1 "$U/profile?seconds=20" || true
+sleep 0.3
+check "a client leaving mid-profile frees the profiler" [ "$(http "$U/profile?seconds=1")" = 200 ]
+check "the index links the profile with its seconds" bash -c \
+  "curl -s '$U/' | grep -q \"href='profile?seconds=30'\""
+kill "$PID"
+
+# 64 threads: every one of them is sampled.
+start many --ready LD_PRELOAD="$LIB" -- "$P/cpu_target" --threads 64
+curl -sf -o "$T/many.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" || fail "64 threads: fetch"
+pprof -tags "$T/many.pb.gz" >"$T/many.tags"
+check "64 threads: all 64 appear in the thread labels" \
+  [ "$(grep -Eo ': w[0-9]{2}$' "$T/many.tags" | sort -u | wc -l)" = 64 ]
+kill "$PID"
+
+# A program that profiles itself with setitimer(ITIMER_PROF): refused, not clobbered.
+start own --ready LD_PRELOAD="$LIB" -- "$P/cpu_target" --own-itimer
+check "a program owning SIGPROF gets 409" [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 409 ]
+check "saying why" has "$T/body" 'uses SIGPROF itself'
+check "and keeps running" kill -0 "$PID"
+kill "$PID"
+finish

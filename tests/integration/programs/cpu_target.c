@@ -1,0 +1,84 @@
+/* A CPU-bound program for the CPU profile tests. Knows nothing of cprof.
+ *
+ *   cpu_target            one thread, "worker", alternating heavy_work and
+ *                         light_work: the same kernel, 3 calls against 1,
+ *                         so a 75/25 split of its CPU time
+ *   cpu_target --threads N  N threads named w00, w01, ... each in spin_worker
+ *   cpu_target --own-itimer the program profiles itself with
+ *                         setitimer(ITIMER_PROF) and its own SIGPROF handler
+ *
+ * Prints "ready" when its threads run; runs until killed. Built with
+ * -fno-optimize-sibling-calls so that every function stays on the stack. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile uint64_t sink;
+static volatile uint64_t own_ticks;
+
+NOINLINE void kernel_step(int n) {
+  uint64_t x = sink;
+  for (int i = 0; i < n; i++)
+    x = x * 6364136223846793005ULL + (uint64_t)i;
+  sink = x;
+}
+
+NOINLINE void heavy_work(void) {
+  for (int k = 0; k < 3; k++)
+    kernel_step(200000);
+}
+
+NOINLINE void light_work(void) { kernel_step(200000); }
+
+static void *worker(void *arg) {
+  pthread_setname_np(pthread_self(), "worker");
+  for (;;) {
+    heavy_work();
+    light_work();
+  }
+  return NULL;
+}
+
+NOINLINE void spin_worker(void) {
+  for (;;)
+    kernel_step(50000);
+}
+
+static void *worker_main(void *arg) {
+  char name[16];
+  snprintf(name, sizeof name, "w%02d", (int)(intptr_t)arg);
+  pthread_setname_np(pthread_self(), name);
+  spin_worker();
+  return NULL;
+}
+
+static void on_prof(int sig) { own_ticks++; }
+
+int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "--threads") == 0) {
+    int n = atoi(argv[2]);
+    for (int i = 0; i < n; i++) {
+      pthread_t t;
+      pthread_create(&t, NULL, worker_main, (void *)(intptr_t)i);
+    }
+  } else {
+    if (argc > 1 && strcmp(argv[1], "--own-itimer") == 0) {
+      signal(SIGPROF, on_prof);
+      struct itimerval it = {{0, 10000}, {0, 10000}};
+      setitimer(ITIMER_PROF, &it, NULL);
+    }
+    pthread_t w;
+    pthread_create(&w, NULL, worker, NULL);
+  }
+  printf("ready\n");
+  fflush(stdout);
+  for (;;)
+    pause();
+}
