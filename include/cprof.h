@@ -80,6 +80,23 @@ CPROF_EXTERN const char *cprof_addr(void);
 /* A one-line description of a code returned by a cprof function. */
 CPROF_EXTERN const char *cprof_strerror(int err);
 
+/* ---- Labels: the C counterpart of Go's pprof.Do ---- */
+
+#define CPROF_MAX_LABELS 8    /* per thread */
+#define CPROF_MAX_LABEL_KEY 31  /* bytes */
+#define CPROF_MAX_LABEL_VALUE 63
+
+/* Labels the calling thread's CPU samples with key=value until cleared, so
+ * that `go tool pprof -tagfocus=key=value` and `-tags` can tell the work
+ * apart (one request's handling from another's, say). Both strings are
+ * copied. Returns 0; -EINVAL for a NULL, empty or over-long key or value;
+ * -ENOSPC when the thread already has CPROF_MAX_LABELS other keys; -ENOMEM.
+ * Setting a key again replaces its value. Async-signal-unsafe; cheap. */
+CPROF_EXTERN int cprof_label_set(const char *key, const char *value);
+
+/* Removes a label of the calling thread. Returns 0, or -ENOENT. */
+CPROF_EXTERN int cprof_label_clear(const char *key);
+
 /* ---- Serving from the program's own HTTP server ---- */
 
 typedef struct cprof_request {

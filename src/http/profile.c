@@ -83,13 +83,16 @@ typedef struct collector {
   int failed;
 } collector_t;
 
-static void add_sample(void *arg, pid_t tid, const uintptr_t *pcs, int depth, int periods) {
+static void add_sample(void *arg, const cprof__cpu_sample_t *s) {
   collector_t *c = arg;
   /* samples/count counts sampling periods, so that cpu = samples x period
    * holds as pprof assumes; see src/sample/cpu.c on overruns. */
-  int64_t values[2] = {periods, periods * c->period};
-  cprof__label_t label = {.key = "thread", .str = thread_name(&c->names, tid)};
-  if (cprof__builder_add(c->b, pcs, depth, values, &label, 1) != 0)
+  int64_t values[2] = {s->periods, s->periods * c->period};
+  cprof__label_t labels[1 + CPROF_MAX_LABELS];
+  labels[0] = (cprof__label_t){.key = "thread", .str = thread_name(&c->names, s->tid)};
+  for (int i = 0; i < s->labels.n; i++)
+    labels[1 + i] = (cprof__label_t){.key = s->labels.key[i], .str = s->labels.value[i]};
+  if (cprof__builder_add(c->b, s->pcs, s->depth, values, labels, 1 + s->labels.n) != 0)
     c->failed = 1;
 }
 

@@ -42,10 +42,7 @@ enum { FREE = 0, WRITING = 1, FULL = 2 };
 
 typedef struct record {
   uint32_t state;
-  pid_t tid;
-  int depth;
-  int periods;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
+  cprof__cpu_sample_t s;
 } record_t;
 
 /* Shared with the handler. */
@@ -81,11 +78,13 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
     uint32_t expect = FREE;
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
-      r[i].tid = (pid_t)syscall(SYS_gettid);
-      r[i].periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
-      r[i].depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
-                                         __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), r[i].pcs,
+      cprof__cpu_sample_t *smp = &r[i].s;
+      smp->tid = (pid_t)syscall(SYS_gettid);
+      smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
+      smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
+                                         __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), smp->pcs,
                                          CPROF_MAX_DEPTH);
+      cprof__labels_copy_sigsafe(&smp->labels);
       __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
     } else {
       __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
@@ -263,7 +262,7 @@ static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
   for (int i = 0; i < RING; i++) {
     if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
       continue;
-    sink(arg, r[i].tid, r[i].pcs, r[i].depth, r[i].periods);
+    sink(arg, &r[i].s);
     __atomic_store_n(&r[i].state, FREE, __ATOMIC_RELEASE);
   }
 }

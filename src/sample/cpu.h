@@ -10,13 +10,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sample/labels.h"
 #include "unwind/unwind.h"
 
-/* One drained sample: the stack, and how many sampling periods of CPU it
- * stands for (more than 1 when the kernel delivered several expirations as
- * one signal). */
-typedef void (*cprof__cpu_sink_fn)(void *arg, pid_t tid, const uintptr_t *pcs, int depth,
-                                   int periods);
+/* One drained sample: the thread, its stack, its labels (cprof_label_set)
+ * when the sample was taken, and how many sampling periods of CPU it stands
+ * for (more than 1 when the kernel delivered several expirations as one
+ * signal). */
+typedef struct cprof__cpu_sample {
+  pid_t tid;
+  int depth;
+  int periods;
+  uintptr_t pcs[CPROF_MAX_DEPTH];
+  cprof__labels_t labels;
+} cprof__cpu_sample_t;
+
+typedef void (*cprof__cpu_sink_fn)(void *arg, const cprof__cpu_sample_t *s);
 
 /* Starts sampling every thread at hz. Returns 0; -EALREADY when a CPU
  * profile is already running; -EBUSY when the program uses SIGPROF itself

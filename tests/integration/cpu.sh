@@ -32,6 +32,19 @@ sys.exit(0 if 60 <= h / (h + l) * 100 <= 90 else 1)
 PY
     pprof -tags "$T/cpu.pb.gz" >"$T/tags" || fail "$t: -tags"
     check "$t: samples carry the thread name" has "$T/tags" 'worker'
+    if [ $mode = linked ]; then
+      # The linked build labels its work: phase=heavy around heavy_work.
+      check "$t: -tags shows the phase labels" has "$T/tags" 'phase: Total'
+      check "$t: phase=heavy is 60-90% of the samples" python3 - "$T/tags" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+m = re.search(r'\(\s*([\d.]+)%\): heavy$', t, re.M)
+print(m.group(0) if m else "no heavy"); sys.exit(0 if m and 60 <= float(m.group(1)) <= 90 else 1)
+PY
+      pprof -top -tagfocus=phase=light "$T/cpu.pb.gz" >"$T/light" || fail "$t: -tagfocus"
+      check "$t: -tagfocus=phase=light keeps light_work" has "$T/light" ' light_work$'
+      check "$t: -tagfocus=phase=light drops heavy_work" bash -c "! grep -q ' heavy_work\$' '$T/light'"
+    fi
     pprof -traces "$T/cpu.pb.gz" >"$T/traces"
     check "$t: stacks run from kernel_step up to worker" \
       python3 -c "import sys; t=open(sys.argv[1]).read(); sys.exit(0 if 'kernel_step' in t and 'heavy_work' in t and 'worker' in t else 1)" "$T/traces"

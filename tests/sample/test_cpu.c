@@ -68,8 +68,11 @@ typedef struct tally {
   long samples, periods, in_function, on_burner;
 } tally_t;
 
-static void count(void *arg, pid_t tid, const uintptr_t *pcs, int depth, int periods) {
+static void count(void *arg, const cprof__cpu_sample_t *smp) {
   tally_t *t = arg;
+  pid_t tid = smp->tid;
+  const uintptr_t *pcs = smp->pcs;
+  int depth = smp->depth, periods = smp->periods;
   t->samples++;
   t->periods += periods;
   if (tid != LOAD(burner_tid))

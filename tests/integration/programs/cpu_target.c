@@ -8,7 +8,9 @@
  *                         setitimer(ITIMER_PROF) and its own SIGPROF handler
  *
  * Prints "ready" when its threads run; runs until killed. Built with
- * -fno-optimize-sibling-calls so that every function stays on the stack. */
+ * -fno-optimize-sibling-calls so that every function stays on the stack.
+ * Built with LINK_CPROF (cpu_target_linked), it links cprof and labels its
+ * work as a Go program would with pprof.Do: phase=heavy, phase=light. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +19,12 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+#ifdef LINK_CPROF
+#include <cprof.h>
+#define LABEL(k, v) cprof_label_set(k, v)
+#else
+#define LABEL(k, v) ((void)0)
+#endif
 
 #define NOINLINE __attribute__((noinline))
 
@@ -40,7 +48,9 @@ NOINLINE void light_work(void) { kernel_step(200000); }
 static void *worker(void *arg) {
   pthread_setname_np(pthread_self(), "worker");
   for (;;) {
+    LABEL("phase", "heavy");
     heavy_work();
+    LABEL("phase", "light");
     light_work();
   }
   return NULL;
