@@ -48,7 +48,7 @@ PY
     pprof -traces "$T/cpu.pb.gz" >"$T/traces"
     check "$t: stacks run from kernel_step up to worker" \
       python3 -c "import sys; t=open(sys.argv[1]).read(); sys.exit(0 if 'kernel_step' in t and 'heavy_work' in t and 'worker' in t else 1)" "$T/traces"
-    kill "$PID"
+    stop
   done
 done
 
@@ -71,7 +71,7 @@ sleep 0.3
 check "a client leaving mid-profile frees the profiler" [ "$(http "$U/profile?seconds=1")" = 200 ]
 check "the index links the profile with its seconds" bash -c \
   "curl -s '$U/' | grep -q \"href='profile?seconds=30'\""
-kill "$PID"
+stop
 
 # 64 threads: every one of them is sampled.
 start many --ready LD_PRELOAD="$LIB" -- "$P/cpu_target" --threads 64
@@ -79,12 +79,12 @@ curl -sf -o "$T/many.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" || fail
 pprof -tags "$T/many.pb.gz" >"$T/many.tags"
 check "64 threads: all 64 appear in the thread labels" \
   [ "$(grep -Eo ': w[0-9]{2}$' "$T/many.tags" | sort -u | wc -l)" = 64 ]
-kill "$PID"
+stop
 
 # A program that profiles itself with setitimer(ITIMER_PROF): refused, not clobbered.
 start own --ready LD_PRELOAD="$LIB" -- "$P/cpu_target" --own-itimer
 check "a program owning SIGPROF gets 409" [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 409 ]
 check "saying why" has "$T/body" 'uses SIGPROF itself'
 check "and keeps running" kill -0 "$PID"
-kill "$PID"
+stop
 finish

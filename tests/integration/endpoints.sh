@@ -89,14 +89,14 @@ done
 wait "${clients[@]}"
 check "4 clients x 90 mixed requests: all 200" bash -c "[ \$(cat '$T'/concurrent.* | grep -c '^200$') = 360 ]"
 check "the program is still running" kill -0 "$PID"
-kill "$PID"
+stop
 
 # Prefix: everything moves under it, nothing is left at the root.
 start prefixed --ready CPROF_PREFIX=/auth -- "$P/stacks_linked"
 check "prefix: index under the prefix" [ "$(http "http://$ADDR/auth/debug/pprof/")" = 200 ]
 check "prefix: the root is 404" [ "$(http "http://$ADDR/debug/pprof/")" = 404 ]
 check "prefix: go tool pprof reads it" pprof -raw "http://$ADDR/auth/debug/pprof/goroutine"
-kill "$PID"
+stop
 
 # Credentials: Basic (as go tool pprof sends for http://user:pw@host) and Bearer.
 start locked --ready CPROF_AUTH=ops:s3cret CPROF_TOKEN=tok123 -- "$P/stacks_linked"
@@ -108,5 +108,5 @@ check "auth: right password is 200" [ "$(http "$U/" -u ops:s3cret)" = 200 ]
 check "auth: bearer token is 200" [ "$(http "$U/" -H 'Authorization: Bearer tok123')" = 200 ]
 check "auth: wrong token is 401" [ "$(http "$U/" -H 'Authorization: Bearer nope')" = 401 ]
 check "auth: go tool pprof with user:pw in the URL" pprof -raw "http://ops:s3cret@$ADDR/debug/pprof/goroutine"
-kill "$PID"
+stop
 finish

@@ -35,7 +35,7 @@ for mode in linked preload; do
       check "$t: the thread blocked in read(2) shows block_in_read" has "$T/raw" 'block_in_read .*stacks_target\.c:[0-9]+'
       check "$t: -traces has block_in_read under the reader" has "$T/traces" 'block_in_read'
     fi
-    kill "$PID"
+    stop
   done
 done
 
@@ -48,7 +48,7 @@ check "C++: a member function of a template, demangled" has "$T/cxx" \
 check "C++: a class method, demangled" has "$T/cxx" \
   'shop::Worker::run .*cxx_target\.cpp:[0-9]+ s=0\(shop::Worker::run\(shop::Queue<int>&\)\)'
 check "C++: no mangled names left in our functions" bash -c "! grep -q '_ZN4shop' '$T/cxx'"
-kill "$PID"
+stop
 
 # The top view people type first, as in Go's docs.
 start target --ready -- "$P/stacks_linked"

@@ -9,15 +9,27 @@ LIB=$B/libcprof.so
 T=$(mktemp -d)
 # go tool pprof keeps fetched profiles under $PPROF_TMPDIR (default ~/pprof).
 export PPROF_TMPDIR=$T/pprof HOME=$T
-PIDS=()
 FAILS=0
 PASSES=0
 
+# At exit, end what this shell still runs. Only jobs still running: a PID
+# we started and that has ended may already belong to another test's
+# program (pid_max is 32768 here, and a test run starts thousands of
+# processes), so it must never be signalled from a list.
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  local p
+  for p in $(jobs -p); do kill -9 "$p" 2>/dev/null || true; done
   rm -rf "$T"
 }
 trap cleanup EXIT
+
+# stop [PID]: ends a program started with start (default: the last one)
+# and waits for it.
+stop() {
+  local p=${1:-$PID}
+  kill "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+}
 
 pass() { PASSES=$((PASSES + 1)); echo "ok   $*"; }
 fail() { FAILS=$((FAILS + 1)); echo "FAIL $*" >&2; }
@@ -43,9 +55,12 @@ start() {
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
+  # Emptied here, not only by the redirect: that happens in the child, and
+  # until it does we could read a previous program's address.
+  : >"$T/$name.out"
+  : >"$T/$name.err"
   env CPROF_ADDR=127.0.0.1:0 "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
   PID=$!
-  PIDS+=("$PID")
   for _ in $(seq 1 200); do
     ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
     if [ -n "$ADDR" ] && { [ $ready = 0 ] || has "$T/$name.out" '^ready$'; }; then

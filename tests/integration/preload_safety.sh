@@ -58,11 +58,10 @@ check "CPROF_ADDR=0: same stdout" same plain off out
 check "CPROF_ADDR=0: nothing on stderr" [ ! -s "$T/off.err" ]
 env LD_PRELOAD="$LIB" CPROF_ADDR=0 "$B/tests/integration/stacks_plain" >"$T/off2.out" 2>&1 &
 off_pid=$!
-PIDS+=("$off_pid")
 for _ in $(seq 1 100); do grep -q ready "$T/off2.out" && break; sleep 0.05; done
 check "CPROF_ADDR=0: only the program's own 5 threads" [ "$(ls /proc/$off_pid/task | wc -l)" = 5 ]
 check "CPROF_ADDR=0: no server thread" bash -c "! grep -q '^MHD-' /proc/$off_pid/task/*/comm"
-kill "$off_pid"
+stop "$off_pid"
 
 # A port in use: one line naming CPROF_ADDR, and the program runs on.
 start holder --ready -- "$B/tests/integration/stacks_linked"
@@ -72,7 +71,7 @@ check "busy port: exit code unchanged" [ "$(cat "$T/busy.rc")" = 4 ]
 check "busy port: one stderr line" [ "$(wc -l <"$T/busy.err")" = 1 ]
 check "busy port: the line names CPROF_ADDR and the reason" \
   has "$T/busy.err" "^cprof: CPROF_ADDR=$ADDR: cannot listen: Address already in use; the profiling server is off$"
-kill "$PID"
+stop
 
 # Malformed settings: one line each, naming the variable and the form.
 for bad in 'CPROF_ADDR=banana' 'CPROF_ADDR=:99999' 'CPROF_ADDR=1.2.3.4:' 'CPROF_UNWIND=magic' \
