@@ -126,6 +126,20 @@ static clockid_t thread_cpu_clock(pid_t tid) {
   return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
+/* A uniform draw in [1, period_ns] (xorshift64*, under lock). */
+static long first_expiry_ns(void) {
+  static uint64_t x;
+  if (!x) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ 0x9e3779b97f4a7c15ULL;
+  }
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  return 1 + (long)((x * 0x2545f4914f6cdd1dULL) % (uint64_t)period_ns);
+}
+
 static int add_timer(pid_t tid) {
   if (ntimers == timers_cap) {
     int cap = timers_cap ? timers_cap * 2 : 64;
@@ -144,8 +158,14 @@ static int add_timer(pid_t tid) {
   timer_t t;
   if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0)
     return -errno; /* the thread exited meanwhile */
+  /* Every thread's CPU clock starts at 0: a first expiry a whole period
+   * away would never sample a thread that lives on less CPU than that. A
+   * first expiry drawn uniformly within the period (as Go's runtime does)
+   * samples each thread in proportion to the CPU it uses, however short
+   * its life. */
+  long first = first_expiry_ns();
   struct itimerspec its = {{period_ns / 1000000000, period_ns % 1000000000},
-                           {period_ns / 1000000000, period_ns % 1000000000}};
+                           {first / 1000000000, first % 1000000000}};
   if (timer_settime(t, 0, &its, NULL) != 0) {
     timer_delete(t);
     return -errno;
@@ -244,11 +264,20 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   if (how == CPROF_UNWIND_FP)
     refresh_maps();
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
-  running = 1;
+  __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
   track_locked();
 out:
   pthread_mutex_unlock(&lock);
   return err;
+}
+
+int cprof__cpu_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
+
+void cprof__cpu_thread_started(void) {
+  pthread_mutex_lock(&lock);
+  if (running)
+    add_timer((pid_t)syscall(SYS_gettid));
+  pthread_mutex_unlock(&lock);
 }
 
 void cprof__cpu_track_threads(void) {
@@ -299,7 +328,7 @@ uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
   free(old_maps);
   old_maps = NULL;
   nold_maps = 0;
-  running = 0;
+  __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
   uint64_t n = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&lock);
   return n;

@@ -40,6 +40,12 @@ void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg);
  * sink. Returns how many samples were lost because the buffer was full. */
 uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg);
 
+/* Whether a CPU profile is running (a plain load). */
+int cprof__cpu_running(void);
+/* Gives the calling thread its timer, if a CPU profile is running: called
+ * first thing in threads created while one runs (src/sample/thread_start.c). */
+void cprof__cpu_thread_started(void);
+
 void cprof__cpu_atfork_child(void);
 
 #endif

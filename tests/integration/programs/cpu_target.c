@@ -4,6 +4,8 @@
  *                         light_work: the same kernel, 3 calls against 1,
  *                         so a 75/25 split of its CPU time
  *   cpu_target --threads N  N threads named w00, w01, ... each in spin_worker
+ *   cpu_target --short-threads  one thread after another, each burning
+ *                         10 ms of CPU in short_lived_work and exiting
  *   cpu_target --own-itimer the program profiles itself with
  *                         setitimer(ITIMER_PROF) and its own SIGPROF handler
  *
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef LINK_CPROF
 #include <cprof.h>
@@ -71,6 +74,29 @@ static void *worker_main(void *arg) {
 
 static void on_prof(int sig) { own_ticks++; }
 
+NOINLINE void short_lived_work(void) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do {
+    kernel_step(20000);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 10000000L);
+}
+
+static void *short_lived(void *arg) {
+  short_lived_work();
+  return NULL;
+}
+
+static void *spawner(void *arg) {
+  for (;;) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+      pthread_join(t, NULL);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "--threads") == 0) {
     int n = atoi(argv[2]);
@@ -78,6 +104,9 @@ int main(int argc, char **argv) {
       pthread_t t;
       pthread_create(&t, NULL, worker_main, (void *)(intptr_t)i);
     }
+  } else if (argc > 1 && strcmp(argv[1], "--short-threads") == 0) {
+    pthread_t s;
+    pthread_create(&s, NULL, spawner, NULL);
   } else {
     if (argc > 1 && strcmp(argv[1], "--own-itimer") == 0) {
       signal(SIGPROF, on_prof);
