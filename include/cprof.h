@@ -23,6 +23,11 @@
  *   CPROF_AUTH    "user:password": require HTTP Basic authentication.
  *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
  *                 accepted when both are set).
+ *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
+ *   CPROF_OUTPUT  a directory: record the whole run's CPU profile and write
+ *                 DIR/cpu.pb.gz at exit (or at cprof_stop), for batch
+ *                 programs. While it records, /debug/pprof/profile answers
+ *                 that CPU profiling is in use.
  *
  * A malformed value is reported once on stderr, naming the variable and the
  * accepted form, and that feature stays off; the program runs on.
@@ -69,8 +74,9 @@ typedef struct cprof_options {
  * cprof_stop() is needed before another cprof_start(). */
 CPROF_EXTERN int cprof_start(const cprof_options_t *opts);
 
-/* Stops the HTTP server, if any, and waits for requests in flight to end.
- * cprof_start() may be called again afterwards. */
+/* Writes CPROF_OUTPUT's profiles, if recording; stops the HTTP server, if
+ * any, and waits for requests in flight to end. cprof_start() may be called
+ * again afterwards. */
 CPROF_EXTERN void cprof_stop(void);
 
 /* The address the server listens on ("127.0.0.1:6060"), or NULL when no

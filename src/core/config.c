@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -125,6 +127,22 @@ int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen) {
   return 0;
 }
 
+int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  struct stat st;
+  if (!*s || strlen(s) >= outlen - 16) /* room for "/cpu.pb.gz.tmp" */
+    return fail(err, errlen, "expected a directory path");
+  if (stat(s, &st) != 0 && (errno != ENOENT || mkdir(s, 0755) != 0 || stat(s, &st) != 0)) {
+    snprintf(err, errlen, "cannot create the directory: %s", strerror(errno));
+    return -EINVAL;
+  }
+  if (!S_ISDIR(st.st_mode))
+    return fail(err, errlen, "not a directory");
+  if (access(s, W_OK) != 0)
+    return fail(err, errlen, "the directory is not writable");
+  snprintf(out, outlen, "%s", s);
+  return 0;
+}
+
 /* The option field if set, else the environment variable, else NULL. */
 static const char *pick(const char *field, const char *env) {
   return field ? field : getenv(env);
@@ -168,6 +186,12 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
       cprof__parse_token(v, cfg->token, sizeof cfg->token, err, sizeof err) != 0) {
     cprof__log("CPROF_TOKEN is malformed: %s; the profiling server stays off", err);
     cfg->addr.enabled = 0;
+    bad = 1;
+  }
+  if ((v = getenv("CPROF_OUTPUT")) && *v &&
+      cprof__parse_output(v, cfg->output, sizeof cfg->output, err, sizeof err) != 0) {
+    cprof__log("CPROF_OUTPUT=\"%s\": %s; no profiles will be written at exit", v, err);
+    cfg->output[0] = '\0';
     bad = 1;
   }
   if ((v = getenv("CPROF_CPU_HZ")) && cprof__parse_cpu_hz(v, &cfg->cpu_hz, err, sizeof err) != 0) {

@@ -19,6 +19,7 @@ typedef struct cprof__config {
   char auth[256];   /* "user:password", "" for none */
   char token[256];  /* "" for none */
   int cpu_hz;       /* CPU profile sampling rate */
+  char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -32,6 +33,9 @@ int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t
 int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen);
+/* A directory to write profiles into at exit: it must exist, or its parent
+ * must, and be writable. */
+int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Fills cfg from opts (may be NULL) and the environment. A bad value is
  * reported on stderr and its feature stays off; a bad credential turns the

@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/output.h"
 #include "cprof.h"
 #include "http/server.h"
 #include "sample/cpu.h"
@@ -28,6 +29,7 @@ static void atfork_child(void) {
   cprof__config_atfork_child();
   cprof__threads_atfork_child();
   cprof__cpu_atfork_child();
+  cprof__output_atfork_child();
   cprof__symbolizer_atfork_child();
   if (serving)
     cprof__server_atfork_child();
@@ -57,6 +59,7 @@ int cprof_start(const cprof_options_t *opts) {
     cprof__log("no free real-time signal: thread stacks (goroutine profile) are unavailable");
   cprof__config_set(&cfg);
   running = 1;
+  cprof__output_start(&cfg);
 
   if (cfg.addr.enabled) {
     int serr = cprof__server_start(&cfg.addr, bound, sizeof bound);
@@ -77,6 +80,7 @@ int cprof_start(const cprof_options_t *opts) {
 }
 
 void cprof_stop(void) {
+  cprof__output_finish();
   pthread_mutex_lock(&life_lock);
   if (serving)
     cprof__server_stop();

@@ -1,0 +1,127 @@
+/* CPROF_OUTPUT: record the CPU profile of the whole run, write it at exit.
+ *
+ * A collector thread ("cprof-output") drains the sample buffer every 10 ms,
+ * as an HTTP profile request's thread does. While it records, the CPU
+ * profiler is taken: /debug/pprof/profile answers that it is in use. The
+ * file is written to a temporary name and renamed, so a reader never sees
+ * half a profile. Exits that run no atexit handlers (_exit, a fatal signal)
+ * write nothing. */
+#include "core/output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "profile/cpu_profile.h"
+#include "sample/cpu.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t collector;
+static int recording, stopping;
+static pid_t owner; /* the process that records: not a forked child */
+static cprof__cpu_profile_t *profile;
+static char dir[512];
+
+static void *collect(void *arg) {
+  prctl(PR_SET_NAME, "cprof-output", 0, 0, 0);
+  while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+    cprof__cpu_track_threads();
+    cprof__cpu_drain(cprof__cpu_profile_add, profile);
+  }
+  return NULL;
+}
+
+static void write_file(const cprof__buf_t *b) {
+  char path[600], tmp[620];
+  snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  size_t done = 0;
+  while (fd >= 0 && done < b->len) {
+    ssize_t n = write(fd, b->data + done, b->len - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += (size_t)n;
+  }
+  int ok = fd >= 0 && done == b->len && close(fd) == 0 && rename(tmp, path) == 0;
+  if (!ok) {
+    cprof__log("CPROF_OUTPUT: cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+  }
+}
+
+void cprof__output_finish(void) {
+  pthread_mutex_lock(&lock);
+  if (!recording || getpid() != owner) {
+    pthread_mutex_unlock(&lock);
+    return;
+  }
+  recording = 0;
+  __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+  pthread_join(collector, NULL);
+  uint64_t lost = cprof__cpu_stop(cprof__cpu_profile_add, profile);
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  if (cprof__cpu_profile_write(profile, lost, &b) == 0)
+    write_file(&b);
+  else
+    cprof__log("CPROF_OUTPUT: out of memory writing the CPU profile");
+  cprof__buf_free(&b);
+  cprof__cpu_profile_free(profile);
+  profile = NULL;
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__output_start(const cprof__config_t *cfg) {
+  static int registered;
+  if (!cfg->output[0])
+    return;
+  pthread_mutex_lock(&lock);
+  if (recording)
+    goto out;
+  snprintf(dir, sizeof dir, "%s", cfg->output);
+  if (!(profile = cprof__cpu_profile_new(cfg->cpu_hz))) {
+    cprof__log("CPROF_OUTPUT: out of memory; no CPU profile will be written");
+    goto out;
+  }
+  int err = cprof__cpu_start(cfg->cpu_hz, cfg->unwind);
+  if (err) {
+    cprof__log("CPROF_OUTPUT: cannot record the CPU profile: %s",
+               err == -EBUSY ? "the program uses SIGPROF itself" : cprof_strerror(err));
+    cprof__cpu_profile_free(profile);
+    profile = NULL;
+    goto out;
+  }
+  __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+  if (pthread_create(&collector, NULL, collect, NULL) != 0) {
+    cprof__cpu_stop(cprof__cpu_profile_add, profile);
+    cprof__cpu_profile_free(profile);
+    profile = NULL;
+    cprof__log("CPROF_OUTPUT: cannot start the collector thread");
+    goto out;
+  }
+  owner = getpid();
+  recording = 1;
+  if (!registered++)
+    atexit(cprof__output_finish);
+out:
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__output_atfork_child(void) {
+  /* The collector stayed in the parent; the file is the parent's to write. */
+  pthread_mutex_init(&lock, NULL);
+  recording = 0;
+  profile = NULL;
+}

@@ -1,0 +1,40 @@
+# CPROF_OUTPUT: a batch program that ends before anyone could fetch a
+# profile still leaves its whole run's CPU profile behind, readable by
+# go tool pprof; its output and exit code stay its own.
+. "$(dirname "$0")/lib.sh"
+
+P=$B/tests/integration
+"$P/batch" >"$T/plain.out" 2>&1
+rc=0
+LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" "$P/batch" >"$T/batch.out" 2>"$T/batch.err" || rc=$?
+check "the program's output is unchanged" cmp -s "$T/plain.out" "$T/batch.out"
+check "its exit code is unchanged" [ $rc = 0 ]
+check "nothing on stderr" [ ! -s "$T/batch.err" ]
+check "CPROF_OUTPUT created the directory and wrote cpu.pb.gz" [ -s "$T/out/cpu.pb.gz" ]
+check "no temporary file is left" bash -c "! ls '$T/out' | grep -q tmp"
+pprof -top "$T/out/cpu.pb.gz" >"$T/top" || fail "go tool pprof reads cpu.pb.gz"
+check "it is the whole run's CPU profile" has "$T/top" '^Type: cpu$'
+check "it names the batch work" has "$T/top" ' batch_heavy$'
+check "about 1.5 s of CPU, as the program used" python3 - "$T/top" <<'PY'
+import re, sys
+m = re.search(r'Total samples = ([\d.]+)(ms|s)', open(sys.argv[1]).read())
+v = float(m.group(1)) / (1000 if m.group(2) == 'ms' else 1) if m else 0
+print("total", v); sys.exit(0 if 1.0 <= v <= 2.2 else 1)
+PY
+
+# A bad directory is one stderr line, and the program runs on.
+: >"$T/file"
+rc=0
+LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/file" "$P/batch" >"$T/bad.out" 2>"$T/bad.err" || rc=$?
+check "CPROF_OUTPUT naming a file: output unchanged" cmp -s "$T/plain.out" "$T/bad.out"
+check "CPROF_OUTPUT naming a file: exit code unchanged" [ $rc = 0 ]
+check "CPROF_OUTPUT naming a file: one line naming the variable" \
+  bash -c "[ \$(wc -l <'$T/bad.err') = 1 ] && grep -q '^cprof: CPROF_OUTPUT=.*not a directory' '$T/bad.err'"
+
+# While a run is recorded, an HTTP profile request says the profiler is taken.
+start rec --ready LD_PRELOAD="$LIB" CPROF_OUTPUT="$T/rec" -- "$P/cpu_target"
+check "HTTP profile while CPROF_OUTPUT records: 500" \
+  [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 500 ]
+check "saying CPU profiling is in use" has "$T/body" 'already in use'
+stop
+finish

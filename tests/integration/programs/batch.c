@@ -1,0 +1,41 @@
+/* A batch program for CPROF_OUTPUT: about 1.5 s of CPU in batch_heavy and
+ * batch_light (3 to 1), a forked child that exits at once (it must not
+ * write or clobber the parent's profile), then it prints "done" and returns
+ * from main. Knows nothing of cprof. */
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile uint64_t sink;
+
+NOINLINE void batch_step(void) {
+  for (int i = 0; i < 200000; i++)
+    sink = sink * 6364136223846793005ULL + (uint64_t)i;
+}
+
+NOINLINE void batch_heavy(void) {
+  for (int k = 0; k < 3; k++)
+    batch_step();
+}
+
+NOINLINE void batch_light(void) { batch_step(); }
+
+int main(void) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  do {
+    batch_heavy();
+    batch_light();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+  pid_t child = fork();
+  if (child == 0)
+    return 0; /* exits through atexit too: must leave the file alone */
+  waitpid(child, NULL, 0);
+  printf("done\n");
+  return 0;
+}
