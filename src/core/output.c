@@ -1,6 +1,6 @@
 /* CPROF_OUTPUT: record the CPU profile of the whole run, write it at exit.
  *
- * A collector thread ("cprof-output") drains the sample buffer every 10 ms,
+ * A collector thread ("cprof-output") drains the sample buffer every 50 ms,
  * as an HTTP profile request's thread does. While it records, the CPU
  * profiler is taken: /debug/pprof/profile answers that it is in use. The
  * file is written to a temporary name and renamed, so a reader never sees
@@ -32,7 +32,7 @@ static char dir[512];
 static void *collect(void *arg) {
   prctl(PR_SET_NAME, "cprof-output", 0, 0, 0);
   while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
-    struct timespec ts = {0, 10 * 1000000L};
+    struct timespec ts = {0, 50 * 1000000L};
     nanosleep(&ts, NULL);
     cprof__cpu_track_threads();
     cprof__cpu_drain(cprof__cpu_profile_add, profile);

@@ -1,8 +1,8 @@
 /* /debug/pprof/profile?seconds=N: the CPU profile, as Go's.
  *
  * seconds defaults to 30, as in Go; 1..3600 are accepted. The request's own
- * thread drains the sample buffer every 10 ms while it waits, and gives new
- * threads their timers; a client that goes away stops the profile. */
+ * thread drains the sample buffer every 50 ms while it waits, and looks for
+ * threads without timers; a client that goes away stops the profile. */
 #include <errno.h>
 #include <stdint.h>
 #include <time.h>
@@ -14,7 +14,7 @@
 
 #define DEFAULT_SECONDS 30
 #define MAX_SECONDS 3600
-#define DRAIN_MS 10
+#define DRAIN_MS 50
 
 void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg,
                           cprof_response_t *resp) {

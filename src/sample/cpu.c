@@ -38,7 +38,7 @@
 #include "symbol/maps.h"
 
 enum { FREE = 0, WRITING = 1, FULL = 2 };
-#define RING 2048 /* records: at 100 Hz that is 20 s of one thread, drained every 10 ms */
+#define RING 2048 /* records: drained every 50 ms, room for 400 busy threads at 100 Hz */
 
 typedef struct record {
   uint32_t state;
@@ -140,7 +140,13 @@ static long first_expiry_ns(void) {
   return 1 + (long)((x * 0x2545f4914f6cdd1dULL) % (uint64_t)period_ns);
 }
 
+/* Arms a timer for tid, unless it has one: the look at /proc and a new
+ * thread's own start (thread_start.c) may both get to a thread created
+ * during a profile, and two timers would count its CPU twice. */
 static int add_timer(pid_t tid) {
+  for (int j = 0; j < ntimers; j++)
+    if (timers[j].tid == tid)
+      return 0;
   if (ntimers == timers_cap) {
     int cap = timers_cap ? timers_cap * 2 : 64;
     timer_entry_t *v = realloc(timers, (size_t)cap * sizeof *v);
@@ -203,10 +209,8 @@ static void track_locked(void) {
   }
   closedir(d);
   for (int i = 0; i < n; i++) {
-    int known = 0;
-    for (int j = 0; j < ntimers && !known; j++)
-      known = timers[j].tid == now[i];
-    if (!known && add_timer(now[i]) == 0)
+    int had = ntimers;
+    if (add_timer(now[i]) == 0 && ntimers > had)
       added++;
   }
   /* Timers of threads that exited never fire again; give them back. */
@@ -280,10 +284,20 @@ void cprof__cpu_thread_started(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* How often to look at /proc/self/task for threads the pthread_create
+ * interposer did not see (created by clone(2) directly, say) and for timers
+ * of threads that exited. Reading the directory costs; new threads made
+ * with pthread_create arm their own timers at once. */
+#define TRACK_EVERY_MS 250
+
 void cprof__cpu_track_threads(void) {
+  static int64_t last;
   pthread_mutex_lock(&lock);
-  if (running)
+  int64_t now = now_ms();
+  if (running && now - last >= TRACK_EVERY_MS) {
     track_locked();
+    last = now;
+  }
   pthread_mutex_unlock(&lock);
 }
 

@@ -1,6 +1,6 @@
 /* pthread_create, interposed: a thread created while a CPU profile runs
  * gets its CPU timer before it runs a line of its own, as Go's threads set
- * theirs when they start. Without this, the profile's 10 ms look at
+ * theirs when they start. Without this, the profile's periodic look at
  * /proc/self/task would miss threads that live less than that.
  *
  * The wrapper is exported from libcprof, so it comes first in the lookup

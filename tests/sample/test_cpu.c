@@ -132,6 +132,29 @@ int main(void) {
     CHECK(t.periods >= t.samples);
   }
 
+  /* A thread given its timer twice (the look at /proc and its own start
+   * racing): its CPU must still be counted once. Here the main thread, which
+   * the start gave a timer, is handed one again, then burns 200 ms. */
+  {
+    CHECK_EQ_INT(cprof__cpu_start(hz, CPROF_UNWIND_FP), 0);
+    cprof__cpu_thread_started();
+    tally_t t = {0};
+    pid_t me = gettid();
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    do {
+      for (int i = 0; i < 100000; i++)
+        sink = sink * 6364136223846793005ULL + 1;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    } while ((c1.tv_sec - c0.tv_sec) * 1000 + (c1.tv_nsec - c0.tv_nsec) / 1000000 < 200);
+    STORE(burner_tid, me); /* count() tallies this thread now */
+    cprof__cpu_stop(count, &t);
+    long truth_ms = (c1.tv_sec - c0.tv_sec) * 1000 + (c1.tv_nsec - c0.tv_nsec) / 1000000;
+    fprintf(stderr, "twice-armed main thread: %ld periods, its CPU %ld ms\n", t.on_burner, truth_ms);
+    CHECK(t.on_burner <= truth_ms * 5 / 4 + 10); /* not twice */
+    CHECK(t.on_burner >= truth_ms * 3 / 4);
+  }
+
   /* A program's own SIGPROF handler: refused, and left in place. */
   signal(SIGPROF, on_prof);
   CHECK_EQ_INT(cprof__cpu_start(hz, CPROF_UNWIND_FP), -EBUSY);
