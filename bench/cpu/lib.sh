@@ -1,0 +1,90 @@
+# Shared by the CPU benchmark scripts. Source it: it sets -euo pipefail,
+# builds what the benchmarks need, makes a scratch directory, and stops
+# every program it started when the script exits.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$BENCH/.." && pwd)
+export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
+BIN=$BENCH/build
+LIB=$CPROF_BUILD/libcprof.so
+T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
+# go tool pprof keeps fetched profiles under $PPROF_TMPDIR and may write to ~.
+export PPROF_TMPDIR=$T/pprof HOME=$T
+PIDS=()
+WRAP=()
+
+bench_cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
+}
+trap bench_cleanup EXIT
+
+# Builds libcprof and the workloads unless the caller already did.
+if [ -z "${BENCH_BUILT:-}" ]; then
+  make -s -C "$BENCH" build >/dev/null
+  export BENCH_BUILT=1
+fi
+
+# start NAME ENV=VAL... -- COMMAND...: runs COMMAND under LD_PRELOAD of
+# libcprof on a free port, waits for its "serving" line, and sets $ADDR and
+# $PID. Its stdout and stderr go to $T/NAME.out and $T/NAME.err. A wrapper
+# such as nice goes in the WRAP array, not in COMMAND: under LD_PRELOAD the
+# wrapper would start a cprof server of its own before it execs COMMAND.
+start() {
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  ${WRAP[@]+"${WRAP[@]}"} env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 "${envs[@]}" "$@" \
+    >"$T/$name.out" 2>"$T/$name.err" &
+  PID=$!
+  PIDS+=("$PID")
+  for _ in $(seq 1 400); do
+    ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
+    [ -n "$ADDR" ] && return 0
+    if ! kill -0 "$PID" 2>/dev/null; then
+      echo "$name exited before serving:" >&2
+      cat "$T/$name.err" >&2
+      return 1
+    fi
+    sleep 0.025
+  done
+  echo "$name did not start serving within 10 s" >&2
+  return 1
+}
+
+# cpu_profile_available: whether this libcprof serves /debug/pprof/profile
+# (200 for a one-second profile of an idle program).
+cpu_profile_available() {
+  start probe -- sleep 5 || return 1
+  local code
+  code=$(curl -s --max-time 30 -o "$T/probe.pb.gz" -w '%{http_code}' "http://$ADDR/debug/pprof/profile?seconds=1" || true)
+  kill "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || true
+  if [ "$code" != 200 ]; then
+    echo "cprof's /debug/pprof/profile is not available yet (HTTP $code from $LIB)" >&2
+    return 1
+  fi
+}
+
+# median: the median of the numbers on stdin, one per line (mean of the two
+# middle ones for an even count).
+median() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "nan"; exit }
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# field KEY FILE: the value of KEY=VALUE on the first line that has it.
+field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" "$2" | head -1; }
+
+machine() {
+  echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
+    "Linux $(uname -r), $(cc --version | head -1)"
+  load
+}
+
+# load: the load average now; other work on the machine shows here.
+load() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(date -u +%H:%M:%S) UTC)"; }
