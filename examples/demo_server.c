@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
          "Try, in another terminal:\n"
          "  go tool pprof -top http://%s%s/debug/pprof/goroutine\n"
          "  curl 'http://%s%s/debug/pprof/goroutine?debug=2'\n"
-         "  curl 'http://%s%s/debug/pprof/goroutine?debug=1'\n"
+         "  go tool pprof -top 'http://%s%s/debug/pprof/profile?seconds=5'\n"
          "or open http://%s%s/debug/pprof/ in a browser.\n\n",
          (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix);
   if (seconds)
