@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "http/response.h"
 #include "http/routes.h"
 #include "profile/builder.h"
@@ -38,12 +39,6 @@ static int add_dump(cprof__builder_t *b, const cprof__thread_dump_t *d, int64_t 
       return err;
   }
   return 0;
-}
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static const char *state_name(char s) {
@@ -93,7 +88,7 @@ void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *c
   }
 
   cprof__thread_dump_t before = {0}, d = {0};
-  int64_t start = now_ns();
+  int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
   int err = 0;
   if (seconds) {
     if ((err = cprof__threads_capture(cfg->unwind, CAPTURE_TIMEOUT_MS, &before)) != 0)
@@ -120,8 +115,8 @@ void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *c
       .n_sample_types = 1,
       .period_type = {"goroutine", "count"},
       .period = 1,
-      .time_nanos = now_ns(),
-      .duration_nanos = seconds ? now_ns() - start : 0,
+      .time_nanos = cprof__now_ns(CLOCK_REALTIME),
+      .duration_nanos = seconds ? cprof__now_ns(CLOCK_MONOTONIC) - start : 0,
   };
   cprof__builder_t *b = cprof__builder_new(&desc);
   if (!b || add_dump(b, &d, 1) != 0 || (seconds && add_dump(b, &before, -1) != 0)) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "http/response.h"
 #include "http/routes.h"
 #include "profile/cpu_profile.h"
@@ -41,13 +42,10 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
   }
 
   /* A deadline on the monotonic clock: draining takes time of its own. */
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  int64_t end_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + seconds * 1000;
+  int64_t end_ms = cprof__now_ms(CLOCK_MONOTONIC) + seconds * 1000;
   int cancelled = 0;
   for (;;) {
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t left = end_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    int64_t left = end_ms - cprof__now_ms(CLOCK_MONOTONIC);
     if (left <= 0 || cancelled)
       break;
     cancelled = cprof__wait_request(req, left < DRAIN_MS ? left : DRAIN_MS) != 0;

@@ -5,14 +5,12 @@
 #include "profile/cpu_profile.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "core/clock.h"
 #include "profile/builder.h"
+#include "sample/threads.h"
 
 struct cprof__cpu_profile {
   cprof__builder_t *b;
@@ -24,31 +22,23 @@ struct cprof__cpu_profile {
   size_t cap, n;
 };
 
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 cprof__cpu_profile_t *cprof__cpu_profile_new(int hz) {
   cprof__cpu_profile_t *p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
   p->period = 1000000000L / hz;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
   cprof__profile_desc_t desc = {
       .sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
       .n_sample_types = 2,
       .period_type = {"cpu", "nanoseconds"},
       .period = p->period,
-      .time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+      .time_nanos = cprof__now_ns(CLOCK_REALTIME),
   };
   if (!(p->b = cprof__builder_new(&desc))) {
     free(p);
     return NULL;
   }
-  p->start_ns = mono_ns();
+  p->start_ns = cprof__now_ns(CLOCK_MONOTONIC);
   return p;
 }
 
@@ -87,18 +77,8 @@ static const char *thread_name(cprof__cpu_profile_t *p, pid_t tid) {
   if (!p->tid[j]) {
     p->tid[j] = tid;
     p->n++;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t k = fd >= 0 ? read(fd, p->name[j], 15) : -1;
-    if (fd >= 0)
-      close(fd);
-    if (k <= 0) {
+    if (cprof__thread_name(tid, p->name[j]) != 0)
       strcpy(p->name[j], "?"); /* exited before we looked */
-    } else {
-      p->name[j][k] = '\0';
-      p->name[j][strcspn(p->name[j], "\n")] = '\0';
-    }
   }
   return p->name[j];
 }
@@ -122,7 +102,7 @@ int cprof__cpu_profile_write(cprof__cpu_profile_t *p, uint64_t lost, cprof__buf_
     int64_t values[2] = {(int64_t)lost, (int64_t)lost * p->period};
     cprof__builder_add_pseudo(p->b, "[lost samples: buffer full]", values, NULL, 0);
   }
-  cprof__builder_set_duration(p->b, mono_ns() - p->start_ns);
+  cprof__builder_set_duration(p->b, cprof__now_ns(CLOCK_MONOTONIC) - p->start_ns);
   return p->failed ? -ENOMEM : cprof__builder_write_proto(p->b, out);
 }
 

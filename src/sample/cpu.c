@@ -23,7 +23,6 @@
  * program if a late one arrived. */
 #include "sample/cpu.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "sample/threads.h"
 #include "symbol/maps.h"
 
@@ -94,12 +94,6 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   errno = saved;
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A fresh snapshot of the address space, so that the frame-pointer walker
  * knows the stacks of threads created since the last one. The old snapshot
  * is kept until stop: a handler may be reading it. */
@@ -115,7 +109,7 @@ static void refresh_maps(void) {
   old_maps = v;
   old_maps[nold_maps++] = m;
   __atomic_store_n(&stacks, m, __ATOMIC_RELEASE);
-  maps_taken_ms = now_ms();
+  maps_taken_ms = cprof__now_ms(CLOCK_MONOTONIC);
 }
 
 /* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
@@ -190,24 +184,10 @@ static int listed(const pid_t *tids, int n, pid_t tid) {
 }
 
 static void track_locked(void) {
-  DIR *d = opendir("/proc/self/task");
-  if (!d)
-    return;
-  pid_t *now = NULL;
-  int n = 0, cap = 0, added = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9')
-      continue;
-    if (n == cap) {
-      pid_t *v = realloc(now, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *v);
-      if (!v)
-        break;
-      now = v;
-    }
-    now[n++] = (pid_t)atoi(e->d_name);
-  }
-  closedir(d);
+  pid_t *now;
+  int n = cprof__threads_list(&now), added = 0;
+  if (n < 0)
+    return; /* try again next time: no list is better than a partial one */
   for (int i = 0; i < n; i++) {
     int had = ntimers;
     if (add_timer(now[i]) == 0 && ntimers > had)
@@ -223,7 +203,7 @@ static void track_locked(void) {
     }
   }
   free(now);
-  if (added && unwinder == CPROF_UNWIND_FP && now_ms() - maps_taken_ms > 1000)
+  if (added && unwinder == CPROF_UNWIND_FP && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
     refresh_maps();
 }
 
@@ -293,7 +273,7 @@ void cprof__cpu_thread_started(void) {
 void cprof__cpu_track_threads(void) {
   static int64_t last;
   pthread_mutex_lock(&lock);
-  int64_t now = now_ms();
+  int64_t now = cprof__now_ms(CLOCK_MONOTONIC);
   if (running && now - last >= TRACK_EVERY_MS) {
     track_locked();
     last = now;

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "symbol/symbolize.h"
 
 enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
@@ -131,7 +132,7 @@ done:
 
 int cprof__threads_signal(void) { return signo; }
 
-static int list_tids(pid_t **out) {
+int cprof__threads_list(pid_t **out) {
   DIR *d = opendir("/proc/self/task");
   if (!d)
     return -errno;
@@ -161,7 +162,7 @@ static int list_tids(pid_t **out) {
 
 int cprof__threads_count(void) {
   pid_t *v;
-  int n = list_tids(&v);
+  int n = cprof__threads_list(&v);
   if (n >= 0)
     free(v);
   return n < 0 ? 0 : n;
@@ -179,9 +180,8 @@ static int read_small(const char *path, char *buf, size_t size) {
   return (int)n;
 }
 
-/* Name and state of a thread; returns 0, or -1 when it has exited. */
-static int thread_info(pid_t tid, char name[16], char *state) {
-  char path[64], buf[512];
+int cprof__thread_name(pid_t tid, char name[16]) {
+  char path[64], buf[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
   if (read_small(path, buf, sizeof buf) < 0)
     return -1;
@@ -190,6 +190,14 @@ static int thread_info(pid_t tid, char name[16], char *state) {
     n = 15;
   memcpy(name, buf, n);
   name[n] = '\0';
+  return 0;
+}
+
+/* Name and state of a thread; returns 0, or -1 when it has exited. */
+static int thread_info(pid_t tid, char name[16], char *state) {
+  char path[64], buf[512];
+  if (cprof__thread_name(tid, name) != 0)
+    return -1;
   snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
   if (read_small(path, buf, sizeof buf) < 0)
     return -1;
@@ -309,12 +317,6 @@ static int outside_or_ask(pid_t tid, cprof__thread_stack_t *t, cprof__symbolizer
   return OUTSIDE;
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
@@ -351,7 +353,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
 
   pid_t *tids = NULL;
   cprof__maps_t maps = {0};
-  int n = list_tids(&tids);
+  int n = cprof__threads_list(&tids);
   if (n < 0)
     return n;
   if ((err = cprof__maps_read(&maps)) != 0) {
@@ -399,7 +401,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   if (sym)
     cprof__symbolizer_release(sym);
 
-  int64_t deadline = now_ms() + timeout_ms;
+  int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
   for (;;) {
     int waiting = 0;
     for (int i = 0; i < n; i++) {
@@ -409,7 +411,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
     }
     if (!waiting)
       break;
-    if (now_ms() >= deadline) {
+    if (cprof__now_ms(CLOCK_MONOTONIC) >= deadline) {
       for (int i = 0; i < n; i++) {
         uint64_t expect = STATE(gen, PENDING);
         if (__atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,

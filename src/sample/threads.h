@@ -41,6 +41,14 @@ int cprof__threads_init(void);
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out);
 void cprof__threads_dump_free(cprof__thread_dump_t *d);
 
+/* The ids of the process's threads now, from /proc/self/task: returns the
+ * count and a malloc'd array in *out, or a negative errno (and no array:
+ * a partial list would look like threads that exited). */
+int cprof__threads_list(pid_t **out);
+/* A thread's name (/proc/self/task/TID/comm, at most 15 bytes). Returns 0,
+ * or -1 when the thread has exited. */
+int cprof__thread_name(pid_t tid, char name[16]);
+
 /* The number of threads in the process now (for the index page). */
 int cprof__threads_count(void);
 
