@@ -54,21 +54,10 @@ pprof() { go tool pprof "$@" 2>>"$T/pprof.err"; }
 # profile into $T/NAME.pb.gz; its truth is in $T/NAME.out. Fails when the
 # work did not end inside the profile.
 profile_run() {
-  local name=$1 unw=$2 workload=$3 code elapsed
+  local name=$1 unw=$2 workload=$3 elapsed
   start "$name" CPROF_CPU_HZ="$HZ" CPROF_UNWIND="$unw" -- \
     "$BIN/$workload" "$4" --wait-ms 500 --until-ms $((P * 1000 + 1500))
-  code=$(curl -s --max-time $((P + 60)) -o "$T/$name.pb.gz" -w '%{http_code}' \
-    "http://$ADDR/debug/pprof/profile?seconds=$P" || true)
-  if ! wait "$PID"; then
-    echo "$name: the workload failed under cprof:" >&2
-    cat "$T/$name.err" >&2
-    return 1
-  fi
-  if [ "$code" != 200 ]; then
-    echo "$name: profile request answered HTTP $code:" >&2
-    head -c 500 "$T/$name.pb.gz" >&2
-    return 1
-  fi
+  fetch_profile "$name" "$P" || return 1
   elapsed=$(field elapsed_ms "$T/$name.out")
   if [ "$elapsed" -gt $((P * 1000)) ]; then
     echo "  $name: the work ended ${elapsed} ms after main began, after the ${P} s profile; left out" >&2
@@ -117,7 +106,7 @@ measure_split() {
   # CPU seen: all of the split thread's samples against the CPU it measured.
   pprof -tags -sample_index=samples "$T/$name.pb.gz" >"$T/$name.tags"
   nt=$(awk '/^ *[^ ]+:[ \t]+Total/ { key = $1 }
-    key == "thread:" && $2 ~ /%\):$/ && $3 == "split" { n = $1 } END { printf "%d", n }' "$T/$name.tags")
+    key == "thread:" && /%\): *split$/ { n = $1 } END { printf "%d", n }' "$T/$name.tags")
   row "$unw" split "CPU seen" "$rep" 100 "$(seen "$nt" "$(field thread_cpu_ns "$T/$name.out")")" "$nt"
 }
 
@@ -129,7 +118,7 @@ measure_threads() {
   pprof -tags -sample_index=samples "$T/$name.pb.gz" >"$T/$name.tags"
   read -r nh nl < <(awk '
     /^ *[^ ]+:[ \t]+Total/ { key = $1 }
-    key == "thread:" && $2 ~ /%\):$/ { if ($3 == "heavy") h = $1; if ($3 == "light") l = $1 }
+    key == "thread:" && /%\): *heavy$/ { h = $1 } key == "thread:" && /%\): *light$/ { l = $1 }
     END { printf "%d %d\n", h, l }' "$T/$name.tags")
   sum=$((nh + nl))
   if [ "$sum" -eq 0 ]; then

@@ -11,11 +11,13 @@ LIB=$CPROF_BUILD/libcprof.so
 T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
 # go tool pprof keeps fetched profiles under $PPROF_TMPDIR and may write to ~.
 export PPROF_TMPDIR=$T/pprof HOME=$T
-PIDS=()
 WRAP=()
 
+# Only jobs still running: a PID that has ended may already belong to
+# another program (see tests/integration/lib.sh, where this bit).
 bench_cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  local p
+  for p in $(jobs -p); do kill -9 "$p" 2>/dev/null || true; done
   if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
 }
 trap bench_cleanup EXIT
@@ -40,7 +42,6 @@ start() {
   ${WRAP[@]+"${WRAP[@]}"} env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 "${envs[@]}" "$@" \
     >"$T/$name.out" 2>"$T/$name.err" &
   PID=$!
-  PIDS+=("$PID")
   for _ in $(seq 1 400); do
     ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
     [ -n "$ADDR" ] && return 0
@@ -53,6 +54,25 @@ start() {
   done
   echo "$name did not start serving within 10 s" >&2
   return 1
+}
+
+# fetch_profile NAME SECONDS: asks the program started last (as NAME) for a
+# CPU profile over SECONDS into $T/NAME.pb.gz, then waits for the program
+# to end. Fails, saying why, if the program failed or the request did.
+fetch_profile() {
+  local name=$1 secs=$2 code
+  code=$(curl -s --max-time $((secs + 60)) -o "$T/$name.pb.gz" -w '%{http_code}' \
+    "http://$ADDR/debug/pprof/profile?seconds=$secs" || true)
+  if ! wait "$PID"; then
+    echo "$name: the workload failed under cprof:" >&2
+    cat "$T/$name.err" >&2
+    return 1
+  fi
+  if [ "$code" != 200 ]; then
+    echo "$name: the profile request answered HTTP $code:" >&2
+    head -c 500 "$T/$name.pb.gz" >&2
+    return 1
+  fi
 }
 
 # cpu_profile_available: whether this libcprof serves /debug/pprof/profile

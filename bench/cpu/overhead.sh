@@ -87,26 +87,16 @@ run_gperftools() {
 
 # run_cprof VARIANT ROUND UNWINDER
 run_cprof() {
-  local v=$1 r=$2 code samples
+  local v=$1 r=$2 samples
   WRAP=(nice -n "$NICE")
   start "$v.$r" CPROF_CPU_HZ=$HZ CPROF_UNWIND="$3" -- \
     "$BIN/burn" "$UNITS" --wait-ms 300 --until-ms "$UNTIL_MS"
   WRAP=()
-  code=$(curl -s --max-time $((PROFILE_SECONDS + 60)) -o "$T/$v.$r.pb.gz" -w '%{http_code}' \
-    "http://$ADDR/debug/pprof/profile?seconds=$PROFILE_SECONDS" || true)
-  if ! wait "$PID"; then
-    echo "$v round $r: burn failed under cprof:" >&2
-    cat "$T/$v.$r.err" >&2
-    exit 1
-  fi
-  if [ "$code" != 200 ]; then
-    echo "$v round $r: the profile request answered HTTP $code" >&2
-    exit 1
-  fi
+  fetch_profile "$v.$r" "$PROFILE_SECONDS" || exit 1
   # The burn thread's samples: at 100 Hz about 100 per second of its CPU.
   samples=$(go tool pprof -tags -sample_index=samples "$T/$v.$r.pb.gz" 2>/dev/null | awk '
     /^ *[^ ]+:[ \t]+Total/ { key = $1 }
-    key == "thread:" && $2 ~ /%\):$/ && $3 == "burn" { n = $1 } END { printf "%d", n }')
+    key == "thread:" && /%\): *burn$/ { n = $1 } END { printf "%d", n }')
   record "$v" "$r" "$T/$v.$r.out" "$samples"
   local w
   w=$(field wall_ns "$T/$v.$r.out")
