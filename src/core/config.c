@@ -127,6 +127,16 @@ int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen) {
   return 0;
 }
 
+int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end || errno || v > CPROF_MAX_HEAP_RATE)
+    return fail(err, errlen, "expected a whole number of bytes from 0 (off) to 1073741824");
+  *out = v;
+  return 0;
+}
+
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
   struct stat st;
   if (!*s || strlen(s) >= outlen - 16) /* room for "/cpu.pb.gz.tmp" */
@@ -157,6 +167,7 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     opts = &none;
   memset(cfg, 0, sizeof *cfg);
   cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
+  cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
 
   v = pick(opts->addr, "CPROF_ADDR");
   if (cprof__parse_addr(v ? v : DEFAULT_ADDR, &cfg->addr, err, sizeof err) != 0) {
@@ -199,11 +210,18 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
     bad = 1;
   }
+  if ((v = getenv("CPROF_HEAP_RATE")) &&
+      cprof__parse_heap_rate(v, &cfg->heap_rate, err, sizeof err) != 0) {
+    cprof__log("CPROF_HEAP_RATE=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_HEAP_RATE);
+    cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
+    bad = 1;
+  }
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ}; /* no prefix, no auth, dwarf */
+static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
+                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

@@ -19,11 +19,14 @@ typedef struct cprof__config {
   char auth[256];   /* "user:password", "" for none */
   char token[256];  /* "" for none */
   int cpu_hz;       /* CPU profile sampling rate */
+  long heap_rate;   /* mean bytes between heap samples; 0: off */
   char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
 #define CPROF_MAX_CPU_HZ 10000
+#define CPROF_DEFAULT_HEAP_RATE 524288 /* Go's MemProfileRate */
+#define CPROF_MAX_HEAP_RATE (1L << 30)
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -33,6 +36,7 @@ int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t
 int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen);
+int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);

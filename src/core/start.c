@@ -11,6 +11,8 @@
 #include "cprof.h"
 #include "http/server.h"
 #include "sample/cpu.h"
+#include "sample/heap.h"
+#include "sample/malloc.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 #include "unwind/unwind.h"
@@ -40,7 +42,17 @@ static void atfork_child(void) {
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
 
+/* Everything cprof_start does, and every thread it starts (which inherit
+ * the guard, see thread_start.c), allocates without being sampled. */
+static int start(const cprof_options_t *opts);
 int cprof_start(const cprof_options_t *opts) {
+  cprof__heap_guard_enter();
+  int rc = start(opts);
+  cprof__heap_guard_leave();
+  return rc;
+}
+
+static int start(const cprof_options_t *opts) {
   pthread_once(&atfork_once, register_atfork);
   pthread_mutex_lock(&life_lock);
   if (running) {
@@ -57,6 +69,14 @@ int cprof_start(const cprof_options_t *opts) {
   int terr = cprof__threads_init();
   if (terr != 0)
     cprof__log("no free real-time signal: thread stacks (goroutine profile) are unavailable");
+  if (cfg.heap_rate > 0) {
+    char why[600];
+    if (cprof__malloc_check(why, sizeof why) != 0) {
+      cprof__log("heap profiling is off: %s", why);
+      cfg.heap_rate = 0;
+    }
+  }
+  cprof__heap_configure(cfg.heap_rate, cfg.unwind);
   cprof__config_set(&cfg);
   running = 1;
   cprof__output_start(&cfg);
@@ -80,7 +100,9 @@ int cprof_start(const cprof_options_t *opts) {
 }
 
 void cprof_stop(void) {
+  cprof__heap_guard_enter();
   cprof__output_finish();
+  cprof__heap_configure(0, CPROF_UNWIND_DWARF);
   pthread_mutex_lock(&life_lock);
   if (serving)
     cprof__server_stop();
@@ -88,6 +110,7 @@ void cprof_stop(void) {
   running = 0;
   bound[0] = '\0';
   pthread_mutex_unlock(&life_lock);
+  cprof__heap_guard_leave();
 }
 
 const char *cprof_addr(void) { return serving ? bound : NULL; }

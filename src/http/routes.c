@@ -8,16 +8,25 @@
 #include "http/auth.h"
 #include "http/query.h"
 #include "http/response.h"
+#include "sample/heap.h"
 #include "sample/threads.h"
 
 /* Sorted by name, as Go's index lists them. */
 const cprof__profile_entry_t cprof__profiles[] = {
+    {"allocs",
+     "A sampling of all past memory allocations (malloc and friends, C++ new), one sample per "
+     "CPROF_HEAP_RATE bytes on average; CPROF_HEAP_RATE=0 turns it off.",
+     cprof__heap_count, "debug=1", cprof__serve_allocs},
     {"cmdline", "The command line invocation of the current program", NULL, NULL,
      cprof__serve_cmdline},
     {"goroutine",
      "Stack traces of all current threads (cprof's name for threads is Go's for goroutines; "
      "/debug/pprof/threads is the same). Use debug=2 for every thread with its name and state.",
      cprof__threads_count, "debug=1", cprof__serve_goroutine},
+    {"heap",
+     "A sampling of memory allocations of live objects: where the memory in use was allocated. "
+     "The gc GET parameter is accepted and ignored (C has no collector).",
+     cprof__heap_count, "debug=1", cprof__serve_heap},
     {"profile",
      "CPU profile. You can specify the duration in the seconds GET parameter (default 30, at "
      "most 3600). After you get the profile file, use the go tool pprof command to investigate "
@@ -112,12 +121,18 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
 }
 
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
+  /* Serving a profile allocates; the program's thread that asked must not
+   * see those allocations in its own heap profile. */
+  cprof__heap_guard_enter();
+  int rc = 0;
   if (cprof__resp_init(resp) != 0) {
     cprof_response_free(resp);
-    return -ENOMEM;
+    rc = -ENOMEM;
+  } else {
+    cprof__config_t cfg;
+    cprof__config_get(&cfg);
+    route(req, &cfg, resp);
   }
-  cprof__config_t cfg;
-  cprof__config_get(&cfg);
-  route(req, &cfg, resp);
-  return 0;
+  cprof__heap_guard_leave();
+  return rc;
 }

@@ -38,6 +38,9 @@ void cprof__serve_index(const cprof_request_t *req, const cprof__config_t *cfg, 
 void cprof__serve_cmdline(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+void cprof__serve_heap(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+void cprof__serve_allocs(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+int cprof__heap_count(void);
 void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 
 #endif

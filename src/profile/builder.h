@@ -75,6 +75,16 @@ int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out);
  * Stacks sorted by count, highest first; value 0 is the count. */
 int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof__buf_t *out);
 
+/* Symbolizes and appends Go's legacy text heap profile (debug=1), which
+ * `go tool pprof` parses: the four values of a heap profile per sample
+ * (alloc_objects, alloc_space, inuse_objects, inuse_space, unscaled), as
+ *   heap profile: INUSE_N: INUSE_B [ALLOC_N: ALLOC_B] @ heap/2*RATE
+ *   INUSE_N: INUSE_B [ALLOC_N: ALLOC_B] @ 0xPC 0xPC ...
+ *   #	0xADDR	func+0xOFF	file:line
+ * most bytes in use first, then `trailer` (lines starting "#") as is. */
+int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *trailer,
+                                   cprof__buf_t *out);
+
 /* Appends one stack, symbolized, the way Go's debug=2 goroutine dump prints
  * a goroutine: for each frame "func()\n\tfile:line +0xOFF\n", unknown frames
  * as "0xADDR (path+0xFILEOFF)" or "0xADDR ?". Same pc convention as above. */

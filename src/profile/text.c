@@ -248,6 +248,22 @@ static void append_frames(const cprof__builder_t *b, const cprof__resolved_t *r,
   cprof__buf_putc(out, '\n');
 }
 
+/* A stack's "@" line. pprof's parser (parseGoCount in
+ * profile/legacy_profile.go, and the heap parser alike) takes every address
+ * on it for a return address and subtracts one, as Go's own profiles hold
+ * only return addresses. Our leaf pcs[0] is an exact pc, so it is printed
+ * plus one: pprof lands on the same address the protobuf profile's
+ * Location has. A pseudo frame, which has no address, prints as 0x1
+ * (address 0), and so does an empty stack, because the "@" line must hold
+ * at least one address for pprof to parse it. */
+static void append_at_line(const cprof__sample_rec_t *s, cprof__buf_t *out) {
+  cprof__buf_putc(out, '@');
+  if (s->depth == 0)
+    cprof__buf_puts(out, " 0x1");
+  for (int j = 0; j < s->depth; j++)
+    cprof__buf_printf(out, " 0x%llx", (unsigned long long)(j == 0 ? s->pcs[0] + 1 : s->pcs[j]));
+}
+
 int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof__buf_t *out) {
   if (!b || !name || !out)
     return -EINVAL;
@@ -263,25 +279,13 @@ int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof
   if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
     goto out;
 
-  /* The key of a stack is its "@" line, plus its labels as Go prints them.
-   * pprof's parser (parseGoCount in profile/legacy_profile.go) takes every
-   * address on the "@" line for a return address and subtracts one, as Go's
-   * own count profiles hold only return addresses. Our leaf pcs[0] is an
-   * exact pc, so it is printed plus one: pprof lands on the same address
-   * the protobuf profile's Location has. A pseudo frame, which has no
-   * address, prints as 0x1 (address 0), and so does an empty stack, because
-   * the "@" line must hold at least one address for pprof to parse it. */
+  /* The key of a stack is its "@" line, plus its labels as Go prints them. */
   for (size_t i = 0; i < b->nsamples; i++) {
     const cprof__sample_rec_t *s = &b->samples[i];
     entries[i].count = s->values[0];
     entries[i].sample = i;
     entries[i].key_off = keys.len;
-    cprof__buf_putc(&keys, '@');
-    if (s->depth == 0)
-      cprof__buf_puts(&keys, " 0x1");
-    for (int j = 0; j < s->depth; j++)
-      cprof__buf_printf(&keys, " 0x%llx",
-                        (unsigned long long)(j == 0 ? s->pcs[0] + 1 : s->pcs[j]));
+    append_at_line(s, &keys);
     if (s->nlabels > 0) {
       cprof__buf_puts(&keys, "\n# labels: ");
       if (append_labels(b, s, &keys) != 0)
@@ -308,6 +312,67 @@ int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof
 out:
   free(entries);
   cprof__buf_free(&keys);
+  cprof__buf_free(&text);
+  cprof__resolved_free(&r);
+  return rc;
+}
+
+/* ---- the heap profile ---- */
+
+typedef struct heap_entry {
+  int64_t inuse_bytes;
+  size_t sample;
+} heap_entry_t;
+
+/* writeHeapInternal's order: most bytes in use first. Ties keep the
+ * builder's order (first seen first), which qsort may not: compare it. */
+static int heap_entry_cmp(const void *pa, const void *pb) {
+  const heap_entry_t *a = pa, *b = pb;
+  if (a->inuse_bytes != b->inuse_bytes)
+    return a->inuse_bytes > b->inuse_bytes ? -1 : 1;
+  return a->sample < b->sample ? -1 : a->sample > b->sample;
+}
+
+int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *trailer,
+                                   cprof__buf_t *out) {
+  if (!b || !out || b->n_sample_types != 4)
+    return -EINVAL;
+  cprof__resolved_t r;
+  cprof__buf_t text;
+  cprof__buf_init(&text);
+  heap_entry_t *entries = NULL;
+  int rc = cprof__builder_resolve(b, &r);
+  if (rc != 0)
+    goto out;
+  rc = -ENOMEM;
+  if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
+    goto out;
+  for (size_t i = 0; i < b->nsamples; i++)
+    entries[i] = (heap_entry_t){b->samples[i].values[3], i};
+  qsort(entries, b->nsamples, sizeof *entries, heap_entry_cmp);
+
+  /* Values: alloc_objects, alloc_space, inuse_objects, inuse_space, as
+   * sampled (pprof scales them by the rate itself). Go prints twice the
+   * rate after "heap/", because early versions of the C++ heap profiler did
+   * and pprof has come to expect it. */
+  cprof__buf_printf(&text, "heap profile: %lld: %lld [%lld: %lld] @ heap/%ld\n",
+                    (long long)b->totals[2], (long long)b->totals[3], (long long)b->totals[0],
+                    (long long)b->totals[1], 2 * rate);
+  for (size_t i = 0; i < b->nsamples; i++) {
+    const cprof__sample_rec_t *s = &b->samples[entries[i].sample];
+    cprof__buf_printf(&text, "%lld: %lld [%lld: %lld] ", (long long)s->values[2],
+                      (long long)s->values[3], (long long)s->values[0], (long long)s->values[1]);
+    append_at_line(s, &text);
+    cprof__buf_putc(&text, '\n');
+    append_frames(b, &r, entries[i].sample, &text);
+  }
+  if (trailer)
+    cprof__buf_puts(&text, trailer);
+  if (text.failed)
+    goto out;
+  rc = tabify(text.data, text.len, out);
+out:
+  free(entries);
   cprof__buf_free(&text);
   cprof__resolved_free(&r);
   return rc;

@@ -85,6 +85,14 @@ static void test_small_parsers(void) {
   const char *bad_hz[] = {"0", "-5", "10001", "1e3", "", "fast", "100 "};
   for (size_t i = 0; i < sizeof bad_hz / sizeof *bad_hz; i++)
     CHECK_EQ_INT(cprof__parse_cpu_hz(bad_hz[i], &hz, err, sizeof err), -EINVAL);
+  long rate;
+  CHECK_EQ_INT(cprof__parse_heap_rate("0", &rate, err, sizeof err), 0);
+  CHECK_EQ_INT(rate, 0);
+  CHECK_EQ_INT(cprof__parse_heap_rate("4096", &rate, err, sizeof err), 0);
+  CHECK_EQ_INT(rate, 4096);
+  const char *bad_rate[] = {"-1", "1073741825", "512k", "", " 1", "0x10", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_rate / sizeof *bad_rate; i++)
+    CHECK_EQ_INT(cprof__parse_heap_rate(bad_rate[i], &rate, err, sizeof err), -EINVAL);
 }
 
 /* Options win over the environment; NULL fields fall back to it; bad

@@ -1,0 +1,425 @@
+/* The heap sampler and its tables (see heap.h for the design).
+ *
+ * Everything here runs inside the program's malloc and free, so it keeps to
+ * three rules. The fast paths (in malloc.c) touch only this thread's TLS
+ * and, for free, one byte of the filter. The slow paths set the thread's
+ * guard first, so that the allocations they make themselves (growing a
+ * table, libgcc's first look at a module) pass through unsampled and their
+ * frees never come back here for the lock they hold. And a warm sampled
+ * path makes no system call: stacks come from frame pointers or from
+ * libgcc's _Unwind_Backtrace, which with glibc 2.35's _dl_find_object
+ * finds unwind tables without locks or syscalls (libunwind, by contrast,
+ * calls sigprocmask twice a frame; see doc/internals.md). */
+#include "sample/heap.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unwind.h>
+
+__thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
+uint8_t *cprof__heap_filter;
+
+/* While sampling is off, a thread still drops into the slow path once per
+ * this many bytes, to notice when it is turned on: unmeasurably rare. */
+#define OFF_COUNTDOWN (4 << 20)
+#define FILTER_SIZE ((size_t)1 << CPROF_HEAP_FILTER_BITS)
+
+static long rate;    /* atomic; 0: off */
+static int unwinder; /* atomic; a cprof__unwinder_t */
+static uint64_t seed;
+
+typedef struct bucket {
+  uint64_t id, hash, size, allocs, frees;
+  int depth;
+  uintptr_t pcs[];
+} bucket_t;
+
+typedef struct live {
+  uintptr_t addr; /* 0: empty slot */
+  uint64_t bucket;
+} live_t;
+
+/* All under `lock`. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  bucket_t **buckets; /* by id */
+  size_t nbuckets, capbuckets;
+  uint32_t *index; /* open addressing over bucket hashes: id + 1, 0 empty */
+  size_t capindex;
+  live_t *live; /* open addressing over addresses, backward-shift deletion */
+  size_t nlive, caplive;
+  uint64_t own_bytes;
+} t;
+
+/* ---- fork: the child inherits a consistent table ---- */
+
+static void fork_prepare(void) {
+  /* The guard keeps a later prepare handler that allocates from waiting
+   * on the lock we hold. */
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&lock);
+}
+static void fork_parent(void) {
+  pthread_mutex_unlock(&lock);
+  cprof__heap_guard_leave();
+}
+static void fork_child(void) {
+  pthread_mutex_init(&lock, NULL);
+  cprof__heap_guard_leave();
+}
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void init_once(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+}
+
+void cprof__heap_configure(long r, cprof__unwinder_t how) {
+  pthread_once(&once, init_once);
+  if (r > 0 && !__atomic_load_n(&cprof__heap_filter, __ATOMIC_ACQUIRE)) {
+    void *f = mmap(NULL, FILTER_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (f == MAP_FAILED)
+      r = 0;
+    else
+      __atomic_store_n(&cprof__heap_filter, (uint8_t *)f, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&unwinder, (int)how, __ATOMIC_RELAXED);
+  __atomic_store_n(&rate, r < 0 ? 0 : r, __ATOMIC_RELEASE);
+}
+
+long cprof__heap_rate(void) { return __atomic_load_n(&rate, __ATOMIC_ACQUIRE); }
+
+/* ---- sampling ---- */
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static uint64_t next_random(cprof__heap_tls_t *s) {
+  if (!s->rng) {
+    static uint64_t threads;
+    uint64_t n = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+    s->rng = splitmix(seed ^ (uintptr_t)s ^ (n << 32)) | 1;
+  }
+  /* xorshift64* */
+  s->rng ^= s->rng >> 12;
+  s->rng ^= s->rng << 25;
+  s->rng ^= s->rng >> 27;
+  return s->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* The distance to the next sample: exponential with mean r bytes. */
+static int64_t draw(cprof__heap_tls_t *s, long r) {
+  double u = (double)((next_random(s) >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
+  double d = -log(u) * (double)r;
+  return d < 1e18 ? (int64_t)d : (int64_t)1e18;
+}
+
+/* ---- stacks ---- */
+
+/* The top of this thread's stack, found once per thread: the frame-pointer
+ * walk never reads above it. pthread_getattr_np may allocate (the guard is
+ * up) and, for the main thread, reads /proc/self/maps: once. */
+static uintptr_t stack_hi(cprof__heap_tls_t *s) {
+  if (!s->stack_hi) {
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    s->stack_hi = 1; /* unknown: the walk stops at once */
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) == 0)
+        s->stack_hi = (uintptr_t)addr + size;
+      pthread_attr_destroy(&a);
+    }
+  }
+  return s->stack_hi;
+}
+
+/* Walks the frame-pointer chain from here, keeping the frames from the
+ * allocating call's return address `ret` on. Every frame must lie above the
+ * last one and below the stack's top, so a frame pointer used as a general
+ * register by code built without them ends the walk instead of faulting. */
+__attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max, uintptr_t ret) {
+  uintptr_t hi = stack_hi(&cprof__heap_tls);
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  int n = 0, started = 0;
+  while (n < max && (fp & 7) == 0 && fp + 16 <= hi) {
+    const uintptr_t *frame = (const uintptr_t *)fp;
+    uintptr_t next = frame[0], r = frame[1];
+    if (r == 0)
+      break;
+    started |= r == ret;
+    if (started)
+      pcs[n++] = r;
+    if (next <= fp)
+      break;
+    fp = next;
+  }
+  return n;
+}
+
+typedef struct walk {
+  uintptr_t *pcs;
+  int n, max, started;
+  uintptr_t ret;
+} walk_t;
+
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg) {
+  walk_t *w = arg;
+  uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+  w->started |= ip == w->ret;
+  if (!w->started)
+    return _URC_NO_REASON;
+  if (w->n >= w->max || ip == 0)
+    return _URC_END_OF_STACK;
+  w->pcs[w->n++] = ip;
+  return _URC_NO_REASON;
+}
+
+/* The allocating call's stack: pcs[0] inside the call to malloc (so that
+ * the profile's convention, an exact pc first, holds), then the callers'
+ * return addresses. */
+static int unwind(uintptr_t *pcs, int max, uintptr_t ret) {
+  int n;
+  if (__atomic_load_n(&unwinder, __ATOMIC_RELAXED) == CPROF_UNWIND_FP) {
+    n = unwind_fp(pcs, max, ret);
+  } else {
+    walk_t w = {pcs, 0, max, 0, ret};
+    _Unwind_Backtrace(walk_frame, &w);
+    n = w.n;
+  }
+  if (n == 0) { /* our own frames could not be walked: the caller alone */
+    pcs[0] = ret;
+    n = 1;
+  }
+  pcs[0] -= 1;
+  return n;
+}
+
+/* ---- the tables (callers hold the lock and the guard) ---- */
+
+static uint64_t hash_addr(uintptr_t p) { return splitmix(p); }
+
+static uint64_t hash_stack(const uintptr_t *pcs, int depth, uint64_t size) {
+  uint64_t h = splitmix(size);
+  for (int i = 0; i < depth; i++)
+    h = splitmix(h ^ pcs[i]);
+  return h;
+}
+
+static int grow_index(void) {
+  size_t cap = t.capindex ? t.capindex * 2 : 1024;
+  uint32_t *index = calloc(cap, sizeof *index);
+  if (!index)
+    return -ENOMEM;
+  for (size_t id = 0; id < t.nbuckets; id++) {
+    size_t i = t.buckets[id]->hash & (cap - 1);
+    while (index[i])
+      i = (i + 1) & (cap - 1);
+    index[i] = (uint32_t)id + 1;
+  }
+  free(t.index);
+  t.own_bytes += (cap - t.capindex) * sizeof *index;
+  t.index = index;
+  t.capindex = cap;
+  return 0;
+}
+
+/* The bucket of (stack, size), made if new; NULL when out of memory. */
+static bucket_t *bucket_of(const uintptr_t *pcs, int depth, uint64_t size) {
+  uint64_t h = hash_stack(pcs, depth, size);
+  if (t.capindex) {
+    for (size_t i = h & (t.capindex - 1); t.index[i]; i = (i + 1) & (t.capindex - 1)) {
+      bucket_t *b = t.buckets[t.index[i] - 1];
+      if (b->hash == h && b->size == size && b->depth == depth &&
+          memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+        return b;
+    }
+  }
+  if ((t.nbuckets + 1) * 2 > t.capindex && grow_index() != 0)
+    return NULL;
+  if (t.nbuckets == t.capbuckets) {
+    size_t cap = t.capbuckets ? t.capbuckets * 2 : 256;
+    bucket_t **v = realloc(t.buckets, cap * sizeof *v);
+    if (!v)
+      return NULL;
+    t.own_bytes += (cap - t.capbuckets) * sizeof *v;
+    t.buckets = v;
+    t.capbuckets = cap;
+  }
+  size_t bytes = sizeof(bucket_t) + (size_t)depth * sizeof *pcs;
+  bucket_t *b = calloc(1, bytes);
+  if (!b)
+    return NULL;
+  t.own_bytes += bytes;
+  b->id = t.nbuckets;
+  b->hash = h;
+  b->size = size;
+  b->depth = depth;
+  memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
+  size_t i = h & (t.capindex - 1);
+  while (t.index[i])
+    i = (i + 1) & (t.capindex - 1);
+  t.index[i] = (uint32_t)t.nbuckets + 1;
+  t.buckets[t.nbuckets++] = b;
+  return b;
+}
+
+static size_t live_find(uintptr_t p) {
+  if (!t.caplive)
+    return SIZE_MAX;
+  for (size_t i = hash_addr(p) & (t.caplive - 1); t.live[i].addr; i = (i + 1) & (t.caplive - 1))
+    if (t.live[i].addr == p)
+      return i;
+  return SIZE_MAX;
+}
+
+static void live_put(live_t *v, size_t cap, live_t e) {
+  size_t i = hash_addr(e.addr) & (cap - 1);
+  while (v[i].addr)
+    i = (i + 1) & (cap - 1);
+  v[i] = e;
+}
+
+static int grow_live(void) {
+  size_t cap = t.caplive ? t.caplive * 2 : 1024;
+  live_t *v = calloc(cap, sizeof *v);
+  if (!v)
+    return -ENOMEM;
+  for (size_t i = 0; i < t.caplive; i++)
+    if (t.live[i].addr)
+      live_put(v, cap, t.live[i]);
+  free(t.live);
+  t.own_bytes += (cap - t.caplive) * sizeof *v;
+  t.live = v;
+  t.caplive = cap;
+  return 0;
+}
+
+/* Linear probing's deletion without tombstones: later entries of the same
+ * probe run move back into the hole. */
+static void live_delete(size_t i) {
+  size_t mask = t.caplive - 1;
+  for (size_t j = (i + 1) & mask; t.live[j].addr; j = (j + 1) & mask) {
+    size_t home = hash_addr(t.live[j].addr) & mask;
+    /* Entry j may move to i when its home is not in (i, j], cyclically. */
+    int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      t.live[i] = t.live[j];
+      i = j;
+    }
+  }
+  t.live[i].addr = 0;
+  t.nlive--;
+}
+
+/* The filter counts sampled blocks per slot; a slot that reached 255 stays
+ * there (always "maybe"), so the count never wraps to a false "no". */
+static void filter_add(uintptr_t p, int d) {
+  uint8_t *f = &cprof__heap_filter[cprof__heap_filter_slot((void *)p)];
+  if (*f != 255)
+    __atomic_store_n(f, (uint8_t)(*f + d), __ATOMIC_RELAXED);
+}
+
+static void free_locked(size_t i) {
+  t.buckets[t.live[i].bucket]->frees++;
+  filter_add(t.live[i].addr, -1);
+  live_delete(i);
+}
+
+static void record(void *p, size_t size, uintptr_t ret) {
+  uintptr_t pcs[CPROF_MAX_DEPTH];
+  int depth = unwind(pcs, CPROF_MAX_DEPTH, ret);
+  pthread_mutex_lock(&lock);
+  /* A block we still hold at this address was freed where we did not see
+   * it (a realloc that failed after we let go of it, say): count it freed. */
+  size_t old = live_find((uintptr_t)p);
+  if (old != SIZE_MAX)
+    free_locked(old);
+  bucket_t *b = bucket_of(pcs, depth, size);
+  if (b && ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0)) {
+    b->allocs++;
+    live_put(t.live, t.caplive, (live_t){(uintptr_t)p, b->id});
+    t.nlive++;
+    filter_add((uintptr_t)p, 1);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__heap_sample(void *p, size_t size, uintptr_t ret) {
+  cprof__heap_tls_t *s = &cprof__heap_tls;
+  long r = __atomic_load_n(&rate, __ATOMIC_ACQUIRE);
+  if (r <= 0) {
+    s->countdown = OFF_COUNTDOWN;
+    s->rate_seen = 0;
+    return;
+  }
+  if (s->rate_seen != r) {
+    /* The first distance under this rate starts before this allocation:
+     * it is sampled only if it is longer than the distance. */
+    s->rate_seen = r;
+    s->countdown = draw(s, r) - (int64_t)size;
+    if (s->countdown >= 0)
+      return;
+  }
+  s->countdown = draw(s, r);
+  if (s->guard || !p)
+    return;
+  s->guard++;
+  record(p, size, ret);
+  s->guard--;
+}
+
+void cprof__heap_freed(void *p) {
+  cprof__heap_tls_t *s = &cprof__heap_tls;
+  if (s->guard)
+    return;
+  s->guard++;
+  pthread_mutex_lock(&lock);
+  size_t i = live_find((uintptr_t)p);
+  if (i != SIZE_MAX)
+    free_locked(i);
+  pthread_mutex_unlock(&lock);
+  s->guard--;
+}
+
+/* ---- snapshots ---- */
+
+int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
+  memset(out, 0, sizeof *out);
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  if (t.nbuckets && !(out->v = malloc(t.nbuckets * sizeof *out->v))) {
+    rc = -ENOMEM;
+  } else {
+    for (size_t id = 0; id < t.nbuckets; id++) {
+      const bucket_t *b = t.buckets[id];
+      out->v[id] = (cprof__heap_record_t){id, b->size, b->allocs, b->frees, b->pcs, b->depth};
+    }
+    out->n = t.nbuckets;
+    out->live_blocks = t.nlive;
+    out->own_bytes = t.own_bytes + (cprof__heap_filter ? FILTER_SIZE : 0);
+  }
+  pthread_mutex_unlock(&lock);
+  cprof__heap_guard_leave();
+  out->rate = cprof__heap_rate();
+  return rc;
+}
+
+void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s) {
+  cprof__heap_guard_enter();
+  free(s->v);
+  cprof__heap_guard_leave();
+  memset(s, 0, sizeof *s);
+}
