@@ -1,4 +1,6 @@
-/* CPROF_OUTPUT: record the CPU profile of the whole run, write it at exit.
+/* CPROF_OUTPUT: record the CPU profile of the whole run, write it at exit,
+ * with the heap profile as it stands then (heap.pb.gz: what is still in
+ * use at exit, and everything allocated during the run).
  *
  * A collector thread ("cprof-output") drains the sample buffer every 50 ms,
  * as an HTTP profile request's thread does. While it records, the CPU
@@ -20,11 +22,14 @@
 
 #include "core/log.h"
 #include "profile/cpu_profile.h"
+#include "profile/heap_profile.h"
 #include "sample/cpu.h"
+#include "sample/heap.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t collector;
-static int recording, stopping;
+static int armed;              /* a directory was given: write at exit */
+static int recording, stopping; /* the CPU profile */
 static pid_t owner; /* the process that records: not a forked child */
 static cprof__cpu_profile_t *profile;
 static char dir[512];
@@ -40,9 +45,9 @@ static void *collect(void *arg) {
   return NULL;
 }
 
-static void write_file(const cprof__buf_t *b) {
+static void write_file(const char *name, const cprof__buf_t *b) {
   char path[600], tmp[620];
-  snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   size_t done = 0;
@@ -61,12 +66,30 @@ static void write_file(const cprof__buf_t *b) {
   }
 }
 
-void cprof__output_finish(void) {
-  pthread_mutex_lock(&lock);
-  if (!recording || getpid() != owner) {
-    pthread_mutex_unlock(&lock);
+static void write_heap(void) {
+  if (cprof__heap_rate() <= 0)
     return;
-  }
+  cprof__heap_snapshot_t now;
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  if (cprof__heap_snapshot(&now) == 0 &&
+      cprof__heap_profile_write(&now, NULL, 0, "inuse_space", 0, &b) == 0)
+    write_file("heap.pb.gz", &b);
+  else
+    cprof__log("CPROF_OUTPUT: out of memory writing the heap profile");
+  cprof__heap_snapshot_free(&now);
+  cprof__buf_free(&b);
+}
+
+void cprof__output_finish(void) {
+  cprof__heap_guard_enter(); /* atexit runs on the program's thread */
+  pthread_mutex_lock(&lock);
+  if (!armed || getpid() != owner)
+    goto out;
+  armed = 0;
+  write_heap();
+  if (!recording)
+    goto out;
   recording = 0;
   __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
   pthread_join(collector, NULL);
@@ -74,13 +97,15 @@ void cprof__output_finish(void) {
   cprof__buf_t b;
   cprof__buf_init(&b);
   if (cprof__cpu_profile_write(profile, lost, &b) == 0)
-    write_file(&b);
+    write_file("cpu.pb.gz", &b);
   else
     cprof__log("CPROF_OUTPUT: out of memory writing the CPU profile");
   cprof__buf_free(&b);
   cprof__cpu_profile_free(profile);
   profile = NULL;
+out:
   pthread_mutex_unlock(&lock);
+  cprof__heap_guard_leave();
 }
 
 void cprof__output_start(const cprof__config_t *cfg) {
@@ -88,9 +113,13 @@ void cprof__output_start(const cprof__config_t *cfg) {
   if (!cfg->output[0])
     return;
   pthread_mutex_lock(&lock);
-  if (recording)
+  if (armed)
     goto out;
   snprintf(dir, sizeof dir, "%s", cfg->output);
+  owner = getpid();
+  armed = 1;
+  if (!registered++)
+    atexit(cprof__output_finish);
   if (!(profile = cprof__cpu_profile_new(cfg->cpu_hz))) {
     cprof__log("CPROF_OUTPUT: out of memory; no CPU profile will be written");
     goto out;
@@ -111,10 +140,7 @@ void cprof__output_start(const cprof__config_t *cfg) {
     cprof__log("CPROF_OUTPUT: cannot start the collector thread");
     goto out;
   }
-  owner = getpid();
   recording = 1;
-  if (!registered++)
-    atexit(cprof__output_finish);
 out:
   pthread_mutex_unlock(&lock);
 }
@@ -122,6 +148,7 @@ out:
 void cprof__output_atfork_child(void) {
   /* The collector stayed in the parent; the file is the parent's to write. */
   pthread_mutex_init(&lock, NULL);
+  armed = 0;
   recording = 0;
   profile = NULL;
 }

@@ -1,4 +1,5 @@
-/* CPROF_OUTPUT: the whole run's CPU profile, written to DIR/cpu.pb.gz when
+/* CPROF_OUTPUT: the whole run's CPU profile and the heap profile at the
+ * end, written to DIR/cpu.pb.gz and DIR/heap.pb.gz when
  * the program exits (or at cprof_stop), for batch programs that end before
  * anyone could fetch a profile over HTTP. */
 #ifndef CPROF_CORE_OUTPUT_H

@@ -91,6 +91,8 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
       allocs -= base->v[r->id].allocs;
       frees -= base->v[r->id].frees;
     }
+    if (allocs == 0 && frees == 0) /* nothing happened here (in the delta) */
+      continue;
     int64_t v[4];
     if (debug) { /* as sampled: pprof scales the text format itself */
       v[0] = (int64_t)allocs;

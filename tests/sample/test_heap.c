@@ -1,0 +1,241 @@
+/* The heap sampler without the malloc wrappers (sanitizer builds have none):
+ * allocations are fed to it by hand, at made-up addresses, the way
+ * src/sample/malloc.c feeds it. Checks the statistics (estimates within a
+ * few standard errors of the truth), frees, the guard, the stacks both
+ * unwinders record, and the two text and proto writers. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "profile/heap_profile.h"
+#include "sample/heap.h"
+
+/* What malloc.c's wrappers do after the real allocator answered. */
+__attribute__((noinline)) static void fake_malloc(uintptr_t p, size_t size) {
+  cprof__heap_tls_t *s = &cprof__heap_tls;
+  if ((s->countdown -= (int64_t)size) < 0)
+    cprof__heap_sample((void *)p, size, (uintptr_t)__builtin_return_address(0));
+  __asm__ volatile("" ::: "memory"); /* no tail call: the wrapper has a frame */
+}
+
+__attribute__((noinline)) static void fake_free(uintptr_t p) {
+  if (cprof__heap_maybe_sampled((void *)p))
+    cprof__heap_freed((void *)p);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* Estimated totals: index 0 alloc_objects, 1 alloc_space, 2 inuse_objects,
+ * 3 inuse_space, summed over the snapshot's buckets. */
+static void totals(const cprof__heap_snapshot_t *s, int64_t out[4]) {
+  memset(out, 0, 4 * sizeof *out);
+  for (size_t i = 0; i < s->n; i++) {
+    int64_t v[4];
+    cprof__heap_scale(s->v[i].allocs, s->v[i].size, s->rate, &v[0], &v[1]);
+    cprof__heap_scale(s->v[i].allocs - s->v[i].frees, s->v[i].size, s->rate, &v[2], &v[3]);
+    for (int k = 0; k < 4; k++)
+      out[k] += v[k];
+  }
+}
+
+static int within(int64_t got, double want, double tolerance) {
+  return got >= want * (1 - tolerance) && got <= want * (1 + tolerance);
+}
+
+#define BASE ((uintptr_t)0x100000000000)
+
+static void test_scale(void) {
+  int64_t n, b;
+  cprof__heap_scale(10, 4096, 4096, &n, &b); /* sampled with probability 1 - 1/e */
+  CHECK_EQ_INT(n, 15);
+  CHECK_EQ_INT(b, 64797); /* 40960 / (1 - 1/e) */
+  cprof__heap_scale(3, 100, 1, &n, &b); /* rate 1: every allocation */
+  CHECK_EQ_INT(n, 3);
+  CHECK_EQ_INT(b, 300);
+  cprof__heap_scale(0, 100, 4096, &n, &b);
+  CHECK_EQ_INT(n + b, 0);
+}
+
+/* 400000 blocks of 1 KiB and 100000 of 16 KiB at rate 4096: about 185000
+ * samples, so the estimates are good to a few tenths of a percent; 3 %
+ * is many standard errors away. Then every other block is freed. */
+static void test_estimates(void) {
+  cprof__heap_configure(4096, CPROF_UNWIND_FP);
+  cprof__heap_snapshot_t before, s;
+  CHECK_EQ_INT(cprof__heap_snapshot(&before), 0);
+  for (uintptr_t i = 0; i < 500000; i++)
+    fake_malloc(BASE + i * 0x10000, i % 5 == 4 ? 16384 : 1024);
+  double bytes = 400000.0 * 1024 + 100000.0 * 16384;
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  int64_t t[4], t0[4];
+  totals(&s, t);
+  totals(&before, t0);
+  CHECK(within(t[0] - t0[0], 500000, 0.03));
+  CHECK(within(t[1] - t0[1], bytes, 0.03));
+  CHECK(within(t[3] - t0[3], bytes, 0.03));
+  CHECK(s.live_blocks > 150000 && s.live_blocks < 220000);
+  /* One stack, two sizes: two buckets, in the order first sampled. */
+  CHECK_EQ_INT((int)(s.n - before.n), 2);
+  cprof__heap_snapshot_free(&s);
+
+  for (uintptr_t i = 0; i < 500000; i += 2)
+    fake_free(BASE + i * 0x10000);
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  totals(&s, t);
+  CHECK(within(t[1] - t0[1], bytes, 0.03)); /* allocated stays allocated */
+  CHECK(within(t[3] - t0[3], bytes / 2, 0.04));
+  CHECK(within(t[2] - t0[2], 250000, 0.04));
+  for (uintptr_t i = 1; i < 500000; i += 2)
+    fake_free(BASE + i * 0x10000);
+  cprof__heap_snapshot_free(&s);
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  CHECK_EQ_INT((int)s.live_blocks, (int)before.live_blocks);
+  totals(&s, t);
+  CHECK_EQ_INT(t[3], t0[3]);
+  /* Bucket ids are stable: the snapshot before lists the same ones first. */
+  for (size_t i = 0; i < before.n; i++)
+    CHECK(s.v[i].id == before.v[i].id && s.v[i].pcs == before.v[i].pcs);
+  cprof__heap_snapshot_free(&s);
+  cprof__heap_snapshot_free(&before);
+}
+
+static void test_guard_and_off(void) {
+  cprof__heap_configure(64, CPROF_UNWIND_FP);
+  cprof__heap_snapshot_t a, b;
+  CHECK_EQ_INT(cprof__heap_snapshot(&a), 0);
+  cprof__heap_guard_enter();
+  for (uintptr_t i = 0; i < 10000; i++)
+    fake_malloc(BASE + i * 64, 64);
+  cprof__heap_guard_leave();
+  cprof__heap_configure(0, CPROF_UNWIND_FP);
+  for (uintptr_t i = 0; i < 10000; i++)
+    fake_malloc(BASE + i * 64, 64);
+  CHECK_EQ_INT(cprof__heap_snapshot(&b), 0);
+  CHECK_EQ_INT((int)b.live_blocks, (int)a.live_blocks);
+  int64_t ta[4], tb[4];
+  totals(&a, ta);
+  totals(&b, tb);
+  CHECK_EQ_INT(tb[0] - ta[0], 0);
+  CHECK_EQ_INT((int)b.rate, 0);
+  cprof__heap_snapshot_free(&a);
+  cprof__heap_snapshot_free(&b);
+}
+
+/* The recorded stack starts in the function that called the allocator,
+ * then its caller: with either unwinder. */
+__attribute__((noinline)) static void allocating_site(uintptr_t p) {
+  fake_malloc(p, 1 << 20);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void caller_of_site(uintptr_t p) {
+  allocating_site(p);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void test_stacks(cprof__unwinder_t how) {
+  cprof__heap_configure(1, how); /* 1 MiB at rate 1: always sampled */
+  /* While sampling was off this thread looked again only every 4 MiB;
+   * start it afresh, as a new thread would. */
+  cprof__heap_tls.countdown = 0;
+  uintptr_t p = BASE + ((uintptr_t)how + 1) * 0x1000000;
+  caller_of_site(p);
+  cprof__heap_snapshot_t s;
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  const cprof__heap_record_t *r = NULL;
+  for (size_t i = 0; i < s.n; i++)
+    if (s.v[i].size == 1 << 20 && s.v[i].allocs - s.v[i].frees == 1)
+      r = &s.v[i];
+  CHECK(r != NULL);
+  if (r) {
+    CHECK(r->depth >= 3);
+    uintptr_t site = (uintptr_t)allocating_site, caller = (uintptr_t)caller_of_site;
+    CHECK(r->pcs[0] > site && r->pcs[0] < site + 64);
+    CHECK(r->depth >= 2 && r->pcs[1] > caller && r->pcs[1] < caller + 64);
+  }
+  fake_free(p);
+  cprof__heap_snapshot_free(&s);
+}
+
+/* Threads sampling and freeing at once; under TSan, the races are checked.
+ * (Outside sanitizers the test is linked with the real wrappers too, so
+ * pthread_create's own allocations are sampled: count 256-byte blocks.) */
+static uint64_t live_of_size(const cprof__heap_snapshot_t *s, uint64_t size) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->v[i].size == size)
+      n += s->v[i].allocs - s->v[i].frees;
+  return n;
+}
+
+static void *churn(void *arg) {
+  uintptr_t base = BASE + (uintptr_t)arg * 0x100000000;
+  for (int round = 0; round < 20; round++) {
+    for (uintptr_t i = 0; i < 2000; i++)
+      fake_malloc(base + i * 256, 256);
+    for (uintptr_t i = 0; i < 2000; i++)
+      fake_free(base + i * 256);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  cprof__heap_configure(512, CPROF_UNWIND_FP);
+  cprof__heap_snapshot_t a, b;
+  CHECK_EQ_INT(cprof__heap_snapshot(&a), 0);
+  pthread_t t[4];
+  for (long i = 0; i < 4; i++)
+    CHECK_EQ_INT(pthread_create(&t[i], NULL, churn, (void *)(i + 1)), 0);
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  CHECK_EQ_INT(cprof__heap_snapshot(&b), 0);
+  CHECK_EQ_INT((int)live_of_size(&b, 256), (int)live_of_size(&a, 256)); /* all freed */
+  int64_t ta[4], tb[4];
+  totals(&a, ta);
+  totals(&b, tb);
+  CHECK(within(tb[1] - ta[1], 4.0 * 20 * 2000 * 256, 0.1));
+  cprof__heap_snapshot_free(&a);
+  cprof__heap_snapshot_free(&b);
+}
+
+/* The writers: the text names the rate as Go does and lists the site; a
+ * delta against the same snapshot is empty. */
+static void test_writers(void) {
+  cprof__heap_configure(4096, CPROF_UNWIND_FP);
+  caller_of_site(BASE + 0x7000000);
+  cprof__heap_snapshot_t s;
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  cprof__buf_t text, pb, delta;
+  cprof__buf_init(&text);
+  cprof__buf_init(&pb);
+  cprof__buf_init(&delta);
+  CHECK_EQ_INT(cprof__heap_profile_write(&s, NULL, 1, "inuse_space", 0, &text), 0);
+  cprof__buf_putc(&text, '\0');
+  CHECK(text.data && strncmp(text.data, "heap profile: ", 14) == 0);
+  CHECK(text.data && strstr(text.data, "] @ heap/8192\n") != NULL);
+  CHECK(text.data && strstr(text.data, "allocating_site+0x") != NULL);
+  CHECK(text.data && strstr(text.data, "\n# SampledLive = ") != NULL);
+  CHECK(text.data && strstr(text.data, "\n# VmRSS = ") != NULL);
+  CHECK_EQ_INT(cprof__heap_profile_write(&s, NULL, 0, "inuse_space", 0, &pb), 0);
+  CHECK(pb.len > 20 && (unsigned char)pb.data[0] == 0x1f); /* gzip */
+  CHECK_EQ_INT(cprof__heap_profile_write(&s, &s, 1, "inuse_space", 0, &delta), 0);
+  cprof__buf_putc(&delta, '\0');
+  CHECK(delta.data && strncmp(delta.data, "heap profile: 0: 0 [0: 0] @ heap/8192\n", 38) == 0);
+  CHECK(delta.data && strstr(delta.data, "allocating_site") == NULL);
+  fake_free(BASE + 0x7000000);
+  cprof__buf_free(&text);
+  cprof__buf_free(&pb);
+  cprof__buf_free(&delta);
+  cprof__heap_snapshot_free(&s);
+}
+
+int main(void) {
+  test_scale();
+  test_estimates();
+  test_guard_and_off();
+  test_stacks(CPROF_UNWIND_FP);
+  test_stacks(CPROF_UNWIND_DWARF);
+  test_threads();
+  test_writers();
+  return check_result("heap");
+}
