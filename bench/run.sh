@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Runs every benchmark in bench/ (about 8 minutes) and keeps a copy of the
-# output in bench/build/results-DATE.txt. Settings pass through the
-# environment to each script (REPS, HZ, PROFILE_SECONDS, UNWINDERS, ROUNDS,
-# RUN_SECONDS, VARIANTS, BATCHES: see the scripts' headers).
+# Runs every benchmark in bench/ (about 8 minutes for the CPU ones, 8 more
+# for the heap ones) and keeps a copy of the output in
+# bench/build/results-DATE.txt. Settings pass through the environment to
+# each script (REPS, HZ, PROFILE_SECONDS, UNWINDERS, ROUNDS, RUN_SECONDS,
+# VARIANTS, BATCHES; OPS, THREADS, HEAP_VARIANTS, ...: see the scripts'
+# headers; REPS sets the repetitions of the CPU and the heap scripts alike).
+# ONLY=cpu or ONLY=heap runs one half.
 #
 #   bench/run.sh            or: make -C bench run
 set -euo pipefail
@@ -14,11 +17,23 @@ out=build/results-$(date -u +%Y%m%dT%H%M%SZ).txt
 status=0
 {
   rc=0
-  cpu/sample_cost.sh || rc=1
-  echo
-  cpu/accuracy.sh || rc=1
-  echo
-  cpu/overhead.sh || rc=1
+  if [ "${ONLY:-cpu}" = cpu ]; then
+    cpu/sample_cost.sh || rc=1
+    echo
+    cpu/accuracy.sh || rc=1
+    echo
+    cpu/overhead.sh || rc=1
+    echo
+  fi
+  if [ "${ONLY:-heap}" = heap ]; then
+    heap/accuracy.sh || rc=1
+    echo
+    heap/overhead.sh || rc=1
+    echo
+    heap/syscalls.sh || rc=1
+    echo
+    heap/memory.sh || rc=1
+  fi
   exit $rc
 } 2>&1 | tee "$out" || status=1
 echo "(output kept in bench/$out)"

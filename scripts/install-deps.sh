@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cprof needs, and only those missing.
 #   scripts/install-deps.sh build   what building needs
-#   scripts/install-deps.sh test    that, plus what the tests drive (go tool pprof, protoc, curl)
+#   scripts/install-deps.sh test    that, plus what the tests drive (go tool pprof, protoc, curl,
+#                                   jemalloc as the other allocator)
 set -euo pipefail
 
 build_pkgs=(cmake make gcc pkg-config libunwind-dev libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
-test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl)
+# libjemalloc2: the heap test puts another allocator before and after cprof.
+test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

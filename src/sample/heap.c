@@ -25,8 +25,10 @@ __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exe
 uint8_t *cprof__heap_filter;
 
 /* While sampling is off, a thread still drops into the slow path once per
- * this many bytes, to notice when it is turned on: unmeasurably rare. */
-#define OFF_COUNTDOWN (4 << 20)
+ * this many bytes, to notice when it is turned on: rare enough to cost
+ * nothing measurable, and short next to the distance between samples at
+ * any useful rate, so turning sampling on misses little. */
+#define OFF_COUNTDOWN (64 << 10)
 #define FILTER_SIZE ((size_t)1 << CPROF_HEAP_FILTER_BITS)
 
 static long rate;    /* atomic; 0: off */
@@ -92,6 +94,9 @@ void cprof__heap_configure(long r, cprof__unwinder_t how) {
   }
   __atomic_store_n(&unwinder, (int)how, __ATOMIC_RELAXED);
   __atomic_store_n(&rate, r < 0 ? 0 : r, __ATOMIC_RELEASE);
+  /* This thread (under LD_PRELOAD, the main thread before main) looks at
+   * the new rate at its next allocation; others within OFF_COUNTDOWN. */
+  cprof__heap_tls.countdown = 0;
 }
 
 long cprof__heap_rate(void) { return __atomic_load_n(&rate, __ATOMIC_ACQUIRE); }

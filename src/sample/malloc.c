@@ -239,9 +239,14 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
   return real.malloc_usable_size(p);
 }
 
+/* Our malloc by a name nobody can interpose: inside libcprof, `malloc`
+ * itself means whichever malloc comes first, perhaps another library's. */
+extern void *cprof__own_malloc(size_t)
+    __attribute__((alias("malloc"), copy(malloc), visibility("hidden")));
+
 int cprof__malloc_check(char *why, size_t len) {
   void *first = dlsym(RTLD_DEFAULT, "malloc");
-  if (first == (void *)malloc)
+  if (first == (void *)cprof__own_malloc)
     return 0;
   Dl_info info;
   const char *who = first && dladdr(first, &info) && info.dli_fname ? info.dli_fname : "another library";

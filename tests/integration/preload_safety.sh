@@ -52,6 +52,23 @@ unwind_binds_to_libgcc() {
 }
 check "C++ exceptions: _Unwind_RaiseException still binds to libgcc_s" unwind_binds_to_libgcc
 
+# The malloc family interposed, sampling as often as it can (every
+# allocation at CPROF_HEAP_RATE=1): ls, sort on a large input and a C++
+# program built on new and delete print what they print without cprof.
+run ls_plain -- ls -la /usr/lib
+run ls_pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=1 -- ls -la /usr/lib
+check "ls under heap sampling: same output" same ls_plain ls_pre out
+check "ls under heap sampling: same exit code" same ls_plain ls_pre rc
+awk 'BEGIN { x = 12345; for (i = 0; i < 300000; i++) { x = (x * 1103515245 + 12345) % 2147483648; print x, i } }' >"$T/big.txt"
+run sort_plain -- sort -k1,1n "$T/big.txt"
+run sort_pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=64 -- sort -k1,1n "$T/big.txt"
+check "sort of 300000 lines under heap sampling: same output" same sort_plain sort_pre out
+check "sort under heap sampling: nothing on stderr" [ ! -s "$T/sort_pre.err" ]
+run cxx_plain -- "$B/tests/integration/cxx_alloc"
+run cxx_heap LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_HEAP_RATE=1 -- "$B/tests/integration/cxx_alloc"
+check "C++ new/delete under heap sampling: same output" same cxx_plain cxx_heap out
+check "C++ new/delete under heap sampling: same exit code" same cxx_plain cxx_heap rc
+
 # CPROF_ADDR=0: no server, not a word.
 run off LD_PRELOAD="$LIB" CPROF_ADDR=0 -- sh -c "$pipeline"
 check "CPROF_ADDR=0: same stdout" same plain off out

@@ -135,9 +135,6 @@ __attribute__((noinline)) static void caller_of_site(uintptr_t p) {
 
 static void test_stacks(cprof__unwinder_t how) {
   cprof__heap_configure(1, how); /* 1 MiB at rate 1: always sampled */
-  /* While sampling was off this thread looked again only every 4 MiB;
-   * start it afresh, as a new thread would. */
-  cprof__heap_tls.countdown = 0;
   uintptr_t p = BASE + ((uintptr_t)how + 1) * 0x1000000;
   caller_of_site(p);
   cprof__heap_snapshot_t s;

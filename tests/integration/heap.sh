@@ -1,0 +1,160 @@
+# The heap and allocs profiles, read by go tool pprof, on a program whose
+# heap is known (programs/heap_target.c): each allocating function with
+# its bytes, leaks in use and freed blocks not, realloc, every allocation
+# function of the family, threads, fork, deltas, the legacy text format,
+# cprof's own allocations never sampled, and another allocator in front.
+. "$(dirname "$0")/lib.sh"
+
+P=$B/tests/integration
+MiB=1048576
+
+# within TOP FUNCTION WANT_BYTES TOLERANCE [flat|cum]: the function's bytes
+# in a `pprof -top -unit=B` listing are WANT within TOLERANCE (a fraction).
+# At CPROF_HEAP_RATE=4096 a 1 MiB site has about 250 samples: a standard
+# error near 6 %, so 25 % is four of them.
+within() {
+  python3 - "$@" <<'PY'
+import re, sys
+top, fn, want, tol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+col = sys.argv[5] if len(sys.argv) > 5 else "flat"
+got = 0
+for line in open(top):
+    f = line.split()
+    if len(f) >= 6 and f[5] == fn and f[3].endswith("B"):
+        got = float(f[0 if col == "flat" else 3].rstrip("B"))
+print("%s %s: %.0f bytes, want %.0f +- %d%%" % (fn, col, got, want, tol * 100))
+sys.exit(0 if abs(got - want) <= want * tol else 1)
+PY
+}
+absent() { ! grep -Eq " $2( |$)" "$1"; }
+# top ARGS...: every function, in bytes.
+top() { pprof -top -unit=B -nodecount=1000 -nodefraction=0 "$@"; }
+
+for mode in preload linked; do
+  for unwind in dwarf fp; do
+    t="$mode/$unwind"
+    pre=()
+    prog=$P/heap_target_linked
+    if [ $mode = preload ]; then pre=(LD_PRELOAD="$LIB"); prog=$P/heap_target; fi
+    start target --ready "${pre[@]}" CPROF_HEAP_RATE=4096 CPROF_UNWIND=$unwind -- "$prog"
+    curl -sf -o "$T/heap.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "$t: fetch /heap"
+    top "$T/heap.pb.gz" >"$T/top" || fail "$t: pprof -top"
+    check "$t: /heap shows inuse_space first" has "$T/top" '^Type: inuse_space$'
+    check "$t: leak_big holds 3 MiB" within "$T/top" leak_big $((3 * MiB)) 0.25
+    check "$t: leak_small holds 1 MiB" within "$T/top" leak_small $MiB 0.25
+    check "$t: realloc_grow holds 2 MiB (the realloc'd blocks)" within "$T/top" realloc_grow $((2 * MiB)) 0.25
+    check "$t: realloc_start holds nothing (its blocks moved)" absent "$T/top" realloc_start
+    check "$t: churn holds nothing (freed)" absent "$T/top" churn
+    check "$t: the aligned family holds 512 KiB" within "$T/top" aligned_site 524288 0.1
+    check "$t: calloc_site holds 512 KiB" within "$T/top" calloc_site 524288 0.1
+    check "$t: threads that exited left 1 MiB" within "$T/top" thread_alloc $MiB 0.25
+    check "$t: main reaches all but the threads' 7 MiB" within "$T/top" main $((7 * MiB)) 0.15 cum
+
+    curl -sf -o "$T/allocs.pb.gz" "http://$ADDR/debug/pprof/allocs" || fail "$t: fetch /allocs"
+    top "$T/allocs.pb.gz" >"$T/atop" || fail "$t: pprof allocs"
+    check "$t: /allocs shows alloc_space first" has "$T/atop" '^Type: alloc_space$'
+    check "$t: churn allocated 8 MiB" within "$T/atop" churn $((8 * MiB)) 0.25
+    check "$t: realloc_start allocated its 4 KiB blocks" has "$T/atop" ' realloc_start$'
+    pprof -sample_index=inuse_objects -top "$T/heap.pb.gz" >"$T/objects" || fail "$t: objects"
+    check "$t: leak_small holds about 1024 objects" python3 - "$T/objects" <<'PY'
+import sys
+n = [float(l.split()[0]) for l in open(sys.argv[1]) if l.rstrip().endswith(" leak_small")]
+print("leak_small objects:", n)
+sys.exit(0 if n and 768 <= n[0] <= 1280 else 1)
+PY
+    stop
+  done
+done
+
+# The profile as pprof reads it: four sample types, the period, Go's labels.
+start target --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/heap_target" --fork
+check "fork: the child allocated, freed and exited cleanly" has "$T/target.out" '^child ok$'
+curl -sf -o "$T/heap.pb.gz" "http://$ADDR/debug/pprof/heap?gc=1" || fail "fetch heap?gc=1"
+pprof -raw "$T/heap.pb.gz" >"$T/raw" || fail "pprof -raw"
+check "sample types are Go's four, inuse_space the default" \
+  has "$T/raw" '^Samples:$' && grep -A1 '^Samples:$' "$T/raw" | grep -q 'alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes\[dflt\]'
+check "the period is the rate in space/bytes" has "$T/raw" '^PeriodType: space bytes$'
+check "the period is 4096" has "$T/raw" '^Period: 4096$'
+check "samples carry the block size as Go's bytes label" has "$T/raw" 'bytes:\[32768\]'
+
+# debug=1: Go's text heap format, which pprof parses (it scales by the rate itself).
+curl -sf -o "$T/heap.txt" "http://$ADDR/debug/pprof/heap?debug=1" || fail "fetch debug=1"
+check "debug=1 starts as Go's heap profile, with twice the rate" \
+  has "$T/heap.txt" '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/8192$'
+check "debug=1 names the frames" has "$T/heap.txt" $'^#\t0x[0-9a-f]+\tleak_big\\+0x[0-9a-f]+\t.*heap_target.c:[0-9]+$'
+check "debug=1 ends with memory statistics" has "$T/heap.txt" '^# VmRSS = [0-9]+$'
+check "debug=1 counts the sampled blocks" has "$T/heap.txt" '^# SampledLive = [0-9]+$'
+top -sample_index=inuse_space "$T/heap.txt" >"$T/ttop" || fail "pprof debug=1"
+check "pprof reads debug=1: leak_big holds 3 MiB" within "$T/ttop" leak_big $((3 * MiB)) 0.25
+
+# seconds=N: a delta holds only what happened meanwhile.
+curl -sf -o "$T/delta.pb.gz" "http://$ADDR/debug/pprof/heap?seconds=2" &
+fetch=$!
+sleep 0.5
+kill -USR1 "$PID"
+wait $fetch || fail "fetch heap?seconds=2"
+top "$T/delta.pb.gz" >"$T/dtop" || fail "pprof delta"
+check "delta: late_alloc's 2 MiB" within "$T/dtop" late_alloc $((2 * MiB)) 0.25
+check "delta: nothing from before" absent "$T/dtop" leak_big
+check "delta: it lasted 2 s" has "$T/dtop" '^Duration: 2(\.[0-9]+)?s'
+check "late allocation ran" has "$T/target.out" '^late done$'
+curl -sf -o "$T/adelta.pb.gz" "http://$ADDR/debug/pprof/allocs?seconds=1" || fail "fetch allocs?seconds=1"
+pprof -top "$T/adelta.pb.gz" >"$T/adtop" || fail "pprof allocs delta"
+check "allocs delta of a quiet second: nothing from before" absent "$T/adtop" leak_big
+
+check "seconds with debug=1 is refused" [ "$(http "http://$ADDR/debug/pprof/heap?seconds=1&debug=1")" = 400 ]
+check "a bad seconds is refused" [ "$(http "http://$ADDR/debug/pprof/allocs?seconds=x")" = 400 ]
+
+# cprof's own allocations (serving these profiles, symbolizing, the HTTP
+# server's threads) are never sampled: no frame of cprof's or its
+# libraries' in any stack, after all the fetches above.
+curl -sf -o /dev/null "http://$ADDR/debug/pprof/goroutine?debug=2" || fail "goroutine"
+curl -sf -o "$T/all.pb.gz" "http://$ADDR/debug/pprof/allocs" || fail "fetch allocs"
+pprof -traces "$T/all.pb.gz" >"$T/traces" || fail "pprof -traces"
+check "no stack passes through cprof, libmicrohttpd, libdw or zlib" \
+  bash -c "! grep -Eq 'cprof_|MHD_|dwfl_|dwarf_|deflate|libmicrohttpd|libdw' '$T/traces'"
+check "the program's own stacks are there" has "$T/traces" 'leak_big'
+stop
+
+# C++: operator new and delete reach malloc and free.
+start cxx --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc" --wait
+curl -sf -o "$T/cxx.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch cxx heap"
+top "$T/cxx.pb.gz" >"$T/ctop" || fail "pprof cxx"
+check "C++: make_nodes keeps its 4 MiB of Nodes" within "$T/ctop" make_nodes $((1024 * 4000)) 0.25 cum
+stop
+
+# Another allocator first in the lookup order: cprof says so and stays out
+# of the way; after cprof, it is profiled.
+JE=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)
+start je_first --ready LD_PRELOAD="$JE:$LIB" CPROF_HEAP_RATE=4096 -- "$P/heap_target"
+check "jemalloc first: one line says heap profiling is off, and why" \
+  has "$T/je_first.err" '^cprof: heap profiling is off: malloc comes from .*libjemalloc\.so\.2, ahead of libcprof'
+curl -sf -o "$T/je.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch je heap"
+pprof -top "$T/je.pb.gz" >"$T/jtop" || fail "pprof je"
+check "jemalloc first: the profile is empty, not wrong" absent "$T/jtop" leak_big
+stop
+start je_after --ready LD_PRELOAD="$LIB:$JE" CPROF_HEAP_RATE=4096 -- "$P/heap_target"
+check "jemalloc after cprof: nothing said" bash -c "! grep -q 'heap profiling' '$T/je_after.err'"
+curl -sf -o "$T/je2.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch je2 heap"
+top "$T/je2.pb.gz" >"$T/j2top" || fail "pprof je2"
+check "jemalloc after cprof: leak_big holds 3 MiB" within "$T/j2top" leak_big $((3 * MiB)) 0.25
+stop
+
+# CPROF_HEAP_RATE=0: off; a bad value: one line, and the default.
+start off --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=0 -- "$P/heap_target"
+curl -sf -o "$T/off.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch off heap"
+pprof -top "$T/off.pb.gz" >"$T/otop" || fail "pprof off"
+check "CPROF_HEAP_RATE=0: nothing sampled" absent "$T/otop" leak_big
+stop
+start bad --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=lots -- "$P/heap_target"
+check "CPROF_HEAP_RATE=lots: one line naming it" \
+  has "$T/bad.err" '^cprof: CPROF_HEAP_RATE="lots": expected a whole number of bytes .*; using 524288$'
+stop
+
+# CPROF_OUTPUT: heap.pb.gz at exit, with what was still in use.
+mkdir -p "$T/out"
+LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" CPROF_HEAP_RATE=4096 "$P/cxx_alloc" >/dev/null
+top -sample_index=alloc_space "$T/out/heap.pb.gz" >"$T/xtop" || fail "pprof heap.pb.gz"
+check "CPROF_OUTPUT: heap.pb.gz has build_map's allocations" has "$T/xtop" ' build_map$'
+
+finish
