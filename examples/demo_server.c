@@ -3,7 +3,8 @@
  * something true to show.
  *
  *   cpu-burner    burn_cpu -> checksum_block (about 2/3) and sort_block (1/3)
- *   allocator     allocate_buffers -> cache_insert: malloc/free churn
+ *   allocator     allocate_buffers -> cache_insert: malloc/free churn,
+ *                 and remember_session: a leak (4 KiB every 10 ms, up to 16 MiB)
  *   lock-worker-1 contend_on_lock -> hold_lock: two threads fighting
  *   lock-worker-2   over one mutex
  *   waiter        wait_for_jobs: blocked on a condition variable
@@ -69,15 +70,25 @@ NOINLINE static void cache_insert(void **cache, size_t slot, size_t size) {
     memset(cache[slot], (int)slot, size);
 }
 
+/* The leak: sessions remembered and never forgotten. */
+NOINLINE static void remember_session(void **sessions, int i) {
+  sessions[i] = malloc(4096);
+  if (sessions[i])
+    memset(sessions[i], i, 4096);
+}
+
 NOINLINE static void allocate_buffers(void) {
-  enum { SLOTS = 256 };
-  static void *cache[SLOTS];
+  enum { SLOTS = 256, MAX_SESSIONS = 4096 };
+  static void *cache[SLOTS], *sessions[MAX_SESSIONS];
   unsigned seed = 1;
+  int nsessions = 0;
   while (!stopping) {
     for (int i = 0; i < 64; i++) {
       seed = seed * 1103515245u + 12345u;
       cache_insert(cache, seed % SLOTS, 64 + (seed >> 8) % 16384);
     }
+    if (nsessions < MAX_SESSIONS)
+      remember_session(sessions, nsessions++);
     sleep_ms(10);
   }
   for (int i = 0; i < SLOTS; i++)
@@ -161,8 +172,10 @@ int main(int argc, char **argv) {
          "  go tool pprof -top http://%s%s/debug/pprof/goroutine\n"
          "  curl 'http://%s%s/debug/pprof/goroutine?debug=2'\n"
          "  go tool pprof -top 'http://%s%s/debug/pprof/profile?seconds=5'\n"
+         "  go tool pprof -top http://%s%s/debug/pprof/heap\n"
          "or open http://%s%s/debug/pprof/ in a browser.\n\n",
-         (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix);
+         (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr,
+         prefix);
   if (seconds)
     printf("Stopping by itself after %ld s.\n", seconds);
   else
