@@ -4,7 +4,7 @@
 # CPU-bound `burn` of the CPU benchmarks.
 #
 #   bench/heap/overhead.sh
-#   REPS=9 OPS=1e7 THREADS="1 2" BURN_ROUNDS=7 BURN_SECONDS=3 bench/heap/overhead.sh
+#   REPS=9 OPS=1e7 SLOTS=10000 DEPTH=10 THREADS="1 2" BURN_ROUNDS=7 BURN_SECONDS=3 bench/heap/overhead.sh
 #   HEAP_VARIANTS="glibc cprof cprof-fp" THREADS=1 BURN_ROUNDS=0 bench/heap/overhead.sh
 #
 # Variants (each compared with the allocator it runs on, without profiling):
@@ -18,6 +18,9 @@
 #   cprof-off          the same with CPROF_HEAP_RATE=0 (heap profiling off)
 #   cprof-rare         the same with CPROF_HEAP_RATE=1073741824 (the largest:
 #                      sampling on, but about one sample per GiB)
+#   cprof-4096         CPROF_HEAP_RATE=4096 (a sample every ~7 steps),
+#   cprof-fp-4096      with each unwinder (OPS / FAST_DIV steps): with the
+#                      default-rate variants, what one sample costs
 #   jemalloc           LD_PRELOAD=libjemalloc.so.2 (Debian libjemalloc2)
 #   jemalloc-prof      + MALLOC_CONF=prof:true,lg_prof_sample:19 (a sample
 #                      every 512 KiB on average, as cprof's default)
@@ -55,12 +58,15 @@
 
 REPS=${REPS:-9}
 OPS=${OPS:-1e7}
+SLOTS=${SLOTS:-10000}
+DEPTH=${DEPTH:-10}
 THREADS=${THREADS:-1 2}
 HEAPPROF_DIV=${HEAPPROF_DIV:-100}
 HEAPTRACK_DIV=${HEAPTRACK_DIV:-10}
+RATE_DIV=${RATE_DIV:-10}
 BURN_ROUNDS=${BURN_ROUNDS:-7}
 BURN_SECONDS=${BURN_SECONDS:-3}
-HEAP_VARIANTS=${HEAP_VARIANTS:-glibc passthrough cprof cprof-fp cprof-off cprof-rare jemalloc jemalloc-prof cprof-jemalloc tcmalloc tcmalloc-sample cprof-tcmalloc tcmalloc-heapprof heaptrack}
+HEAP_VARIANTS=${HEAP_VARIANTS:-glibc passthrough cprof cprof-fp cprof-off cprof-rare cprof-4096 cprof-fp-4096 jemalloc jemalloc-prof cprof-jemalloc tcmalloc tcmalloc-sample cprof-tcmalloc tcmalloc-heapprof heaptrack}
 
 need_pkgs heap-overhead libjemalloc2 libgoogle-perftools-dev heaptrack
 JE=$(pkg_file libjemalloc2 '/libjemalloc\.so\.2$')
@@ -77,14 +83,14 @@ fi
 
 base_of() {
   case $1 in
-  glibc | passthrough | cprof | cprof-fp | cprof-off | cprof-rare | heaptrack) echo glibc ;;
+  glibc | passthrough | cprof | cprof-fp | cprof-off | cprof-rare | cprof-4096 | cprof-fp-4096 | heaptrack) echo glibc ;;
   jemalloc | jemalloc-prof | cprof-jemalloc) echo jemalloc ;;
   tcmalloc | tcmalloc-sample | cprof-tcmalloc | tcmalloc-heapprof) echo tcmalloc ;;
   *) echo "unknown variant $1" >&2; exit 2 ;;
   esac
 }
 
-echo "# Heap profiling overhead: churn, $OPS steps per thread (heapprof / $HEAPPROF_DIV, heaptrack / $HEAPTRACK_DIV)," \
+echo "# Heap profiling overhead: churn, $SLOTS slots, depth $DEPTH, $OPS steps per thread (heapprof / $HEAPPROF_DIV, heaptrack / $HEAPTRACK_DIV, rate 4096 / $RATE_DIV)," \
   "threads: $THREADS; $REPS repetitions of: $HEAP_VARIANTS; nice $NICE"
 machine
 echo "glibc $(dpkg-query -W -f '${Version}' libc6); jemalloc $JE ($(dpkg-query -W -f '${Version}' libjemalloc2));" \
@@ -99,8 +105,9 @@ run_churn() {
   case $v in
   tcmalloc-heapprof) ops=$(awk -v o="$OPS" -v d="$HEAPPROF_DIV" 'BEGIN { printf "%d", o / d }') ;;
   heaptrack) ops=$(awk -v o="$OPS" -v d="$HEAPTRACK_DIV" 'BEGIN { printf "%d", o / d }') ;;
+  cprof-4096 | cprof-fp-4096) ops=$(awk -v o="$OPS" -v d="$RATE_DIV" 'BEGIN { printf "%d", o / d }') ;;
   esac
-  local args=(--threads "$th" --ops "$ops") envs=() w0 w1
+  local args=(--threads "$th" --ops "$ops" --slots "$SLOTS" --depth "$DEPTH") envs=() w0 w1
   case $v in
   glibc) ;;
   passthrough) envs=(LD_PRELOAD="$BIN/libpassthrough.so") ;;
@@ -108,6 +115,8 @@ run_churn() {
   cprof-fp) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_UNWIND=fp) ;;
   cprof-off) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=0) ;;
   cprof-rare) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=1073741824) ;;
+  cprof-4096) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=4096) ;;
+  cprof-fp-4096) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=4096 CPROF_UNWIND=fp) ;;
   cprof-jemalloc) envs=(LD_PRELOAD="$LIB:$JE" CPROF_ADDR=0) ;;
   cprof-tcmalloc) envs=(LD_PRELOAD="$LIB:$TC" CPROF_ADDR=0) ;;
   jemalloc) envs=(LD_PRELOAD="$JE") ;;
@@ -178,6 +187,27 @@ case " $HEAP_VARIANTS " in *" heaptrack "*)
   done
   ;;
 esac
+
+# samples_per_step RATE: the samples a step of churn expects at RATE (its
+# sizes: 31 in 32 uniform in 16..1024, 1 in 32 1024 x 2^(5u)), each
+# allocation of s bytes sampled with probability 1 - exp(-s/RATE).
+samples_per_step() {
+  awk -v r="$1" 'BEGIN { for (s = 16; s <= 1024; s++) a += 1 - exp(-s / r); a /= 1009
+    n = 4000; for (i = 0; i < n; i++) b += 1 - exp(-int(1024 * 2 ^ (5 * (i + 0.5) / n)) / r); b /= n
+    printf "%.6f", 31 / 32 * a + 1 / 32 * b }'
+}
+sd=$(samples_per_step 524288) s4=$(samples_per_step 4096)
+echo
+for pair in "cprof cprof-4096 dwarf" "cprof-fp cprof-fp-4096 fp"; do
+  set -- $pair
+  case " $HEAP_VARIANTS " in *" $1 "*) ;; *) continue ;; esac
+  case " $HEAP_VARIANTS " in *" $2 "*) ;; *) continue ;; esac
+  th=$(echo "$THREADS" | awk '{ print $1 }')
+  awk -v u="$3" -v d="$(col "$1" "$th" 5 | median)" -v h="$(col "$2" "$th" 5 | median)" -v sd="$sd" -v s4="$s4" -v th="$th" 'BEGIN {
+    if (d == "" || h == "") exit
+    printf "cost of one sample, CPROF_UNWIND=%s (%s thread): %.0f ns of thread CPU ((%.2f - %.2f ns/step) / (%.4f - %.4f samples/step, rate 4096 - default))\n",
+      u, th, (h - d) / (s4 - sd), h, d, s4, sd }'
+done
 
 [ "$BURN_ROUNDS" -gt 0 ] || exit 0
 

@@ -20,7 +20,8 @@
  * inside (handlers count themselves in before they load the pointer). A
  * SIGPROF still queued after that finds no buffer and returns. Our handler
  * stays installed afterwards: SIGPROF's default action would end the
- * program if a late one arrived. */
+ * program if a late one arrived. A SIGPROF that is not from our timers goes
+ * to the program's own action (sigprof.c). */
 #include "sample/cpu.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/sigprof.h"
 #include "sample/threads.h"
 #include "symbol/maps.h"
 
@@ -72,8 +74,15 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   int saved = errno;
   __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
-  /* Only our timers: a SIGPROF from kill(1) or from elsewhere carries no cookie. */
-  if (r && info->si_code == SI_TIMER && info->si_value.sival_ptr == &cookie) {
+  /* Only our timers carry the cookie; a SIGPROF from kill(1), setitimer or
+   * elsewhere is the program's. */
+  if (info->si_code != SI_TIMER || info->si_value.sival_ptr != &cookie) {
+    __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+    errno = saved;
+    cprof__sigprof_forward(sig, info, uctx);
+    return;
+  }
+  if (r) {
     uint64_t i = __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING;
     uint32_t expect = FREE;
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
@@ -214,13 +223,9 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
     err = -EALREADY;
     goto out;
   }
-  /* The program's own SIGPROF handler or profiling timer: not ours to take. */
-  struct sigaction cur;
+  /* The program's own profiling timer: not ours to take. */
   struct itimerval it;
-  if (sigaction(SIGPROF, NULL, &cur) != 0 ||
-      ((cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != handler_sigsafe
-                                   : (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)) ||
-      (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec))) {
+  if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec)) {
     err = -EBUSY;
     goto out;
   }
@@ -237,9 +242,9 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   /* Not inside the thread-stack handler: both may use libunwind. */
   if (cprof__threads_signal())
     sigaddset(&sa.sa_mask, cprof__threads_signal());
-  if (sigaction(SIGPROF, &sa, NULL) != 0) {
+  /* The program's own SIGPROF handler: not ours to take either. */
+  if ((err = cprof__sigprof_take(&sa)) != 0) {
     free(r);
-    err = -errno;
     goto out;
   }
   unwinder = how;

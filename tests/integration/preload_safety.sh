@@ -69,6 +69,19 @@ run cxx_heap LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_HEAP_RATE=1 -- "$B/t
 check "C++ new/delete under heap sampling: same output" same cxx_plain cxx_heap out
 check "C++ new/delete under heap sampling: same exit code" same cxx_plain cxx_heap rc
 
+# A program that takes SIGPROF for itself while cprof's CPU profile runs
+# (CPROF_OUTPUT profiles the whole run): it gets its own SIGPROFs and
+# handlers, never the profiler's ticks. GNU sort does this, and died of
+# SIGPROF before sigaction was interposed.
+run sig_plain -- "$B/tests/integration/sigprof_late"
+run sig_pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/sigout" -- "$B/tests/integration/sigprof_late"
+check "own SIGPROF handler under a CPU profile: same output" same sig_plain sig_pre out
+check "own SIGPROF handler under a CPU profile: exit code 0" [ "$(cat "$T/sig_pre.rc")" = 0 ]
+check "own SIGPROF handler under a CPU profile: the profile was written" [ -s "$T/sigout/cpu.pb.gz" ]
+run sort_out LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/sortout" -- sort -k1,1n "$T/big.txt"
+check "sort under a whole-run CPU profile: same output" same sort_plain sort_out out
+check "sort under a whole-run CPU profile: exit code 0" [ "$(cat "$T/sort_out.rc")" = 0 ]
+
 # CPROF_ADDR=0: no server, not a word.
 run off LD_PRELOAD="$LIB" CPROF_ADDR=0 -- sh -c "$pipeline"
 check "CPROF_ADDR=0: same stdout" same plain off out
