@@ -22,14 +22,19 @@
 #include <unwind.h>
 
 __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
-uint8_t *cprof__heap_filter;
+uint64_t *cprof__heap_filter;
+/* How many sampled blocks hash to each filter slot, saturating at 255
+ * (then the slot's bit stays set). Under the lock; the fast path reads
+ * only the bits. */
+static uint8_t *filter_counts;
 
 /* While sampling is off, a thread still drops into the slow path once per
  * this many bytes, to notice when it is turned on: rare enough to cost
  * nothing measurable, and short next to the distance between samples at
  * any useful rate, so turning sampling on misses little. */
 #define OFF_COUNTDOWN (64 << 10)
-#define FILTER_SIZE ((size_t)1 << CPROF_HEAP_FILTER_BITS)
+#define FILTER_SLOTS ((size_t)1 << CPROF_HEAP_FILTER_BITS)
+#define FILTER_BYTES (FILTER_SLOTS / 8 + FILTER_SLOTS) /* the bits, then the counts */
 
 static long rate;    /* atomic; 0: off */
 static int unwinder; /* atomic; a cprof__unwinder_t */
@@ -43,7 +48,8 @@ typedef struct bucket {
 
 typedef struct live {
   uintptr_t addr; /* 0: empty slot */
-  uint64_t bucket;
+  uint32_t bucket;
+  uint32_t offset; /* of addr inside the allocator's block */
 } live_t;
 
 /* All under `lock`. */
@@ -60,18 +66,22 @@ static struct {
 
 /* ---- fork: the child inherits a consistent table ---- */
 
+static void lock_table(void);
+static void unlock_table(void);
 static void fork_prepare(void) {
-  /* The guard keeps a later prepare handler that allocates from waiting
-   * on the lock we hold. */
+  /* A prepare handler that runs after ours, on this thread, must not wait
+   * for the lock we hold: the guard keeps its allocations unsampled, and
+   * `locked` lets its frees look in the table directly. */
   cprof__heap_guard_enter();
-  pthread_mutex_lock(&lock);
+  lock_table();
 }
 static void fork_parent(void) {
-  pthread_mutex_unlock(&lock);
+  unlock_table();
   cprof__heap_guard_leave();
 }
 static void fork_child(void) {
   pthread_mutex_init(&lock, NULL);
+  cprof__heap_tls.locked--;
   cprof__heap_guard_leave();
 }
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -85,12 +95,14 @@ static void init_once(void) {
 void cprof__heap_configure(long r, cprof__unwinder_t how) {
   pthread_once(&once, init_once);
   if (r > 0 && !__atomic_load_n(&cprof__heap_filter, __ATOMIC_ACQUIRE)) {
-    void *f = mmap(NULL, FILTER_SIZE, PROT_READ | PROT_WRITE,
+    void *f = mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (f == MAP_FAILED)
+    if (f == MAP_FAILED) {
       r = 0;
-    else
-      __atomic_store_n(&cprof__heap_filter, (uint8_t *)f, __ATOMIC_RELEASE);
+    } else {
+      filter_counts = (uint8_t *)f + FILTER_SLOTS / 8;
+      __atomic_store_n(&cprof__heap_filter, (uint64_t *)f, __ATOMIC_RELEASE);
+    }
   }
   __atomic_store_n(&unwinder, (int)how, __ATOMIC_RELAXED);
   __atomic_store_n(&rate, r < 0 ? 0 : r, __ATOMIC_RELEASE);
@@ -328,12 +340,18 @@ static void live_delete(size_t i) {
   t.nlive--;
 }
 
-/* The filter counts sampled blocks per slot; a slot that reached 255 stays
- * there (always "maybe"), so the count never wraps to a false "no". */
+/* Counts a sampled block in or out of its filter slot, and keeps the slot's
+ * bit set while the count is above zero. A count that reached 255 stays
+ * there, bit set (always "maybe"), so it never wraps to a false "no". */
 static void filter_add(uintptr_t p, int d) {
-  uint8_t *f = &cprof__heap_filter[cprof__heap_filter_slot((void *)p)];
-  if (*f != 255)
-    __atomic_store_n(f, (uint8_t)(*f + d), __ATOMIC_RELAXED);
+  size_t slot = cprof__heap_filter_slot((void *)p);
+  uint8_t *c = &filter_counts[slot];
+  if (*c == 255)
+    return;
+  *c = (uint8_t)(*c + d);
+  uint64_t *w = &cprof__heap_filter[slot >> 6], bit = 1ull << (slot & 63);
+  uint64_t v = *w;
+  __atomic_store_n(w, *c ? v | bit : v & ~bit, __ATOMIC_RELAXED);
 }
 
 static void free_locked(size_t i) {
@@ -342,32 +360,22 @@ static void free_locked(size_t i) {
   live_delete(i);
 }
 
-static void record(void *p, size_t size, uintptr_t ret) {
-  uintptr_t pcs[CPROF_MAX_DEPTH];
-  int depth = unwind(pcs, CPROF_MAX_DEPTH, ret);
+static void lock_table(void) {
   pthread_mutex_lock(&lock);
-  /* A block we still hold at this address was freed where we did not see
-   * it (a realloc that failed after we let go of it, say): count it freed. */
-  size_t old = live_find((uintptr_t)p);
-  if (old != SIZE_MAX)
-    free_locked(old);
-  bucket_t *b = bucket_of(pcs, depth, size);
-  if (b && ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0)) {
-    b->allocs++;
-    live_put(t.live, t.caplive, (live_t){(uintptr_t)p, b->id});
-    t.nlive++;
-    filter_add((uintptr_t)p, 1);
-  }
+  cprof__heap_tls.locked++;
+}
+static void unlock_table(void) {
+  cprof__heap_tls.locked--;
   pthread_mutex_unlock(&lock);
 }
 
-void cprof__heap_sample(void *p, size_t size, uintptr_t ret) {
+int cprof__heap_should_sample(size_t size) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
   long r = __atomic_load_n(&rate, __ATOMIC_ACQUIRE);
   if (r <= 0) {
     s->countdown = OFF_COUNTDOWN;
     s->rate_seen = 0;
-    return;
+    return 0;
   }
   if (s->rate_seen != r) {
     /* The first distance under this rate starts before this allocation:
@@ -375,27 +383,49 @@ void cprof__heap_sample(void *p, size_t size, uintptr_t ret) {
     s->rate_seen = r;
     s->countdown = draw(s, r) - (int64_t)size;
     if (s->countdown >= 0)
-      return;
+      return 0;
   }
   s->countdown = draw(s, r);
-  if (s->guard || !p)
-    return;
+  return s->guard == 0;
+}
+
+void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret) {
+  cprof__heap_tls_t *s = &cprof__heap_tls;
   s->guard++;
-  record(p, size, ret);
+  uintptr_t pcs[CPROF_MAX_DEPTH];
+  int depth = unwind(pcs, CPROF_MAX_DEPTH, ret);
+  lock_table();
+  /* A block we still hold at this address was freed where we did not see
+   * it: count it freed. */
+  size_t old = live_find((uintptr_t)p);
+  if (old != SIZE_MAX)
+    free_locked(old);
+  bucket_t *b = bucket_of(pcs, depth, size);
+  if (b && ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0)) {
+    b->allocs++;
+    live_put(t.live, t.caplive, (live_t){(uintptr_t)p, (uint32_t)b->id, offset});
+    t.nlive++;
+    filter_add((uintptr_t)p, 1);
+  }
+  unlock_table();
   s->guard--;
 }
 
-void cprof__heap_freed(void *p) {
-  cprof__heap_tls_t *s = &cprof__heap_tls;
-  if (s->guard)
-    return;
-  s->guard++;
-  pthread_mutex_lock(&lock);
+int cprof__heap_release(void *p, uint32_t *offset) {
+  /* A thread that holds the lock already (freeing a table it replaced, or
+   * a fork prepare handler running after ours) looks without taking it. */
+  int take = cprof__heap_tls.locked == 0;
+  if (take)
+    lock_table();
   size_t i = live_find((uintptr_t)p);
-  if (i != SIZE_MAX)
+  int found = i != SIZE_MAX;
+  if (found) {
+    *offset = t.live[i].offset;
     free_locked(i);
-  pthread_mutex_unlock(&lock);
-  s->guard--;
+  }
+  if (take)
+    unlock_table();
+  return found;
 }
 
 /* ---- snapshots ---- */
@@ -403,7 +433,7 @@ void cprof__heap_freed(void *p) {
 int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
   memset(out, 0, sizeof *out);
   cprof__heap_guard_enter();
-  pthread_mutex_lock(&lock);
+  lock_table();
   int rc = 0;
   if (t.nbuckets && !(out->v = malloc(t.nbuckets * sizeof *out->v))) {
     rc = -ENOMEM;
@@ -414,9 +444,9 @@ int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
     }
     out->n = t.nbuckets;
     out->live_blocks = t.nlive;
-    out->own_bytes = t.own_bytes + (cprof__heap_filter ? FILTER_SIZE : 0);
+    out->own_bytes = t.own_bytes + (cprof__heap_filter ? FILTER_BYTES : 0);
   }
-  pthread_mutex_unlock(&lock);
+  unlock_table();
   cprof__heap_guard_leave();
   out->rate = cprof__heap_rate();
   return rc;

@@ -9,10 +9,11 @@
  * profile undoes when it scales values back up (see doc/internals.md).
  *
  * Sampled blocks are remembered by address, so that their free moves them
- * from in use to freed. Every free asks first a one-byte-per-slot filter
- * indexed by a hash of the address: a zero there means "not sampled",
- * which is the answer for all but a tiny fraction of frees, and costs one
- * load. The rest take the lock and look in the table.
+ * from in use to freed. malloc.c gives each sampled block a 16-byte header
+ * with a tag, so that free tells sampled from unsampled by reading the
+ * bytes just before the pointer, which the allocator's own free reads
+ * anyway (see malloc.c); a bit filter indexed by a hash of the address
+ * answers for page-aligned pointers. Only sampled frees take the lock.
  *
  * Counts live in buckets, one per (stack, size), as Go's memory profile
  * keeps them; buckets are never freed, so a snapshot of their counters is
@@ -37,6 +38,7 @@ typedef struct cprof__heap_tls {
   uint32_t rate_seen; /* the rate the countdown was drawn for; 0 before the first */
   uint64_t rng;
   uintptr_t stack_hi; /* the top of this thread's stack, for the frame-pointer walk */
+  uint32_t locked;    /* > 0: this thread holds the sampler's lock */
 } cprof__heap_tls_t;
 
 extern __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
@@ -52,26 +54,44 @@ static inline void cprof__heap_guard_enter(void) { cprof__heap_tls.guard++; }
 static inline void cprof__heap_guard_leave(void) { cprof__heap_tls.guard--; }
 static inline int cprof__heap_guarded(void) { return cprof__heap_tls.guard != 0; }
 
-/* The slow path of an allocation whose size took the countdown below zero:
- * decides whether p is sampled and records it. `ret` is the allocating
- * call's return address (the first frame of the recorded stack). */
-void cprof__heap_sample(void *p, size_t size, uintptr_t ret);
+/* The fast path, before each allocation of `size` bytes: whether it takes
+ * this thread's countdown below zero (then ask cprof__heap_should_sample). */
+static inline int cprof__heap_crossing(size_t size) {
+  return __builtin_expect((cprof__heap_tls.countdown -= (int64_t)size) < 0, 0);
+}
 
-/* Whether p may be a sampled block: the filter's answer, one load. */
-extern uint8_t *cprof__heap_filter;
+/* The slow path of an allocation that crossed: draws the next distance and
+ * says whether this allocation is sampled (not while sampling is off, nor
+ * in cprof's own work). */
+int cprof__heap_should_sample(size_t size);
+
+/* Records a sampled block: its stack, from the allocating call's return
+ * address `ret` on, and its size. `offset` is how far p lies inside the
+ * block the allocator gave (malloc.c's header), for cprof__heap_release. */
+void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret);
+
+/* If p is a sampled block: moves it from in use to freed, sets *offset,
+ * and returns 1; else 0. Call before the block is really freed, so that
+ * its address cannot be handed out (and sampled) again meanwhile. */
+int cprof__heap_release(void *p, uint32_t *offset);
+
+/* Whether p may be a sampled block: the filter's answer, one load. The
+ * filter is a bit per slot (2^20 bits, 128 KiB), set while any sampled
+ * block hashes to the slot. malloc.c asks it only for page-aligned
+ * pointers, whose header it must not read; other sampled blocks carry a
+ * tag just before them. */
+extern uint64_t *cprof__heap_filter;
 #define CPROF_HEAP_FILTER_BITS 20
 static inline size_t cprof__heap_filter_slot(const void *p) {
   return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - CPROF_HEAP_FILTER_BITS));
 }
 static inline int cprof__heap_maybe_sampled(const void *p) {
-  uint8_t *f = __atomic_load_n(&cprof__heap_filter, __ATOMIC_RELAXED);
-  return f && f[cprof__heap_filter_slot(p)] != 0;
+  uint64_t *f = __atomic_load_n(&cprof__heap_filter, __ATOMIC_RELAXED);
+  if (!f)
+    return 0;
+  size_t slot = cprof__heap_filter_slot(p);
+  return (__atomic_load_n(&f[slot >> 6], __ATOMIC_RELAXED) >> (slot & 63)) & 1;
 }
-/* The slow path of a free whose filter slot was set: moves p from in use
- * to freed if it was sampled. Call before the block is really freed, so
- * that its address cannot be handed out (and sampled) again meanwhile. */
-void cprof__heap_freed(void *p);
-
 /* One bucket's counters, copied. pcs point into the bucket, which lives as
  * long as the process. All counts are of sampled blocks, not yet scaled. */
 typedef struct cprof__heap_record {

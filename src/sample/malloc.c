@@ -36,10 +36,6 @@ static struct {
   void *(*realloc)(void *, size_t);
   void (*free)(void *);
   int (*posix_memalign)(void **, size_t, size_t);
-  void *(*aligned_alloc)(size_t, size_t);
-  void *(*memalign)(size_t, size_t);
-  void *(*valloc)(size_t);
-  void *(*pvalloc)(size_t);
   size_t (*malloc_usable_size)(void *);
 } real;
 static int resolved; /* atomic: every pointer in `real` is set */
@@ -96,10 +92,6 @@ static void resolve(void) {
   RESOLVE(realloc);
   RESOLVE(free);
   RESOLVE(posix_memalign);
-  RESOLVE(aligned_alloc);
-  RESOLVE(memalign);
-  RESOLVE(valloc);
-  RESOLVE(pvalloc);
   RESOLVE(malloc_usable_size);
   resolving = 0;
   __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
@@ -122,63 +114,155 @@ static inline int bootstrapping(void) {
   return 0;
 }
 
-/* ---- the fast path ---- */
+/* ---- sampled blocks ----
+ *
+ * Whether an allocation is sampled is decided before it is made (the
+ * countdown needs only its size). A sampled block is allocated `offset`
+ * bytes larger, offset = max(16, alignment), and handed out at
+ * base + offset with a 16-byte header just before it: a tag, a hash of its
+ * own address, and the offset. free reads the 16 bytes before any pointer
+ * whose page offset is at least 16: the same cache line the allocator's
+ * free is about to read for its own chunk header, so the question costs
+ * next to nothing, and never touches another page. A tag that matches by
+ * chance is caught by the table (cprof__heap_release finds nothing). For a
+ * page-aligned pointer, whose header would lie on another page, the
+ * sampler's bit filter answers instead. */
 
-#define RET ((uintptr_t)__builtin_return_address(0))
+typedef struct header {
+  uint64_t tag;
+  uint64_t offset;
+} header_t;
 
-/* Counts an allocation of `size` bytes down; the one that crosses zero
- * goes to the sampler. */
-static inline __attribute__((always_inline)) void *counted(void *p, size_t size, uintptr_t ret) {
-  cprof__heap_tls_t *s = &cprof__heap_tls;
-  if (__builtin_expect((s->countdown -= (int64_t)size) < 0, 0))
-    cprof__heap_sample(p, size, ret);
+static inline uint64_t tag_of(const void *p) {
+  return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull ^ 0x6370726f66686561ull;
+}
+
+static inline int sampled_block(const void *p) {
+  if (((uintptr_t)p & 4095) >= sizeof(header_t))
+    return __builtin_expect(((const header_t *)p)[-1].tag == tag_of(p), 0);
+  return cprof__heap_maybe_sampled(p);
+}
+
+enum kind { PLAIN, ZEROED, ALIGNED };
+
+/* The allocation the program asked for, unsampled. */
+static void *allocate(enum kind kind, size_t align, size_t size) {
+  if (kind == PLAIN)
+    return real.malloc(size);
+  if (kind == ZEROED)
+    return real.calloc(1, size);
+  void *p;
+  return real.posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
+/* The slow path of an allocation whose size crossed the countdown. */
+__attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align, size_t size,
+                                                    uintptr_t ret) {
+  if (!cprof__heap_should_sample(size))
+    return allocate(kind, align, size);
+  size_t offset = align > sizeof(header_t) ? align : sizeof(header_t);
+  if (size > SIZE_MAX - offset || offset > UINT32_MAX)
+    return allocate(kind, align, size); /* it will fail as it would have */
+  char *base = allocate(kind, offset, size + offset);
+  if (!base)
+    return NULL;
+  char *p = base + offset;
+  ((header_t *)p)[-1] = (header_t){tag_of(p), offset};
+  cprof__heap_record(p, size, (uint32_t)offset, ret);
   return p;
 }
 
-/* Before a block goes back to the allocator. */
-static inline __attribute__((always_inline)) void releasing(void *p) {
-  if (__builtin_expect(cprof__heap_maybe_sampled(p), 0))
-    cprof__heap_freed(p);
+/* The slow path of a free whose pointer looks sampled. */
+__attribute__((noinline)) static void free_sampled(void *p) {
+  uint32_t offset;
+  if (cprof__heap_release(p, &offset)) {
+    ((header_t *)p)[-1].tag = 0; /* no stale tag for the next block here */
+    p = (char *)p - offset;
+  }
+  real.free(p);
 }
+
+/* The usable size of a block, sampled or not. */
+static size_t usable(void *p) {
+  if (sampled_block(p)) {
+    const header_t *h = &((const header_t *)p)[-1];
+    return real.malloc_usable_size((char *)p - h->offset) - h->offset;
+  }
+  return real.malloc_usable_size(p);
+}
+
+/* ---- the family ---- */
+
+#define RET ((uintptr_t)__builtin_return_address(0))
 
 CPROF_EXTERN void *malloc(size_t size) {
   if (bootstrapping())
     return boot_alloc(size, 16);
-  return counted(real.malloc(size), size, RET);
+  if (cprof__heap_crossing(size))
+    return sample_alloc(PLAIN, 16, size, RET);
+  return real.malloc(size);
 }
 
 CPROF_EXTERN void *calloc(size_t n, size_t size) {
+  if (n && size > SIZE_MAX / n) {
+    errno = ENOMEM;
+    return NULL;
+  }
   if (bootstrapping())
-    return n && size > SIZE_MAX / n ? NULL : boot_alloc(n * size, 16);
-  return counted(real.calloc(n, size), n * size, RET);
+    return boot_alloc(n * size, 16);
+  if (cprof__heap_crossing(n * size))
+    return sample_alloc(ZEROED, 16, n * size, RET);
+  return real.calloc(n, size);
 }
 
 CPROF_EXTERN void free(void *p) {
   if (!p || in_boot(p))
     return;
   if (bootstrapping())
-    return; /* a block from before the real free was known: cannot be */
-  releasing(p);
-  real.free(p);
+    return; /* not from the arena, before the real free is known: cannot be */
+  if (sampled_block(p))
+    free_sampled(p);
+  else
+    real.free(p);
 }
 
+/* A block moves: the old one is freed (and, if sampled, counted freed) and
+ * the new one counts as an allocation of its full size, as Go counts a
+ * grown slice. */
 static void *realloc_at(void *p, size_t size, uintptr_t ret) {
   int boot = bootstrapping();
   if (boot || in_boot(p)) {
-    void *q = boot ? boot_alloc(size, 16) : counted(real.malloc(size), size, ret);
+    void *q = boot ? boot_alloc(size, 16) : malloc(size);
     if (q && p) {
       size_t old = boot_size(p);
       memcpy(q, p, old < size ? old : size);
     }
     return q;
   }
-  /* A sampled block is counted freed before realloc can free it, so that
-   * its address cannot come back sampled from another thread first. If
-   * realloc then fails, the old block lives on unseen: a rare undercount. */
-  if (p)
-    releasing(p);
-  void *q = real.realloc(p, size);
-  return counted(q, q ? size : 0, ret);
+  if (!p) {
+    if (cprof__heap_crossing(size))
+      return sample_alloc(PLAIN, 16, size, ret);
+    return real.realloc(NULL, size);
+  }
+  int was_sampled = sampled_block(p);
+  if (size == 0 && was_sampled) { /* realloc(p, 0) frees, as glibc's does */
+    free_sampled(p);
+    return NULL;
+  }
+  int crossed = cprof__heap_crossing(size);
+  if (!was_sampled && !crossed)
+    return real.realloc(p, size);
+  /* Either end is sampled: move the bytes ourselves. */
+  size_t old = usable(p);
+  void *q = crossed ? sample_alloc(PLAIN, 16, size, ret) : real.malloc(size);
+  if (!q)
+    return NULL; /* p is untouched, as realloc promises */
+  memcpy(q, p, old < size ? old : size);
+  if (was_sampled)
+    free_sampled(p);
+  else
+    real.free(p);
+  return q;
 }
 
 CPROF_EXTERN void *realloc(void *p, size_t size) { return realloc_at(p, size, RET); }
@@ -191,42 +275,50 @@ CPROF_EXTERN void *reallocarray(void *p, size_t n, size_t size) {
   return realloc_at(p, n * size, RET);
 }
 
+/* The aligned ones: alignment as the caller asked (at least 16, a power of
+ * two, is what posix_memalign needs underneath). */
+static void *aligned_at(size_t align, size_t size, uintptr_t ret) {
+  if (bootstrapping())
+    return boot_alloc(size, align);
+  if (align < 16)
+    align = 16;
+  if (cprof__heap_crossing(size))
+    return sample_alloc(ALIGNED, align, size, ret);
+  return allocate(ALIGNED, align, size);
+}
+
 CPROF_EXTERN int posix_memalign(void **out, size_t align, size_t size) {
-  if (bootstrapping()) {
-    void *p = boot_alloc(size, align);
-    if (!p)
-      return ENOMEM;
-    *out = p;
-    return 0;
-  }
-  int rc = real.posix_memalign(out, align, size);
-  if (rc == 0)
-    counted(*out, size, RET);
-  return rc;
+  if (align < sizeof(void *) || (align & (align - 1)))
+    return EINVAL;
+  void *p = aligned_at(align, size, RET);
+  if (!p)
+    return ENOMEM;
+  *out = p;
+  return 0;
 }
 
 CPROF_EXTERN void *aligned_alloc(size_t align, size_t size) {
-  if (bootstrapping())
-    return boot_alloc(size, align);
-  return counted(real.aligned_alloc(align, size), size, RET);
+  if (align == 0 || (align & (align - 1))) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return aligned_at(align, size, RET);
 }
 
 CPROF_EXTERN void *memalign(size_t align, size_t size) {
-  if (bootstrapping())
-    return boot_alloc(size, align);
-  return counted(real.memalign(align, size), size, RET);
+  if (align & (align - 1)) { /* glibc rounds up to a power of two */
+    size_t a = 1;
+    while (a < align)
+      a <<= 1;
+    align = a;
+  }
+  return aligned_at(align, size, RET);
 }
 
-CPROF_EXTERN void *valloc(size_t size) {
-  if (bootstrapping())
-    return boot_alloc(size, 4096);
-  return counted(real.valloc(size), size, RET);
-}
+CPROF_EXTERN void *valloc(size_t size) { return aligned_at(4096, size, RET); }
 
 CPROF_EXTERN void *pvalloc(size_t size) {
-  if (bootstrapping())
-    return boot_alloc((size + 4095) & ~(size_t)4095, 4096);
-  return counted(real.pvalloc(size), size, RET);
+  return aligned_at(4096, (size + 4095) & ~(size_t)4095, RET);
 }
 
 CPROF_EXTERN size_t malloc_usable_size(void *p) {
@@ -236,7 +328,7 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
     return boot_size(p);
   if (bootstrapping())
     return 0;
-  return real.malloc_usable_size(p);
+  return usable(p);
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`

@@ -12,17 +12,19 @@
 #include "profile/heap_profile.h"
 #include "sample/heap.h"
 
-/* What malloc.c's wrappers do after the real allocator answered. */
+/* What malloc.c's wrappers do, but for an allocation at address p. */
 __attribute__((noinline)) static void fake_malloc(uintptr_t p, size_t size) {
-  cprof__heap_tls_t *s = &cprof__heap_tls;
-  if ((s->countdown -= (int64_t)size) < 0)
-    cprof__heap_sample((void *)p, size, (uintptr_t)__builtin_return_address(0));
+  if (cprof__heap_crossing(size) && cprof__heap_should_sample(size))
+    cprof__heap_record((void *)p, size, 0, (uintptr_t)__builtin_return_address(0));
   __asm__ volatile("" ::: "memory"); /* no tail call: the wrapper has a frame */
 }
 
+/* malloc.c asks the filter for page-aligned pointers; these are fake, so
+ * always ask it (and so test it). */
 __attribute__((noinline)) static void fake_free(uintptr_t p) {
+  uint32_t offset;
   if (cprof__heap_maybe_sampled((void *)p))
-    cprof__heap_freed((void *)p);
+    cprof__heap_release((void *)p, &offset);
   __asm__ volatile("" ::: "memory");
 }
 
