@@ -98,7 +98,7 @@ echo "## Medians over $REPS runs ($BLOCKS blocks of $SIZE B live = $((BLOCKS * S
 echo
 NAMES=$(awk -F'\t' '{ n = split($6, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); print kv[1] } }' "$RES" |
   awk '!seen[$0]++' | grep -E '^(SampledLive|Buckets|ProfilerBytes|inuse_space)$' || true)
-hdr="| variant | CPROF_HEAP_RATE | VmRSS kB | VmHWM kB | RSS over plain, kB | bytes per block | build ms |"
+hdr="| variant | CPROF_HEAP_RATE | VmRSS kB | VmHWM kB | over plain, kB | over plain per block, B | malloc loop, ms |"
 sep="|---|---:|---:|---:|---:|---:|---:|"
 for k in $NAMES; do hdr="$hdr $k |"; sep="$sep---:|"; done
 echo "$hdr"

@@ -46,6 +46,14 @@ typedef struct bucket {
   uintptr_t pcs[];
 } bucket_t;
 
+/* A bucket's hash kept beside its id, so that a probe compares hashes
+ * without loading the bucket (each load is a cache miss in a program
+ * that churns through its memory). */
+typedef struct index_slot {
+  uint64_t hash;
+  uint32_t id1; /* id + 1; 0: empty */
+} index_slot_t;
+
 typedef struct live {
   uintptr_t addr; /* 0: empty slot */
   uint32_t bucket;
@@ -57,7 +65,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   bucket_t **buckets; /* by id */
   size_t nbuckets, capbuckets;
-  uint32_t *index; /* open addressing over bucket hashes: id + 1, 0 empty */
+  index_slot_t *index; /* open addressing over bucket hashes */
   size_t capindex;
   live_t *live; /* open addressing over addresses, backward-shift deletion */
   size_t nlive, caplive;
@@ -234,17 +242,20 @@ static uint64_t hash_stack(const uintptr_t *pcs, int depth, uint64_t size) {
   return h;
 }
 
+static void index_put(index_slot_t *index, size_t cap, uint64_t hash, size_t id) {
+  size_t i = hash & (cap - 1);
+  while (index[i].id1)
+    i = (i + 1) & (cap - 1);
+  index[i] = (index_slot_t){hash, (uint32_t)id + 1};
+}
+
 static int grow_index(void) {
   size_t cap = t.capindex ? t.capindex * 2 : 1024;
-  uint32_t *index = calloc(cap, sizeof *index);
+  index_slot_t *index = calloc(cap, sizeof *index);
   if (!index)
     return -ENOMEM;
-  for (size_t id = 0; id < t.nbuckets; id++) {
-    size_t i = t.buckets[id]->hash & (cap - 1);
-    while (index[i])
-      i = (i + 1) & (cap - 1);
-    index[i] = (uint32_t)id + 1;
-  }
+  for (size_t id = 0; id < t.nbuckets; id++)
+    index_put(index, cap, t.buckets[id]->hash, id);
   free(t.index);
   t.own_bytes += (cap - t.capindex) * sizeof *index;
   t.index = index;
@@ -256,9 +267,11 @@ static int grow_index(void) {
 static bucket_t *bucket_of(const uintptr_t *pcs, int depth, uint64_t size) {
   uint64_t h = hash_stack(pcs, depth, size);
   if (t.capindex) {
-    for (size_t i = h & (t.capindex - 1); t.index[i]; i = (i + 1) & (t.capindex - 1)) {
-      bucket_t *b = t.buckets[t.index[i] - 1];
-      if (b->hash == h && b->size == size && b->depth == depth &&
+    for (size_t i = h & (t.capindex - 1); t.index[i].id1; i = (i + 1) & (t.capindex - 1)) {
+      if (t.index[i].hash != h)
+        continue;
+      bucket_t *b = t.buckets[t.index[i].id1 - 1];
+      if (b->size == size && b->depth == depth &&
           memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
         return b;
     }
@@ -284,10 +297,7 @@ static bucket_t *bucket_of(const uintptr_t *pcs, int depth, uint64_t size) {
   b->size = size;
   b->depth = depth;
   memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
-  size_t i = h & (t.capindex - 1);
-  while (t.index[i])
-    i = (i + 1) & (t.capindex - 1);
-  t.index[i] = (uint32_t)t.nbuckets + 1;
+  index_put(t.index, t.capindex, h, t.nbuckets);
   t.buckets[t.nbuckets++] = b;
   return b;
 }
@@ -340,10 +350,12 @@ static void live_delete(size_t i) {
   t.nlive--;
 }
 
-/* Counts a sampled block in or out of its filter slot, and keeps the slot's
- * bit set while the count is above zero. A count that reached 255 stays
+/* Counts a page-aligned sampled block in or out of its filter slot, and
+ * keeps the slot's bit set while the count is above zero. A count that reached 255 stays
  * there, bit set (always "maybe"), so it never wraps to a false "no". */
 static void filter_add(uintptr_t p, int d) {
+  if ((p & 4095) >= 16) /* malloc.c reads this one's header instead */
+    return;
   size_t slot = cprof__heap_filter_slot((void *)p);
   uint8_t *c = &filter_counts[slot];
   if (*c == 255)

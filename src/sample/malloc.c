@@ -137,7 +137,13 @@ static inline uint64_t tag_of(const void *p) {
   return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull ^ 0x6370726f66686561ull;
 }
 
+/* Set at the first sampled block: until then (and for good when heap
+ * profiling is off) free asks nothing at all. */
+static int any_sampled;
+
 static inline int sampled_block(const void *p) {
+  if (!__builtin_expect(__atomic_load_n(&any_sampled, __ATOMIC_RELAXED), 1))
+    return 0;
   if (((uintptr_t)p & 4095) >= sizeof(header_t))
     return __builtin_expect(((const header_t *)p)[-1].tag == tag_of(p), 0);
   return cprof__heap_maybe_sampled(p);
@@ -168,6 +174,7 @@ __attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align
     return NULL;
   char *p = base + offset;
   ((header_t *)p)[-1] = (header_t){tag_of(p), offset};
+  __atomic_store_n(&any_sampled, 1, __ATOMIC_RELAXED); /* before p is returned */
   cprof__heap_record(p, size, (uint32_t)offset, ret);
   return p;
 }
