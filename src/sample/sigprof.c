@@ -62,15 +62,18 @@ static int is_handler(const struct sigaction *sa) {
 int cprof__sigprof_take(const struct sigaction *ours) {
   pthread_mutex_lock(&lock);
   int rc = 0;
-  if (__atomic_load_n(&held, __ATOMIC_ACQUIRE)) {
-    rc = is_handler(&program) ? -EBUSY : 0;
-    goto out;
-  }
   struct sigaction cur;
   if (real_sigaction()(SIGPROF, NULL, &cur) != 0) {
     rc = -errno;
     goto out;
   }
+  /* Still ours, unless something replaced it past our sigaction (a raw
+   * system call; a sanitizer build, which does not interpose). */
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == ours->sa_sigaction) {
+    rc = is_handler(&program) ? -EBUSY : 0;
+    goto out;
+  }
+  __atomic_store_n(&held, 0, __ATOMIC_RELEASE);
   if (is_handler(&cur)) {
     rc = -EBUSY;
     goto out;
