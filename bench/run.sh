@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark in bench/ (about 8 minutes for the CPU ones, 8 more
+# Runs every benchmark in bench/ (about 8 minutes for the CPU ones, 3 more
 # for the heap ones) and keeps a copy of the output in
 # bench/build/results-DATE.txt. Settings pass through the environment to
 # each script (REPS, HZ, PROFILE_SECONDS, UNWINDERS, ROUNDS, RUN_SECONDS,

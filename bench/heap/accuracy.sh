@@ -128,4 +128,4 @@ done
 echo
 echo "truth and profile are medians over the runs (each run has its own seed, so"
 echo "its own truth); *_unrounded are the object counts recomputed from each record's"
-echo "sampled count before the profile truncates count / (1 - exp(-size/rate)) to an integer."
+echo "sampled count before the profile rounds count / (1 - exp(-size/rate)) to an integer."

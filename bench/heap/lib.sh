@@ -42,15 +42,15 @@ heap_available() {
 # sampled the number of allocations the profiler really sampled, undone
 # from each record's alloc_objects and its bytes=SIZE label: a record of
 # c sampled blocks of s bytes says c / (1 - exp(-s/rate)) objects,
-# truncated to an integer, rate being the profile's Period. The
+# rounded to an integer, rate being the profile's Period. The
 # "unrounded" object counts are the sums of c / (1 - exp(-s/rate)) before
-# that truncation, recomputed from the recovered c.
+# that rounding, recomputed from the recovered c.
 heap_totals() {
   go tool pprof -symbolize=none -raw "$1" 2>>"$T/pprof.err" | awk '
     # count OBJECTS: the sampled blocks behind a record of OBJECTS of size
-    # `size` (objects = floor(count / p), so count = ceil(objects * p)).
+    # `size` (objects = round(count / p), so count = round(objects * p)).
     function count(o,   p) { if (rate <= 1 || size <= 0 || o == 0) return o
-      p = 1 - exp(-size / rate); return int(o * p + 1 - 1e-6) }
+      p = 1 - exp(-size / rate); return int(o * p + 0.5) }
     function unscaled(c) { return (rate <= 1 || size <= 0) ? c : c / (1 - exp(-size / rate)) }
     function flush(   ca, ci) { if (!pending) return
       ca = count(objs); ci = count(iobjs); sampled += ca

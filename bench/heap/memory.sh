@@ -58,7 +58,7 @@ for r in $(seq 1 "$REPS"); do
       cprof) rate=524288 ;;
       cprof-all) rate=1 ;;
       esac
-      start "$name" CPROF_HEAP_RATE=$rate -- "$BIN/hold" "${HOLD[@]}" --hold-ms 600000
+      start "$name" CPROF_HEAP_RATE="$rate" -- "$BIN/hold" "${HOLD[@]}" --hold-ms 600000
       wait_line "$T/$name.out" "$PID"
       curl -s --max-time 120 -o "$T/$name.heap" "http://$ADDR/debug/pprof/heap?debug=1" || true
       curl -s --max-time 120 -o "$T/$name.pb.gz" "http://$ADDR/debug/pprof/heap" || true
