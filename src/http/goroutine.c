@@ -19,7 +19,6 @@
 #include "sample/threads.h"
 
 #define CAPTURE_TIMEOUT_MS 1000
-#define MAX_DELTA_SECONDS 3600
 
 static const char *pseudo_frame(cprof__thread_status_t st) {
   return st == CPROF_THREAD_TIMEOUT ? "[thread did not answer within 1s]"
@@ -78,14 +77,9 @@ static void write_dump(const cprof__thread_dump_t *d, cprof__buf_t *out) {
 
 void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *cfg,
                             cprof_response_t *resp) {
-  long debug, seconds = 0;
-  if (cprof__param_debug(req, resp, &debug) != 0 ||
-      cprof__param_seconds(req, resp, MAX_DELTA_SECONDS, &seconds) != 0)
+  long debug, seconds;
+  if (cprof__param_delta(req, resp, &debug, &seconds) != 0)
     return;
-  if (seconds && debug) {
-    cprof__resp_error(resp, 400, "seconds and debug params are incompatible");
-    return;
-  }
 
   cprof__thread_dump_t before = {0}, d = {0};
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC);

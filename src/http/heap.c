@@ -15,18 +15,11 @@
 #include "http/routes.h"
 #include "profile/heap_profile.h"
 
-#define MAX_DELTA_SECONDS 3600
-
 static void serve(const cprof_request_t *req, cprof_response_t *resp, const char *name,
                   const char *delta_name, const char *default_type) {
-  long debug, seconds = 0;
-  if (cprof__param_debug(req, resp, &debug) != 0 ||
-      cprof__param_seconds(req, resp, MAX_DELTA_SECONDS, &seconds) != 0)
+  long debug, seconds;
+  if (cprof__param_delta(req, resp, &debug, &seconds) != 0)
     return;
-  if (seconds && debug) {
-    cprof__resp_error(resp, 400, "seconds and debug params are incompatible");
-    return;
-  }
   cprof__heap_snapshot_t base = {0}, now = {0};
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
   int err = 0;
@@ -73,11 +66,4 @@ void cprof__serve_allocs(const cprof_request_t *req, const cprof__config_t *cfg,
 }
 
 /* The index page's count: heap profile records, as Go's index shows. */
-int cprof__heap_count(void) {
-  cprof__heap_snapshot_t s;
-  if (cprof__heap_snapshot(&s) != 0)
-    return 0;
-  int n = (int)s.n;
-  cprof__heap_snapshot_free(&s);
-  return n;
-}
+int cprof__heap_count(void) { return (int)cprof__heap_records(); }

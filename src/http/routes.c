@@ -64,6 +64,21 @@ int cprof__param_seconds(const cprof_request_t *req, cprof_response_t *resp, lon
   return 0;
 }
 
+#define MAX_DELTA_SECONDS 3600
+
+int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long *debug,
+                       long *seconds) {
+  *seconds = 0;
+  if (cprof__param_debug(req, resp, debug) != 0 ||
+      cprof__param_seconds(req, resp, MAX_DELTA_SECONDS, seconds) != 0)
+    return -1;
+  if (*seconds && *debug) {
+    cprof__resp_error(resp, 400, "seconds and debug params are incompatible");
+    return -1;
+  }
+  return 0;
+}
+
 int cprof__wait_request(const cprof_request_t *req, long ms) {
   while (ms > 0) {
     if (req->is_cancelled && req->is_cancelled(req->ctx))

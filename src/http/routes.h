@@ -29,6 +29,13 @@ int cprof__param_debug(const cprof_request_t *req, cprof_response_t *resp, long 
 int cprof__param_seconds(const cprof_request_t *req, cprof_response_t *resp, long max,
                          long *seconds);
 
+/* The parameters of a profile that can be a delta (goroutine, heap,
+ * allocs): debug, and seconds=N for a delta over N seconds (at most an
+ * hour), which Go refuses together with debug. On a bad value fills a 400
+ * and returns -1. */
+int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long *debug,
+                       long *seconds);
+
 /* Sleeps up to ms, waking early when the client goes away. Returns 0 after
  * the full wait, -1 if cancelled. */
 int cprof__wait_request(const cprof_request_t *req, long ms);
