@@ -464,6 +464,13 @@ int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
   return rc;
 }
 
+size_t cprof__heap_records(void) {
+  lock_table();
+  size_t n = t.nbuckets;
+  unlock_table();
+  return n;
+}
+
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s) {
   cprof__heap_guard_enter();
   free(s->v);

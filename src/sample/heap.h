@@ -114,5 +114,7 @@ typedef struct cprof__heap_snapshot {
  * 0 or -ENOMEM. */
 int cprof__heap_snapshot(cprof__heap_snapshot_t *out);
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s);
+/* The number of buckets (records of a heap profile), without a copy. */
+size_t cprof__heap_records(void);
 
 #endif

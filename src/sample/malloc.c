@@ -189,9 +189,9 @@ __attribute__((noinline)) static void free_sampled(void *p) {
   real.free(p);
 }
 
-/* The usable size of a block, sampled or not. */
-static size_t usable(void *p) {
-  if (sampled_block(p)) {
+/* The usable size of a block; `sampled` is sampled_block(p). */
+static size_t usable(void *p, int sampled) {
+  if (sampled) {
     const header_t *h = &((const header_t *)p)[-1];
     return real.malloc_usable_size((char *)p - h->offset) - h->offset;
   }
@@ -260,7 +260,7 @@ static void *realloc_at(void *p, size_t size, uintptr_t ret) {
   if (!was_sampled && !crossed)
     return real.realloc(p, size);
   /* Either end is sampled: move the bytes ourselves. */
-  size_t old = usable(p);
+  size_t old = usable(p, was_sampled);
   void *q = crossed ? sample_alloc(PLAIN, 16, size, ret) : real.malloc(size);
   if (!q)
     return NULL; /* p is untouched, as realloc promises */
@@ -335,7 +335,7 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
     return boot_size(p);
   if (bootstrapping())
     return 0;
-  return usable(p);
+  return usable(p, sampled_block(p));
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`
