@@ -15,7 +15,6 @@
  * and SA_SIGINFO flag packed), so it never sees half of an update. */
 #include "sample/sigprof.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/next.h"
 #include "cprof.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
@@ -31,13 +31,8 @@ static sigaction_fn real_sigaction(void) {
 #ifdef CPROF_NO_INTERPOSE
   return sigaction;
 #else
-  static sigaction_fn real;
-  sigaction_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-    __atomic_store_n(&real, f, __ATOMIC_RELEASE);
-  }
-  return f;
+  static void *real;
+  return (sigaction_fn)cprof__next(&real, "sigaction");
 #endif
 }
 
@@ -130,15 +125,9 @@ CPROF_EXTERN int sigaction(int sig, const struct sigaction *act, struct sigactio
 /* glibc's signal() calls its internal sigaction, not ours: interposed too,
  * with its BSD semantics for SIGPROF (SA_RESTART, the handler stays). */
 CPROF_EXTERN __sighandler_t signal(int sig, __sighandler_t handler) {
-  static __sighandler_t (*real)(int, __sighandler_t);
-  if (sig != SIGPROF || !__atomic_load_n(&held, __ATOMIC_ACQUIRE)) {
-    __sighandler_t (*f)(int, __sighandler_t) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (!f) {
-      f = (__sighandler_t(*)(int, __sighandler_t))dlsym(RTLD_NEXT, "signal");
-      __atomic_store_n(&real, f, __ATOMIC_RELEASE);
-    }
-    return f(sig, handler);
-  }
+  static void *real;
+  if (sig != SIGPROF || !__atomic_load_n(&held, __ATOMIC_ACQUIRE))
+    return ((__sighandler_t(*)(int, __sighandler_t))cprof__next(&real, "signal"))(sig, handler);
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;

@@ -11,11 +11,11 @@
  * order both under LD_PRELOAD and when a program links -lcprof; the real
  * function is the next one, found with dlsym(RTLD_NEXT). Otherwise it
  * is two loads and a direct call: nothing is wrapped. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/next.h"
 #include "cprof.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
@@ -29,13 +29,8 @@ typedef struct start {
 } start_t;
 
 static create_fn real_create(void) {
-  static create_fn real;
-  create_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    __atomic_store_n(&real, f, __ATOMIC_RELEASE);
-  }
-  return f;
+  static void *real;
+  return (create_fn)cprof__next(&real, "pthread_create");
 }
 
 /* The first frame of a thread created during a CPU profile. */

@@ -1,0 +1,20 @@
+/* The next definition of a function libcprof interposes (pthread_create,
+ * sigaction, signal): the one that comes after libcprof in the lookup
+ * order, found with dlsym(RTLD_NEXT) at the first call and kept in *cache.
+ * (The malloc family resolves its own, with a bootstrap arena for the
+ * allocations dlsym makes meanwhile: src/sample/malloc.c.) */
+#ifndef CPROF_CORE_NEXT_H
+#define CPROF_CORE_NEXT_H
+
+#include <dlfcn.h>
+
+static inline void *cprof__next(void **cache, const char *name) {
+  void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+#endif
