@@ -16,9 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-/* noipa keeps the symbol name as written (no ".constprop.0" clones), so
- * `go tool pprof` shows exactly the names the scripts look for. */
-#define BENCH_FN __attribute__((noipa))
+#include "../clock.h"
 
 /* Iterations of the dependency chain in one unit: about 0.3-1 ms on a
  * current x86-64 core, long enough that clock reads around a call cost
@@ -33,18 +31,6 @@ BENCH_FN uint64_t unit_kernel(uint64_t x) {
     x = x * 0x9e3779b97f4a7c15ULL + i;
   }
   return x;
-}
-
-static inline int64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0)
-    ;
 }
 
 /* CPU ns one unit takes on this thread: the fastest of a few batches,

@@ -1,4 +1,4 @@
-/* What the heap benchmark workloads share: clocks, a fast random number
+/* What the heap benchmark workloads share (besides ../clock.h): a fast random number
  * generator, argument parsing, and the program's own memory figures.
  *
  * The workloads' bookkeeping (arrays of pointers, per-thread state) lives
@@ -17,20 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* noipa keeps the symbol names as written, so profiles show them. */
-#define BENCH_FN __attribute__((noipa))
+#include "../clock.h"
 
-static inline int64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0)
-    ;
-}
 
 /* xorshift64*: a few cycles per number (next to a malloc/free pair of
  * ~20-50 ns), and random enough to pick sizes and slots. */
