@@ -15,25 +15,15 @@ export BENCH_BUILT=1
 mkdir -p build
 out=build/results-$(date -u +%Y%m%dT%H%M%SZ).txt
 status=0
+scripts=()
+[ "${ONLY:-cpu}" = cpu ] && scripts+=(cpu/sample_cost.sh cpu/accuracy.sh cpu/overhead.sh)
+[ "${ONLY:-heap}" = heap ] && scripts+=(heap/accuracy.sh heap/overhead.sh heap/syscalls.sh heap/memory.sh)
 {
   rc=0
-  if [ "${ONLY:-cpu}" = cpu ]; then
-    cpu/sample_cost.sh || rc=1
+  for script in "${scripts[@]}"; do
+    "$script" || rc=1
     echo
-    cpu/accuracy.sh || rc=1
-    echo
-    cpu/overhead.sh || rc=1
-    echo
-  fi
-  if [ "${ONLY:-heap}" = heap ]; then
-    heap/accuracy.sh || rc=1
-    echo
-    heap/overhead.sh || rc=1
-    echo
-    heap/syscalls.sh || rc=1
-    echo
-    heap/memory.sh || rc=1
-  fi
+  done
   exit $rc
 } 2>&1 | tee "$out" || status=1
 echo "(output kept in bench/$out)"
