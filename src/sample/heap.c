@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unwind.h>
 
+#include "unwind/cfa.h"
+
 __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t *cprof__heap_filter;
 /* How many sampled blocks hash to each filter slot, saturating at 255
@@ -218,7 +220,7 @@ static int unwind(uintptr_t *pcs, int max, uintptr_t ret) {
   int n;
   if (__atomic_load_n(&unwinder, __ATOMIC_RELAXED) == CPROF_UNWIND_FP) {
     n = unwind_fp(pcs, max, ret);
-  } else {
+  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, stack_hi(&cprof__heap_tls))) <= 0) {
     walk_t w = {pcs, 0, max, 0, ret};
     _Unwind_Backtrace(walk_frame, &w);
     n = w.n;
