@@ -30,46 +30,90 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static struct {
-  void *(*malloc)(size_t);
-  void *(*calloc)(size_t, size_t);
-  void *(*realloc)(void *, size_t);
-  void (*free)(void *);
-  int (*posix_memalign)(void **, size_t, size_t);
-  size_t (*malloc_usable_size)(void *);
-} real;
-static int resolved; /* atomic: every pointer in `real` is set */
-static __thread int resolving __attribute__((tls_model("initial-exec")));
+/* ---- sampled blocks and the arena's blocks: tagged ----
+ *
+ * Whether an allocation is sampled is decided before it is made (the
+ * countdown needs only its size). A sampled block is allocated `offset`
+ * bytes larger, offset = max(16, alignment), and handed out at
+ * base + offset with a 16-byte header just before it: a tag, made from its
+ * own address, and the offset. The bootstrap arena's blocks (below) carry
+ * the same tag, with their size. free reads the 16 bytes before any pointer
+ * whose page offset is at least 16: the cache line the allocator's free is
+ * about to read for its own chunk header, so the question costs next to
+ * nothing and never touches another page. A tag that matches by chance is
+ * caught by the table (cprof__heap_release finds nothing). For a pointer
+ * near a page's start, whose header would lie on another page, the
+ * sampler's bit filter answers instead. */
 
-/* ---- the bootstrap arena ---- */
+typedef struct header {
+  uint64_t tag;
+  uint64_t offset; /* a sampled block's; an arena block's size */
+} header_t;
 
-static char boot[256 << 10] __attribute__((aligned(64)));
+static inline uint64_t tag_of(const void *p) { return (uint64_t)(uintptr_t)p ^ 0x6370726f66686561ull; }
+
+static inline header_t *header_of(const void *p) { return &((header_t *)p)[-1]; }
+
+/* The bootstrap arena: a thread inside dlsym, before the real functions are
+ * known, allocates here. Its blocks are never reused. */
+static char boot[256 << 10] __attribute__((aligned(4096)));
 static size_t boot_used;
 
 static int in_boot(const void *p) { return (uintptr_t)p - (uintptr_t)boot < sizeof boot; }
 
-/* A block of the arena with its size in the 16 bytes before it. Zeroed,
- * since the arena is static and never reused. */
+/* Nonzero when p may be sampled or from the arena, for a closer look. */
+static inline int tagged(const void *p) {
+  if (__builtin_expect(((uintptr_t)p & 4095) >= sizeof(header_t), 1))
+    return __builtin_expect(header_of(p)->tag == tag_of(p), 0);
+  return p && (in_boot(p) || cprof__heap_maybe_sampled(p));
+}
+
+/* A block of the arena, zeroed (the arena is static and never reused),
+ * tagged, and never at a page's start, where free would not look for the
+ * tag. */
 static void *boot_alloc(size_t size, size_t align) {
   if (align < 16)
     align = 16;
   size_t used = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
   do {
     start = (used + 16 + align - 1) & ~(align - 1);
+    if ((start & 4095) < sizeof(header_t))
+      start += align < 4096 ? align : 0;
     end = start + size;
     if (size > sizeof boot || end > sizeof boot)
       return NULL;
   } while (!__atomic_compare_exchange_n(&boot_used, &used, end, 1, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
-  memcpy(boot + start - sizeof size, &size, sizeof size);
+  *header_of(boot + start) = (header_t){tag_of(boot + start), size};
   return boot + start;
 }
 
-static size_t boot_size(const void *p) {
-  size_t size;
-  memcpy(&size, (const char *)p - sizeof size, sizeof size);
-  return size;
-}
+/* ---- the real functions ----
+ *
+ * Until they are resolved, each pointer holds a stand-in that resolves them
+ * all, or, on the thread that is resolving them (inside dlsym), serves the
+ * call from the arena. So once resolved, a call costs one indirect jump. */
+
+static void *first_malloc(size_t size);
+static void *first_calloc(size_t n, size_t size);
+static void *first_realloc(void *p, size_t size);
+static void first_free(void *p);
+static int first_posix_memalign(void **out, size_t align, size_t size);
+static size_t first_usable_size(void *p);
+
+typedef struct functions {
+  void *(*malloc)(size_t);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void (*free)(void *);
+  int (*posix_memalign)(void **, size_t, size_t);
+  size_t (*malloc_usable_size)(void *);
+} functions_t;
+
+static functions_t real = {first_malloc,         first_calloc,         first_realloc, first_free,
+                           first_posix_memalign, first_usable_size};
+static __thread int resolving __attribute__((tls_model("initial-exec")));
+#define REAL(name) __atomic_load_n(&real.name, __ATOMIC_RELAXED)
 
 static void die(const char *what) {
   char line[160];
@@ -81,11 +125,14 @@ static void die(const char *what) {
 
 #define RESOLVE(name)                                                                             \
   do {                                                                                            \
-    if (!(real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)))                           \
+    if (!(found.name = (__typeof__(found.name))dlsym(RTLD_NEXT, #name)))                         \
       die(#name);                                                                                 \
   } while (0)
 
+/* All six are found before any is used: while this thread is in dlsym, its
+ * calls must all go to the arena. Threads that race here find the same. */
 static void resolve(void) {
+  functions_t found;
   resolving = 1;
   RESOLVE(malloc);
   RESOLVE(calloc);
@@ -94,59 +141,64 @@ static void resolve(void) {
   RESOLVE(posix_memalign);
   RESOLVE(malloc_usable_size);
   resolving = 0;
-  __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&real.malloc, found.malloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.calloc, found.calloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.realloc, found.realloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.free, found.free, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.posix_memalign, found.posix_memalign, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.malloc_usable_size, found.malloc_usable_size, __ATOMIC_RELAXED);
 }
 
 /* Resolves early, before the program's threads start: the library's first
  * constructor. */
 __attribute__((constructor(101))) static void resolve_early(void) {
-  if (!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+  if (REAL(malloc) == first_malloc)
     resolve();
 }
 
-/* Nonzero when this thread is inside dlsym: the caller must use the arena. */
-static inline int bootstrapping(void) {
-  if (__builtin_expect(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 1))
-    return 0;
+static void *first_malloc(size_t size) {
   if (resolving)
-    return 1;
+    return boot_alloc(size, 16);
   resolve();
-  return 0;
+  return REAL(malloc)(size);
 }
 
-/* ---- sampled blocks ----
- *
- * Whether an allocation is sampled is decided before it is made (the
- * countdown needs only its size). A sampled block is allocated `offset`
- * bytes larger, offset = max(16, alignment), and handed out at
- * base + offset with a 16-byte header just before it: a tag, a hash of its
- * own address, and the offset. free reads the 16 bytes before any pointer
- * whose page offset is at least 16: the same cache line the allocator's
- * free is about to read for its own chunk header, so the question costs
- * next to nothing, and never touches another page. A tag that matches by
- * chance is caught by the table (cprof__heap_release finds nothing). For a
- * page-aligned pointer, whose header would lie on another page, the
- * sampler's bit filter answers instead. */
-
-typedef struct header {
-  uint64_t tag;
-  uint64_t offset;
-} header_t;
-
-static inline uint64_t tag_of(const void *p) {
-  return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull ^ 0x6370726f66686561ull;
+static void *first_calloc(size_t n, size_t size) {
+  if (resolving)
+    return boot_alloc(n * size, 16); /* the wrapper checked the product */
+  resolve();
+  return REAL(calloc)(n, size);
 }
 
-/* Set at the first sampled block: until then (and for good when heap
- * profiling is off) free asks nothing at all. */
-static int any_sampled;
+static void *first_realloc(void *p, size_t size) {
+  if (resolving) { /* p is NULL: the wrapper moves the arena's blocks itself */
+    return boot_alloc(size, 16);
+  }
+  resolve();
+  return REAL(realloc)(p, size);
+}
 
-static inline int sampled_block(const void *p) {
-  if (!__builtin_expect(__atomic_load_n(&any_sampled, __ATOMIC_RELAXED), 1))
+static void first_free(void *p) {
+  if (resolving)
+    return; /* not the arena's (the wrapper saw to those): nobody else's yet */
+  resolve();
+  REAL(free)(p);
+}
+
+static int first_posix_memalign(void **out, size_t align, size_t size) {
+  if (resolving) {
+    void *p = boot_alloc(size, align);
+    return p ? (*out = p, 0) : ENOMEM;
+  }
+  resolve();
+  return REAL(posix_memalign)(out, align, size);
+}
+
+static size_t first_usable_size(void *p) {
+  if (resolving)
     return 0;
-  if (((uintptr_t)p & 4095) >= sizeof(header_t))
-    return __builtin_expect(((const header_t *)p)[-1].tag == tag_of(p), 0);
-  return cprof__heap_maybe_sampled(p);
+  resolve();
+  return REAL(malloc_usable_size)(p);
 }
 
 enum kind { PLAIN, ZEROED, ALIGNED };
@@ -154,11 +206,11 @@ enum kind { PLAIN, ZEROED, ALIGNED };
 /* The allocation the program asked for, unsampled. */
 static void *allocate(enum kind kind, size_t align, size_t size) {
   if (kind == PLAIN)
-    return real.malloc(size);
+    return REAL(malloc)(size);
   if (kind == ZEROED)
-    return real.calloc(1, size);
+    return REAL(calloc)(1, size);
   void *p;
-  return real.posix_memalign(&p, align, size) == 0 ? p : NULL;
+  return REAL(posix_memalign)(&p, align, size) == 0 ? p : NULL;
 }
 
 /* The slow path of an allocation whose size crossed the countdown. */
@@ -173,29 +225,29 @@ __attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align
   if (!base)
     return NULL;
   char *p = base + offset;
-  ((header_t *)p)[-1] = (header_t){tag_of(p), offset};
-  __atomic_store_n(&any_sampled, 1, __ATOMIC_RELAXED); /* before p is returned */
+  *header_of(p) = (header_t){tag_of(p), offset};
   cprof__heap_record(p, size, (uint32_t)offset, ret);
   return p;
 }
 
-/* The slow path of a free whose pointer looks sampled. */
-__attribute__((noinline)) static void free_sampled(void *p) {
+/* The slow path of a free whose pointer is tagged. */
+__attribute__((noinline)) static void free_tagged(void *p) {
   uint32_t offset;
+  if (in_boot(p))
+    return;
   if (cprof__heap_release(p, &offset)) {
-    ((header_t *)p)[-1].tag = 0; /* no stale tag for the next block here */
+    header_of(p)->tag = 0; /* no stale tag for the next block here */
     p = (char *)p - offset;
   }
-  real.free(p);
+  REAL(free)(p);
 }
 
-/* The usable size of a block; `sampled` is sampled_block(p). */
-static size_t usable(void *p, int sampled) {
-  if (sampled) {
-    const header_t *h = &((const header_t *)p)[-1];
-    return real.malloc_usable_size((char *)p - h->offset) - h->offset;
-  }
-  return real.malloc_usable_size(p);
+/* The usable size of a tagged block. */
+static size_t usable_tagged(void *p) {
+  if (in_boot(p))
+    return header_of(p)->offset;
+  size_t offset = header_of(p)->offset;
+  return REAL(malloc_usable_size)((char *)p - offset) - offset;
 }
 
 /* ---- the family ---- */
@@ -203,11 +255,9 @@ static size_t usable(void *p, int sampled) {
 #define RET ((uintptr_t)__builtin_return_address(0))
 
 CPROF_EXTERN void *malloc(size_t size) {
-  if (bootstrapping())
-    return boot_alloc(size, 16);
   if (cprof__heap_crossing(size))
     return sample_alloc(PLAIN, 16, size, RET);
-  return real.malloc(size);
+  return REAL(malloc)(size);
 }
 
 CPROF_EXTERN void *calloc(size_t n, size_t size) {
@@ -215,60 +265,45 @@ CPROF_EXTERN void *calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  if (bootstrapping())
-    return boot_alloc(n * size, 16);
   if (cprof__heap_crossing(n * size))
     return sample_alloc(ZEROED, 16, n * size, RET);
-  return real.calloc(n, size);
+  return REAL(calloc)(n, size);
 }
 
 CPROF_EXTERN void free(void *p) {
-  if (!p || in_boot(p))
-    return;
-  if (bootstrapping())
-    return; /* not from the arena, before the real free is known: cannot be */
-  if (sampled_block(p))
-    free_sampled(p);
-  else
-    real.free(p);
+  if (tagged(p))
+    free_tagged(p);
+  else if (p)
+    REAL(free)(p);
 }
 
 /* A block moves: the old one is freed (and, if sampled, counted freed) and
  * the new one counts as an allocation of its full size, as Go counts a
  * grown slice. */
 static void *realloc_at(void *p, size_t size, uintptr_t ret) {
-  int boot = bootstrapping();
-  if (boot || in_boot(p)) {
-    void *q = boot ? boot_alloc(size, 16) : malloc(size);
-    if (q && p) {
-      size_t old = boot_size(p);
-      memcpy(q, p, old < size ? old : size);
-    }
-    return q;
-  }
   if (!p) {
     if (cprof__heap_crossing(size))
       return sample_alloc(PLAIN, 16, size, ret);
-    return real.realloc(NULL, size);
+    return REAL(realloc)(NULL, size);
   }
-  int was_sampled = sampled_block(p);
-  if (size == 0 && was_sampled) { /* realloc(p, 0) frees, as glibc's does */
-    free_sampled(p);
+  int was_tagged = tagged(p);
+  if (size == 0 && was_tagged) { /* realloc(p, 0) frees, as glibc's does */
+    free_tagged(p);
     return NULL;
   }
   int crossed = cprof__heap_crossing(size);
-  if (!was_sampled && !crossed)
-    return real.realloc(p, size);
-  /* Either end is sampled: move the bytes ourselves. */
-  size_t old = usable(p, was_sampled);
-  void *q = crossed ? sample_alloc(PLAIN, 16, size, ret) : real.malloc(size);
+  if (!was_tagged && !crossed)
+    return REAL(realloc)(p, size);
+  /* Either end is sampled, or p is the arena's: move the bytes ourselves. */
+  size_t old = was_tagged ? usable_tagged(p) : REAL(malloc_usable_size)(p);
+  void *q = crossed ? sample_alloc(PLAIN, 16, size, ret) : REAL(malloc)(size);
   if (!q)
     return NULL; /* p is untouched, as realloc promises */
   memcpy(q, p, old < size ? old : size);
-  if (was_sampled)
-    free_sampled(p);
+  if (was_tagged)
+    free_tagged(p);
   else
-    real.free(p);
+    REAL(free)(p);
   return q;
 }
 
@@ -285,8 +320,6 @@ CPROF_EXTERN void *reallocarray(void *p, size_t n, size_t size) {
 /* The aligned ones: alignment as the caller asked (at least 16, a power of
  * two, is what posix_memalign needs underneath). */
 static void *aligned_at(size_t align, size_t size, uintptr_t ret) {
-  if (bootstrapping())
-    return boot_alloc(size, align);
   if (align < 16)
     align = 16;
   if (cprof__heap_crossing(size))
@@ -331,11 +364,7 @@ CPROF_EXTERN void *pvalloc(size_t size) {
 CPROF_EXTERN size_t malloc_usable_size(void *p) {
   if (!p)
     return 0;
-  if (in_boot(p))
-    return boot_size(p);
-  if (bootstrapping())
-    return 0;
-  return usable(p, sampled_block(p));
+  return tagged(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`
