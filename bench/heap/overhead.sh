@@ -35,7 +35,8 @@
 #   heaptrack          `heaptrack -o FILE churn ...` (Debian heaptrack),
 #                      every allocation (OPS / HEAPTRACK_DIV steps)
 # For each repetition and each thread count, every variant runs once, in
-# the order above, so a slow spell of the machine hits all of them.
+# the order above rotated by one each repetition, so a slow spell of the
+# machine hits all of them.
 # `churn` times its own steps (CLOCK_MONOTONIC from its start barrier to
 # the last thread's end; also its threads' CPU and the process's CPU over
 # that span): start-up, filling the slots and writing a profile out at exit
@@ -147,9 +148,15 @@ run_churn() {
         r, th, v, kv("ns_per_op"), kv("thread_cpu_ns") / ops, kv("process_cpu_ns") / ops, ops, cw / 1e9 }'
 }
 
+# Each repetition starts one variant further along the list, so that no
+# variant always runs just after the same other one (the machine's slow
+# spells and a previous run's leftovers in the caches fall on all alike).
+read -ra variants <<<"$HEAP_VARIANTS"
 for r in $(seq 1 "$REPS"); do
   for th in $THREADS; do
-    for v in $HEAP_VARIANTS; do run_churn "$v" "$th" "$r"; done
+    for i in "${!variants[@]}"; do
+      run_churn "${variants[$(((i + r - 1) % ${#variants[@]}))]}" "$th" "$r"
+    done
   done
 done
 load

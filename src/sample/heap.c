@@ -21,8 +21,6 @@
 #include <time.h>
 #include <unwind.h>
 
-#include "unwind/cfa.h"
-
 __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t *cprof__heap_filter;
 /* How many sampled blocks hash to each filter slot, saturating at 255
@@ -220,7 +218,7 @@ static int unwind(uintptr_t *pcs, int max, uintptr_t ret) {
   int n;
   if (__atomic_load_n(&unwinder, __ATOMIC_RELAXED) == CPROF_UNWIND_FP) {
     n = unwind_fp(pcs, max, ret);
-  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, stack_hi(&cprof__heap_tls))) <= 0) {
+  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, stack_hi(&cprof__heap_tls), &cprof__heap_tls.memo)) <= 0) {
     walk_t w = {pcs, 0, max, 0, ret};
     _Unwind_Backtrace(walk_frame, &w);
     n = w.n;
@@ -356,8 +354,6 @@ static void live_delete(size_t i) {
  * keeps the slot's bit set while the count is above zero. A count that reached 255 stays
  * there, bit set (always "maybe"), so it never wraps to a false "no". */
 static void filter_add(uintptr_t p, int d) {
-  if ((p & 4095) >= 16) /* malloc.c reads this one's header instead */
-    return;
   size_t slot = cprof__heap_filter_slot((void *)p);
   uint8_t *c = &filter_counts[slot];
   if (*c == 255)
@@ -368,8 +364,10 @@ static void filter_add(uintptr_t p, int d) {
   __atomic_store_n(w, *c ? v | bit : v & ~bit, __ATOMIC_RELAXED);
 }
 
+static void count_free(bucket_t *b) { __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELAXED); }
+
 static void free_locked(size_t i) {
-  t.buckets[t.live[i].bucket]->frees++;
+  count_free(t.buckets[t.live[i].bucket]);
   filter_add(t.live[i].addr, -1);
   live_delete(i);
 }
@@ -403,41 +401,63 @@ int cprof__heap_should_sample(size_t size) {
   return s->guard == 0;
 }
 
-void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret) {
+void *cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
   s->guard++;
   uintptr_t pcs[CPROF_MAX_DEPTH];
   int depth = unwind(pcs, CPROF_MAX_DEPTH, ret);
   lock_table();
-  /* A block we still hold at this address was freed where we did not see
-   * it: count it freed. */
-  size_t old = live_find((uintptr_t)p);
-  if (old != SIZE_MAX)
-    free_locked(old);
   bucket_t *b = bucket_of(pcs, depth, size);
-  if (b && ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0)) {
-    b->allocs++;
-    live_put(t.live, t.caplive, (live_t){(uintptr_t)p, (uint32_t)b->id, offset});
-    t.nlive++;
-    filter_add((uintptr_t)p, 1);
+  if (b && cprof__heap_at_page_start(p)) {
+    /* A block we still hold at this address was freed where we did not
+     * see it: count it freed. */
+    size_t old = live_find((uintptr_t)p);
+    if (old != SIZE_MAX)
+      free_locked(old);
+    if ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0) {
+      live_put(t.live, t.caplive, (live_t){(uintptr_t)p, (uint32_t)b->id, offset});
+      t.nlive++;
+      filter_add((uintptr_t)p, 1);
+    } else {
+      b = NULL;
+    }
   }
+  if (b)
+    b->allocs++;
   unlock_table();
   s->guard--;
+  return b;
 }
 
-int cprof__heap_release(void *p, uint32_t *offset) {
-  /* A thread that holds the lock already (freeing a table it replaced, or
-   * a fork prepare handler running after ours) looks without taking it. */
+void cprof__heap_release_bucket(void *bucket) { count_free(bucket); }
+
+/* The lock, unless this thread holds it already (freeing a table it
+ * replaced, or a fork prepare handler running after ours): then it looks
+ * without taking it. Returns whether it took it. */
+static int lock_unless_held(void) {
   int take = cprof__heap_tls.locked == 0;
   if (take)
     lock_table();
+  return take;
+}
+
+int cprof__heap_known(const void *p) {
+  int took = lock_unless_held();
+  int found = live_find((uintptr_t)p) != SIZE_MAX;
+  if (took)
+    unlock_table();
+  return found;
+}
+
+int cprof__heap_release(void *p, uint32_t *offset) {
+  int took = lock_unless_held();
   size_t i = live_find((uintptr_t)p);
   int found = i != SIZE_MAX;
   if (found) {
     *offset = t.live[i].offset;
     free_locked(i);
   }
-  if (take)
+  if (took)
     unlock_table();
   return found;
 }
@@ -453,11 +473,12 @@ int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
     rc = -ENOMEM;
   } else {
     for (size_t id = 0; id < t.nbuckets; id++) {
-      const bucket_t *b = t.buckets[id];
-      out->v[id] = (cprof__heap_record_t){id, b->size, b->allocs, b->frees, b->pcs, b->depth};
+      bucket_t *b = t.buckets[id];
+      uint64_t frees = __atomic_load_n(&b->frees, __ATOMIC_RELAXED);
+      out->v[id] = (cprof__heap_record_t){id, b->size, b->allocs, frees, b->pcs, b->depth};
+      out->live_blocks += b->allocs - frees;
     }
     out->n = t.nbuckets;
-    out->live_blocks = t.nlive;
     out->own_bytes = t.own_bytes + (cprof__heap_filter ? FILTER_BYTES : 0);
   }
   unlock_table();

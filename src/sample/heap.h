@@ -8,12 +8,14 @@
  * of s bytes is thus sampled with probability 1 - exp(-s/rate), which the
  * profile undoes when it scales values back up (see doc/internals.md).
  *
- * Sampled blocks are remembered by address, so that their free moves them
- * from in use to freed. malloc.c gives each sampled block a 16-byte header
- * with a tag, so that free tells sampled from unsampled by reading the
- * bytes just before the pointer, which the allocator's own free reads
- * anyway (see malloc.c); a bit filter indexed by a hash of the address
- * answers for page-aligned pointers. Only sampled frees take the lock.
+ * A sampled block's free must move it from in use to freed. malloc.c gives
+ * each sampled block a 16-byte header with a sealed tag and its bucket, so
+ * that free tells sampled from unsampled by reading the bytes just before
+ * the pointer, which the allocator's own free reads anyway, and counts the
+ * free in the bucket without a lock (see malloc.c). Blocks at a page's
+ * start, whose header free may not read, are remembered by address behind
+ * a bit filter. Only sampled allocations, and frees of sampled blocks at a
+ * page's start, take the lock.
  *
  * Counts live in buckets, one per (stack, size), as Go's memory profile
  * keeps them; buckets are never freed, so a snapshot of their counters is
@@ -27,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unwind/cfa.h"
 #include "unwind/unwind.h"
 
 
@@ -39,6 +42,7 @@ typedef struct cprof__heap_tls {
   uint64_t rng;
   uintptr_t stack_hi; /* the top of this thread's stack, for the frame-pointer walk */
   uint32_t locked;    /* > 0: this thread holds the sampler's lock */
+  cprof__cfa_memo_t memo; /* the DWARF unwinder's rules for this thread's last stack */
 } cprof__heap_tls_t;
 
 extern __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
@@ -65,21 +69,35 @@ static inline int cprof__heap_crossing(size_t size) {
  * in cprof's own work). */
 int cprof__heap_should_sample(size_t size);
 
+/* Whether free may not read the 16 bytes before p: p is within 16 bytes of
+ * a page's start, and they would lie on the page before. Sampled blocks
+ * there are remembered by address (cprof__heap_release); others carry
+ * their bucket in the header malloc.c gives them. */
+static inline int cprof__heap_at_page_start(const void *p) { return ((uintptr_t)p & 4095) < 16; }
+
 /* Records a sampled block: its stack, from the allocating call's return
- * address `ret` on, and its size. `offset` is how far p lies inside the
- * block the allocator gave (malloc.c's header), for cprof__heap_release. */
-void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret);
+ * address `ret` on, and its size. Returns the block's bucket, which
+ * malloc.c keeps in the block's header and hands to
+ * cprof__heap_release_bucket when the block is freed; NULL when nothing was
+ * recorded (out of memory). A block at a page's start is also remembered by
+ * address, with its `offset` inside the block the allocator gave. */
+void *cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret);
 
-/* If p is a sampled block: moves it from in use to freed, sets *offset,
- * and returns 1; else 0. Call before the block is really freed, so that
- * its address cannot be handed out (and sampled) again meanwhile. */
+/* A sampled block of `bucket` was freed. Lock-free. */
+void cprof__heap_release_bucket(void *bucket);
+
+/* For a block at a page's start: if p is a sampled block, moves it from in
+ * use to freed, sets *offset, and returns 1; else 0. Call before the block
+ * is really freed, so that its address cannot be handed out (and sampled)
+ * again meanwhile. */
 int cprof__heap_release(void *p, uint32_t *offset);
+/* For a block at a page's start: whether p is a sampled block. */
+int cprof__heap_known(const void *p);
 
-/* Whether p may be a sampled block: the filter's answer, one load. The
- * filter is a bit per slot (2^20 bits, 128 KiB), set while any sampled
- * block hashes to the slot. malloc.c asks it only for page-aligned
- * pointers, whose header it must not read; other sampled blocks carry a
- * tag just before them. */
+/* Whether p, at a page's start, may be a sampled block: the filter's
+ * answer, one load. The filter is a bit per slot (2^20 bits, 128 KiB), set
+ * while any sampled block at a page's start hashes to the slot; other
+ * sampled blocks carry a tag just before them. */
 extern uint64_t *cprof__heap_filter;
 #define CPROF_HEAP_FILTER_BITS 20
 static inline size_t cprof__heap_filter_slot(const void *p) {

@@ -8,8 +8,12 @@
  * found with dlsym(RTLD_NEXT). dlsym may allocate before it can answer: a
  * thread resolving the names serves its own allocations from a static
  * bootstrap arena, whose blocks are never freed and which free recognises by
- * address. C++'s operator new and delete call malloc and free, so they are
- * covered too.
+ * the tag they carry, as sampled blocks do. C++'s operator new and delete
+ * call malloc and free, so they are covered too.
+ *
+ * The fast paths are what every call of the program pays: malloc is a
+ * thread-local subtract, a branch and an indirect jump to the real malloc;
+ * free compares the 8 bytes before the pointer with its tag and jumps.
  *
  * Sanitizer builds keep their own allocator (ASan and TSan interpose malloc
  * themselves), so there these wrappers are left out and the sampler is
@@ -28,6 +32,8 @@
 
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- sampled blocks and the arena's blocks: tagged ----
@@ -35,24 +41,53 @@
  * Whether an allocation is sampled is decided before it is made (the
  * countdown needs only its size). A sampled block is allocated `offset`
  * bytes larger, offset = max(16, alignment), and handed out at
- * base + offset with a 16-byte header just before it: a tag, made from its
- * own address, and the offset. The bootstrap arena's blocks (below) carry
- * the same tag, with their size. free reads the 16 bytes before any pointer
- * whose page offset is at least 16: the cache line the allocator's free is
- * about to read for its own chunk header, so the question costs next to
- * nothing and never touches another page. A tag that matches by chance is
- * caught by the table (cprof__heap_release finds nothing). For a pointer
- * near a page's start, whose header would lie on another page, the
- * sampler's bit filter answers instead. */
+ * base + offset with a 16-byte header just before it: its bucket and
+ * offset, and a tag that seals them to the block's address. The bootstrap
+ * arena's blocks (below) carry the same tag, with their size. free reads
+ * the 16 bytes before any pointer whose page offset is at least 16: the
+ * cache line the allocator's free is about to read for its own chunk
+ * header, so the question costs next to nothing and never touches another
+ * page; a sampled block's free is then counted in its bucket without a
+ * lock. For a pointer at a page's start, whose header would lie on another
+ * page, the sampler's bit filter and table answer instead.
+ *
+ * The seal is keyed by a secret drawn once per process, so program data
+ * that happens to precede a block cannot pass for a header, by chance
+ * (one in 2^64) or by design. */
 
 typedef struct header {
-  uint64_t tag;
-  uint64_t offset; /* a sampled block's; an arena block's size */
+  uint64_t tag;  /* seal(p) ^ info */
+  uint64_t info; /* sampled: the bucket (low 56 bits), log2 of the offset
+                    (high 8); the arena's: the block's size */
 } header_t;
 
-static inline uint64_t tag_of(const void *p) { return (uint64_t)(uintptr_t)p ^ 0x6370726f66686561ull; }
+#define INFO_BUCKET ((UINT64_C(1) << 56) - 1)
+
+static uint64_t secret; /* atomic; set once, before the first tag */
+
+static inline uint64_t seal(const void *p) {
+  return (uintptr_t)p ^ __atomic_load_n(&secret, __ATOMIC_RELAXED);
+}
 
 static inline header_t *header_of(const void *p) { return &((header_t *)p)[-1]; }
+
+static void put_header(void *p, uint64_t info) {
+  *header_of(p) = (header_t){seal(p) ^ info, info};
+}
+
+/* Draws the secret: the first thing the first resolve does, so before any
+ * block is tagged. Threads that race keep whichever came first. */
+static void draw_secret(void) {
+  uint64_t s = 0, none = 0;
+  if (__atomic_load_n(&secret, __ATOMIC_RELAXED))
+    return;
+  if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uintptr_t)&s) * 0xbf58476d1ce4e5b9ull;
+  }
+  __atomic_compare_exchange_n(&secret, &none, s | 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
 
 /* The bootstrap arena: a thread inside dlsym, before the real functions are
  * known, allocates here. Its blocks are never reused. */
@@ -63,9 +98,17 @@ static int in_boot(const void *p) { return (uintptr_t)p - (uintptr_t)boot < size
 
 /* Nonzero when p may be sampled or from the arena, for a closer look. */
 static inline int tagged(const void *p) {
-  if (__builtin_expect(((uintptr_t)p & 4095) >= sizeof(header_t), 1))
-    return __builtin_expect(header_of(p)->tag == tag_of(p), 0);
+  if (__builtin_expect(!cprof__heap_at_page_start(p), 1)) {
+    const header_t *h = header_of(p);
+    return __builtin_expect((h->tag ^ h->info) == seal(p), 0);
+  }
   return p && (in_boot(p) || cprof__heap_maybe_sampled(p));
+}
+
+/* Whether a tagged p is sampled or the arena's, for certain: at a page's
+ * start, the filter's "maybe" is checked in the table. */
+static int ours(const void *p) {
+  return !cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p);
 }
 
 /* A block of the arena, zeroed (the arena is static and never reused),
@@ -84,7 +127,7 @@ static void *boot_alloc(size_t size, size_t align) {
       return NULL;
   } while (!__atomic_compare_exchange_n(&boot_used, &used, end, 1, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
-  *header_of(boot + start) = (header_t){tag_of(boot + start), size};
+  put_header(boot + start, size);
   return boot + start;
 }
 
@@ -133,6 +176,7 @@ static void die(const char *what) {
  * calls must all go to the arena. Threads that race here find the same. */
 static void resolve(void) {
   functions_t found;
+  draw_secret();
   resolving = 1;
   RESOLVE(malloc);
   RESOLVE(calloc);
@@ -225,28 +269,40 @@ __attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align
   if (!base)
     return NULL;
   char *p = base + offset;
-  *header_of(p) = (header_t){tag_of(p), offset};
-  cprof__heap_record(p, size, (uint32_t)offset, ret);
+  void *bucket = cprof__heap_record(p, size, (uint32_t)offset, ret);
+  if (!bucket && cprof__heap_at_page_start(p)) { /* free could not tell it */
+    REAL(free)(base);
+    return allocate(kind, align, size);
+  }
+  put_header(p, (uint64_t)(uintptr_t)bucket | (uint64_t)__builtin_ctzll(offset) << 56);
   return p;
 }
 
 /* The slow path of a free whose pointer is tagged. */
 __attribute__((noinline)) static void free_tagged(void *p) {
-  uint32_t offset;
   if (in_boot(p))
     return;
-  if (cprof__heap_release(p, &offset)) {
+  size_t offset = 0;
+  if (cprof__heap_at_page_start(p)) {
+    uint32_t off;
+    if (cprof__heap_release(p, &off)) /* else the filter's false alarm */
+      offset = off;
+  } else {
+    uint64_t info = header_of(p)->info;
+    if (info & INFO_BUCKET)
+      cprof__heap_release_bucket((void *)(uintptr_t)(info & INFO_BUCKET));
     header_of(p)->tag = 0; /* no stale tag for the next block here */
-    p = (char *)p - offset;
+    offset = (size_t)1 << (info >> 56);
   }
-  REAL(free)(p);
+  REAL(free)((char *)p - offset);
 }
 
-/* The usable size of a tagged block. */
+/* The usable size of a block that is ours(). */
 static size_t usable_tagged(void *p) {
+  uint64_t info = header_of(p)->info;
   if (in_boot(p))
-    return header_of(p)->offset;
-  size_t offset = header_of(p)->offset;
+    return info;
+  size_t offset = (size_t)1 << (info >> 56);
   return REAL(malloc_usable_size)((char *)p - offset) - offset;
 }
 
@@ -286,7 +342,7 @@ static void *realloc_at(void *p, size_t size, uintptr_t ret) {
       return sample_alloc(PLAIN, 16, size, ret);
     return REAL(realloc)(NULL, size);
   }
-  int was_tagged = tagged(p);
+  int was_tagged = tagged(p) && ours(p);
   if (size == 0 && was_tagged) { /* realloc(p, 0) frees, as glibc's does */
     free_tagged(p);
     return NULL;
@@ -364,7 +420,7 @@ CPROF_EXTERN void *pvalloc(size_t size) {
 CPROF_EXTERN size_t malloc_usable_size(void *p) {
   if (!p)
     return 0;
-  return tagged(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
+  return tagged(p) && ours(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`

@@ -419,14 +419,23 @@ static uint64_t rule_of(uintptr_t pc) {
 /* ---- the walk ---- */
 
 __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from,
-                                                     uintptr_t stack_hi) {
+                                                     uintptr_t stack_hi, cprof__cfa_memo_t *memo) {
   uintptr_t pc, sp, bp;
   /* Where we are: this function's own frame is the first to step over. */
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                    : "=r"(pc), "=r"(sp), "=r"(bp));
   int n = 0, started = from == 0;
   for (int frames = 0; n < max && frames < 4 * max + 64; frames++) {
-    uint64_t rule = rule_of(pc);
+    uint64_t rule;
+    if (!memo || frames >= CPROF_CFA_MEMO) {
+      rule = rule_of(pc);
+    } else if (memo->pc[frames] == pc) {
+      rule = memo->rule[frames];
+    } else {
+      rule = rule_of(pc);
+      memo->pc[frames] = pc;
+      memo->rule[frames] = rule;
+    }
     enum kind k = kind_of(rule);
     if (k == UNSUPPORTED)
       return -1;

@@ -23,11 +23,23 @@
 
 #include <stdint.h>
 
+/* The rules of a thread's last walk, frame by frame: a thread that walks
+ * the same stack again (a loop that allocates) finds them here, in a few
+ * adjacent cache lines, rather than in as many lines of the shared cache as
+ * it has frames. Zero-initialised; one per thread, never shared. */
+#define CPROF_CFA_MEMO 32
+typedef struct cprof__cfa_memo {
+  uintptr_t pc[CPROF_CFA_MEMO];
+  uint64_t rule[CPROF_CFA_MEMO];
+} cprof__cfa_memo_t;
+
 /* Walks the calling thread's stack from the caller of this function up to
  * `stack_hi` (the top of its stack: no read goes at or above it), keeping
  * the return addresses from the first that equals `from` on (all of them
- * when from is 0) into pcs[0..max). Returns how many, or -1 when a frame's
- * rule is beyond this walker, for the caller to walk another way. */
-int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from, uintptr_t stack_hi);
+ * when from is 0) into pcs[0..max). `memo` may be NULL. Returns how many,
+ * or -1 when a frame's rule is beyond this walker, for the caller to walk
+ * another way. */
+int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from, uintptr_t stack_hi,
+                           cprof__cfa_memo_t *memo);
 
 #endif

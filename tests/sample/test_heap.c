@@ -12,19 +12,64 @@
 #include "profile/heap_profile.h"
 #include "sample/heap.h"
 
+/* The headers malloc.c would write before each sampled block, kept here
+ * instead, since these blocks are made-up addresses: p to its bucket. */
+#define HEADERS (1 << 17)
+static struct {
+  uintptr_t p;
+  void *bucket;
+} headers[HEADERS];
+static pthread_mutex_t headers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t header_slot(uintptr_t p) {
+  size_t i = (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 47);
+  while (headers[i].p && headers[i].p != p)
+    i = (i + 1) & (HEADERS - 1);
+  return i;
+}
+
 /* What malloc.c's wrappers do, but for an allocation at address p. */
 __attribute__((noinline)) static void fake_malloc(uintptr_t p, size_t size) {
-  if (cprof__heap_crossing(size) && cprof__heap_should_sample(size))
-    cprof__heap_record((void *)p, size, 0, (uintptr_t)__builtin_return_address(0));
+  if (cprof__heap_crossing(size) && cprof__heap_should_sample(size)) {
+    void *bucket = cprof__heap_record((void *)p, size, 0, (uintptr_t)__builtin_return_address(0));
+    if (!cprof__heap_at_page_start((void *)p)) {
+      pthread_mutex_lock(&headers_lock);
+      size_t i = header_slot(p);
+      headers[i].p = p;
+      headers[i].bucket = bucket;
+      pthread_mutex_unlock(&headers_lock);
+    }
+  }
   __asm__ volatile("" ::: "memory"); /* no tail call: the wrapper has a frame */
 }
 
-/* malloc.c reads the header of other pointers, and asks the filter about
- * page-aligned ones, which is what most of these fake ones are. */
+/* malloc.c reads the header of most pointers, and asks the filter and the
+ * table about those at a page's start, which most of these fake ones are. */
 __attribute__((noinline)) static void fake_free(uintptr_t p) {
   uint32_t offset;
-  if ((p & 4095) >= 16 || cprof__heap_maybe_sampled((void *)p))
-    cprof__heap_release((void *)p, &offset);
+  if (cprof__heap_at_page_start((void *)p)) {
+    if (cprof__heap_maybe_sampled((void *)p))
+      cprof__heap_release((void *)p, &offset);
+  } else {
+    void *bucket = NULL;
+    pthread_mutex_lock(&headers_lock);
+    size_t i = header_slot(p);
+    if (headers[i].p == p) { /* delete, moving later entries of the run back */
+      bucket = headers[i].bucket;
+      headers[i].p = 0;
+      for (size_t j = (i + 1) & (HEADERS - 1); headers[j].p; j = (j + 1) & (HEADERS - 1)) {
+        uintptr_t q = headers[j].p;
+        void *b = headers[j].bucket;
+        headers[j].p = 0;
+        size_t k = header_slot(q);
+        headers[k].p = q;
+        headers[k].bucket = b;
+      }
+    }
+    pthread_mutex_unlock(&headers_lock);
+    if (bucket)
+      cprof__heap_release_bucket(bucket);
+  }
   __asm__ volatile("" ::: "memory");
 }
 

@@ -54,14 +54,17 @@ static uintptr_t stack_top(void) {
 }
 
 static int walks, unsupported;
+static __thread cprof__cfa_memo_t memo; /* the last walk's rules, per thread */
 
 /* Both walks from here, from this function's return address on; then the
- * same walk again, answered from the cache. */
+ * same walk again, answered from the cache, and from this thread's memo
+ * (filled by the walk before, or by another stack). */
 __attribute__((noinline)) static void compare_here(const char *where) {
   uintptr_t from = (uintptr_t)__builtin_return_address(0);
-  stack_t_ ours = {.n = 0}, again = {.n = 0}, judge = {.n = 0};
-  ours.n = cprof__unwind_cfa_here(ours.pcs, MAX, from, stack_top());
-  again.n = cprof__unwind_cfa_here(again.pcs, MAX, from, stack_top());
+  stack_t_ ours = {.n = 0}, again = {.n = 0}, memoed = {.n = 0}, judge = {.n = 0};
+  ours.n = cprof__unwind_cfa_here(ours.pcs, MAX, from, stack_top(), NULL);
+  again.n = cprof__unwind_cfa_here(again.pcs, MAX, from, stack_top(), &memo);
+  memoed.n = cprof__unwind_cfa_here(memoed.pcs, MAX, from, stack_top(), &memo);
   walk_t w = {&judge, from, 0};
   _Unwind_Backtrace(collect, &w);
   walks++;
@@ -79,6 +82,7 @@ __attribute__((noinline)) static void compare_here(const char *where) {
   CHECK(same);
   CHECK(judge.n >= 3);
   CHECK(again.n == ours.n && memcmp(again.pcs, ours.pcs, ours.n * sizeof *ours.pcs) == 0);
+  CHECK(memoed.n == ours.n && memcmp(memoed.pcs, ours.pcs, ours.n * sizeof *ours.pcs) == 0);
 }
 
 /* Frames of each kind, nested: the walk crosses all of them. */
@@ -140,7 +144,7 @@ static int in_handler = -2;
 static uintptr_t main_top; /* found before: pthread_getattr_np allocates */
 static void on_signal(int sig) {
   uintptr_t pcs[MAX];
-  in_handler = cprof__unwind_cfa_here(pcs, MAX, 0, main_top);
+  in_handler = cprof__unwind_cfa_here(pcs, MAX, 0, main_top, NULL);
   (void)sig;
 }
 
@@ -156,11 +160,11 @@ int main(void) {
 
   /* `from` not on the stack: nothing kept. */
   uintptr_t pcs[MAX];
-  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, MAX, 1, stack_top()), 0);
+  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, MAX, 1, stack_top(), NULL), 0);
   /* A bounded walk. */
-  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, 2, 0, stack_top()), 2);
+  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, 2, 0, stack_top(), NULL), 2);
   /* No stack above us: no frame read. */
-  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, MAX, 0, 0), 0);
+  CHECK_EQ_INT(cprof__unwind_cfa_here(pcs, MAX, 0, 0, NULL), 0);
 
   main_top = stack_top();
   signal(SIGUSR1, on_signal);
