@@ -13,7 +13,6 @@
 #include "sample/heap.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +142,30 @@ static uint64_t next_random(cprof__heap_tls_t *s) {
   return s->rng * 0x2545f4914f6cdd1dull;
 }
 
+/* -ln(u) for u in (0, 1], without libm's tables, whose lines a program that
+ * churns through its memory has evicted by the next sample: u = m 2^e with
+ * m in [sqrt(1/2), sqrt(2)), and ln m = 2 atanh(s), s = (m-1)/(m+1),
+ * |s| < 0.172, summed to s^9. Relative error below 1e-8. */
+static double neg_log(double u) {
+  uint64_t bits;
+  memcpy(&bits, &u, sizeof bits);
+  int e = (int)((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m;
+  memcpy(&m, &bits, sizeof m);
+  if (m > 1.4142135623730951) {
+    m *= 0.5;
+    e++;
+  }
+  double x = (m - 1) / (m + 1), x2 = x * x;
+  double ln_m = 2 * x * (1 + x2 * (1.0 / 3 + x2 * (1.0 / 5 + x2 * (1.0 / 7 + x2 / 9))));
+  return -(e * 0.6931471805599453 + ln_m);
+}
+
 /* The distance to the next sample: exponential with mean r bytes. */
 static int64_t draw(cprof__heap_tls_t *s, long r) {
-  double u = (double)((next_random(s) >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-  double d = -log(u) * (double)r;
+  double u = (double)((next_random(s) >> 11) + 1) * 0x1.0p-53; /* (0, 1], no subnormals */
+  double d = neg_log(u) * (double)r;
   return d < 1e18 ? (int64_t)d : (int64_t)1e18;
 }
 

@@ -13,7 +13,7 @@
  *
  * The fast paths are what every call of the program pays: malloc is a
  * thread-local subtract, a branch and an indirect jump to the real malloc;
- * free compares the 8 bytes before the pointer with its tag and jumps.
+ * free checks the 16 bytes before the pointer against its seal and jumps.
  *
  * Sanitizer builds keep their own allocator (ASan and TSan interpose malloc
  * themselves), so there these wrappers are left out and the sampler is
