@@ -24,6 +24,11 @@
  *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
  *                 accepted when both are set).
  *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
+ *   CPROF_BLOCK_RATE      block profile, as Go's SetBlockProfileRate: waits of
+ *                 at least this many ns are recorded, shorter ones sampled in
+ *                 proportion. Default 0: off.
+ *   CPROF_MUTEX_FRACTION  mutex profile, as Go's SetMutexProfileFraction: 1
+ *                 in N contended unlocks is recorded. Default 0: off.
  *   CPROF_OUTPUT  a directory: record the whole run's CPU profile and write
  *                 DIR/cpu.pb.gz at exit (or at cprof_stop), for batch
  *                 programs. While it records, /debug/pprof/profile answers
@@ -102,6 +107,22 @@ CPROF_EXTERN int cprof_label_set(const char *key, const char *value);
 
 /* Removes a label of the calling thread. Returns 0, or -ENOENT. */
 CPROF_EXTERN int cprof_label_clear(const char *key);
+
+/* Turns the block profile on (ns > 0) or off (0), as Go's
+ * runtime.SetBlockProfileRate: every wait in a pthread lock, condition
+ * variable, semaphore, join or spin lock of at least ns nanoseconds is
+ * recorded with the waiter's stack; shorter ones are sampled with
+ * probability wait/ns and weighed up. A negative ns changes nothing.
+ * Returns the previous rate. Also POST /debug/pprof/block?rate=NS. */
+CPROF_EXTERN long cprof_set_block_rate(long ns);
+
+/* Turns the mutex profile on (n > 0) or off (0), as Go's
+ * runtime.SetMutexProfileFraction: 1 in n unlocks of a contended pthread
+ * mutex or rwlock is recorded, with the unlocking (holding) thread's stack
+ * and the delay its hold caused the waiters; the profile scales by n. A
+ * negative n changes nothing. Returns the previous fraction. Also
+ * POST /debug/pprof/mutex?fraction=N. */
+CPROF_EXTERN long cprof_set_mutex_fraction(long n);
 
 /* ---- Serving from the program's own HTTP server ---- */
 

@@ -137,6 +137,19 @@ int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen) {
   return 0;
 }
 
+int cprof__parse_setting(const char *s, long max, const char *what, long *out, char *err,
+                         size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end || errno || v > max) {
+    snprintf(err, errlen, "expected a whole number of %s from 0 (off) to %ld", what, max);
+    return -EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
   struct stat st;
   if (!*s || strlen(s) >= outlen - 16) /* room for "/cpu.pb.gz.tmp" */
@@ -214,6 +227,20 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
       cprof__parse_heap_rate(v, &cfg->heap_rate, err, sizeof err) != 0) {
     cprof__log("CPROF_HEAP_RATE=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_HEAP_RATE);
     cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
+    bad = 1;
+  }
+  if ((v = getenv("CPROF_BLOCK_RATE")) &&
+      cprof__parse_setting(v, CPROF_MAX_BLOCK_RATE, "nanoseconds", &cfg->block_rate, err,
+                           sizeof err) != 0) {
+    cprof__log("CPROF_BLOCK_RATE=\"%s\": %s; the block profile stays off", v, err);
+    cfg->block_rate = 0;
+    bad = 1;
+  }
+  if ((v = getenv("CPROF_MUTEX_FRACTION")) &&
+      cprof__parse_setting(v, CPROF_MAX_MUTEX_FRACTION, "events (1 in N is recorded)",
+                           &cfg->mutex_fraction, err, sizeof err) != 0) {
+    cprof__log("CPROF_MUTEX_FRACTION=\"%s\": %s; the mutex profile stays off", v, err);
+    cfg->mutex_fraction = 0;
     bad = 1;
   }
   return bad ? -EINVAL : 0;

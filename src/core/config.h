@@ -20,6 +20,8 @@ typedef struct cprof__config {
   char token[256];  /* "" for none */
   int cpu_hz;       /* CPU profile sampling rate */
   long heap_rate;   /* mean bytes between heap samples; 0: off */
+  long block_rate;  /* CPROF_BLOCK_RATE: ns (block profile); 0: off */
+  long mutex_fraction; /* CPROF_MUTEX_FRACTION: 1 in n (mutex profile); 0: off */
   char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
 } cprof__config_t;
 
@@ -27,6 +29,8 @@ typedef struct cprof__config {
 #define CPROF_MAX_CPU_HZ 10000
 #define CPROF_DEFAULT_HEAP_RATE 524288 /* Go's MemProfileRate */
 #define CPROF_MAX_HEAP_RATE (1L << 30)
+#define CPROF_MAX_BLOCK_RATE 1000000000000L /* 1000 s */
+#define CPROF_MAX_MUTEX_FRACTION 1000000000L
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -37,6 +41,11 @@ int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t
 int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen);
 int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen);
+/* A whole number from 0 (off) to max, of `what` ("nanoseconds", ...): the
+ * block rate and the mutex fraction, from the environment and from
+ * POST /debug/pprof/block?rate= and /mutex?fraction=. */
+int cprof__parse_setting(const char *s, long max, const char *what, long *out, char *err,
+                         size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);

@@ -11,6 +11,7 @@
 #include "cprof.h"
 #include "http/server.h"
 #include "sample/cpu.h"
+#include "sample/contention.h"
 #include "sample/heap.h"
 #include "sample/malloc.h"
 #include "sample/threads.h"
@@ -77,6 +78,9 @@ static int start(const cprof_options_t *opts) {
     }
   }
   cprof__heap_configure(cfg.heap_rate, cfg.unwind);
+  cprof__contention_set_unwinder(cfg.unwind);
+  cprof__block_set_rate(cfg.block_rate);
+  cprof__mutex_set_fraction(cfg.mutex_fraction);
   cprof__config_set(&cfg);
   running = 1;
   cprof__output_start(&cfg);
@@ -103,6 +107,8 @@ void cprof_stop(void) {
   cprof__heap_guard_enter();
   cprof__output_finish();
   cprof__heap_configure(0, CPROF_UNWIND_DWARF);
+  cprof__block_set_rate(0);
+  cprof__mutex_set_fraction(0);
   pthread_mutex_lock(&life_lock);
   if (serving)
     cprof__server_stop();

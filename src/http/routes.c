@@ -8,32 +8,56 @@
 #include "http/auth.h"
 #include "http/query.h"
 #include "http/response.h"
+#include "sample/contention.h"
 #include "sample/heap.h"
 #include "sample/threads.h"
+
+static const char *block_off(void) {
+  return cprof__block_rate() > 0 ? NULL
+                                 : "off: turn it on with CPROF_BLOCK_RATE=NS, "
+                                   "cprof_set_block_rate(NS) or POST /debug/pprof/block?rate=NS "
+                                   "(1 records every wait)";
+}
+static const char *mutex_off(void) {
+  return cprof__mutex_fraction() > 0
+             ? NULL
+             : "off: turn it on with CPROF_MUTEX_FRACTION=N, cprof_set_mutex_fraction(N) or "
+               "POST /debug/pprof/mutex?fraction=N (1 records every contended unlock)";
+}
 
 /* Sorted by name, as Go's index lists them. */
 const cprof__profile_entry_t cprof__profiles[] = {
     {"allocs",
      "A sampling of all past memory allocations (malloc and friends, C++ new), one sample per "
      "CPROF_HEAP_RATE bytes on average; CPROF_HEAP_RATE=0 turns it off.",
-     cprof__heap_count, "debug=1", cprof__serve_allocs},
+     cprof__heap_count, "debug=1", cprof__serve_allocs, NULL},
+    {"block",
+     "Stack traces that led to blocking on synchronization primitives (pthread mutexes, rwlocks, "
+     "condition variables, semaphores, joins, spin locks)",
+     cprof__block_count, "debug=1", cprof__serve_block, block_off},
     {"cmdline", "The command line invocation of the current program", NULL, NULL,
-     cprof__serve_cmdline},
+     cprof__serve_cmdline, NULL},
     {"goroutine",
      "Stack traces of all current threads (cprof's name for threads is Go's for goroutines; "
      "/debug/pprof/threads is the same). Use debug=2 for every thread with its name and state.",
-     cprof__threads_count, "debug=1", cprof__serve_goroutine},
+     cprof__threads_count, "debug=1", cprof__serve_goroutine, NULL},
     {"heap",
      "A sampling of memory allocations of live objects: where the memory in use was allocated. "
      "The gc GET parameter is accepted and ignored (C has no collector).",
-     cprof__heap_count, "debug=1", cprof__serve_heap},
+     cprof__heap_count, "debug=1", cprof__serve_heap, NULL},
+    {"mutex",
+     "Stack traces of holders of contended mutexes (pthread mutexes and rwlocks), charged with "
+     "the delay their hold caused",
+     cprof__mutex_count, "debug=1", cprof__serve_mutex, mutex_off},
     {"profile",
      "CPU profile. You can specify the duration in the seconds GET parameter (default 30, at "
      "most 3600). After you get the profile file, use the go tool pprof command to investigate "
      "the profile.",
-     NULL, "seconds=30", cprof__serve_profile},
+     NULL, "seconds=30", cprof__serve_profile, NULL},
     {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL, NULL,
-     cprof__serve_symbol},
+     cprof__serve_symbol, NULL},
+    {"threadcreate", "Stack traces that led to the creation of new OS threads",
+     cprof__threadcreate_count, "debug=1", cprof__serve_threadcreate, NULL},
 };
 const int cprof__nprofiles = sizeof cprof__profiles / sizeof cprof__profiles[0];
 

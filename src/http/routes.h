@@ -16,6 +16,7 @@ typedef struct cprof__profile_entry {
   int (*count)(void);      /* the index page's count; NULL for non-profiles */
   const char *link_query;  /* the index link's query, e.g. "debug=1" */
   cprof__endpoint_fn serve;
+  const char *(*off)(void); /* NULL, or when the profile is off how to turn it on */
 } cprof__profile_entry_t;
 
 extern const cprof__profile_entry_t cprof__profiles[];
@@ -48,6 +49,12 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
 void cprof__serve_heap(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_allocs(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 int cprof__heap_count(void);
+void cprof__serve_block(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+void cprof__serve_mutex(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+void cprof__serve_threadcreate(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+int cprof__block_count(void);
+int cprof__mutex_count(void);
+int cprof__threadcreate_count(void);
 void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 
 #endif

@@ -75,6 +75,16 @@ int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out);
  * Stacks sorted by count, highest first; value 0 is the count. */
 int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof__buf_t *out);
 
+/* Symbolizes and appends Go's legacy text contention profile (debug=1 of
+ * block and mutex), which `go tool pprof` parses: `header` ("---
+ * contention:\ncycles/second=N\n", and for mutex "sampling period=N\n"),
+ * then per sample, most delay first,
+ *   DELAY COUNT @ 0xPC 0xPC ...
+ *   #	0xADDR	func+0xOFF	file:line
+ * with value 0 the count and value 1 the delay in cycles. */
+int cprof__builder_write_contention_text(cprof__builder_t *b, const char *header,
+                                         cprof__buf_t *out);
+
 /* Symbolizes and appends Go's legacy text heap profile (debug=1), which
  * `go tool pprof` parses: the four values of a heap profile per sample
  * (alloc_objects, alloc_space, inuse_objects, inuse_space, unscaled), as

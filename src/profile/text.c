@@ -378,6 +378,45 @@ out:
   return rc;
 }
 
+/* ---- the contention profiles ---- */
+
+int cprof__builder_write_contention_text(cprof__builder_t *b, const char *header,
+                                         cprof__buf_t *out) {
+  if (!b || !header || !out || b->n_sample_types != 2)
+    return -EINVAL;
+  cprof__resolved_t r;
+  cprof__buf_t text;
+  cprof__buf_init(&text);
+  heap_entry_t *entries = NULL;
+  int rc = cprof__builder_resolve(b, &r);
+  if (rc != 0)
+    goto out;
+  rc = -ENOMEM;
+  if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
+    goto out;
+  /* writeProfileInternal's order: most delay first (heap_entry_t's key). */
+  for (size_t i = 0; i < b->nsamples; i++)
+    entries[i] = (heap_entry_t){b->samples[i].values[1], i};
+  qsort(entries, b->nsamples, sizeof *entries, heap_entry_cmp);
+
+  cprof__buf_puts(&text, header);
+  for (size_t i = 0; i < b->nsamples; i++) {
+    const cprof__sample_rec_t *s = &b->samples[entries[i].sample];
+    cprof__buf_printf(&text, "%lld %lld ", (long long)s->values[1], (long long)s->values[0]);
+    append_at_line(s, &text);
+    cprof__buf_putc(&text, '\n');
+    append_frames(b, &r, entries[i].sample, &text);
+  }
+  if (text.failed)
+    goto out;
+  rc = tabify(text.data, text.len, out);
+out:
+  free(entries);
+  cprof__buf_free(&text);
+  cprof__resolved_free(&r);
+  return rc;
+}
+
 /* ---- the debug=2 stack dump ---- */
 
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {

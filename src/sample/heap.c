@@ -18,7 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unwind.h>
+
+#include "unwind/caller.h"
 
 __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t *cprof__heap_filter;
@@ -167,87 +168,6 @@ static int64_t draw(cprof__heap_tls_t *s, long r) {
   double u = (double)((next_random(s) >> 11) + 1) * 0x1.0p-53; /* (0, 1], no subnormals */
   double d = neg_log(u) * (double)r;
   return d < 1e18 ? (int64_t)d : (int64_t)1e18;
-}
-
-/* ---- stacks ---- */
-
-/* The top of this thread's stack, found once per thread: the frame-pointer
- * walk never reads above it. pthread_getattr_np may allocate (the guard is
- * up) and, for the main thread, reads /proc/self/maps: once. */
-static uintptr_t stack_hi(cprof__heap_tls_t *s) {
-  if (!s->stack_hi) {
-    pthread_attr_t a;
-    void *addr;
-    size_t size;
-    s->stack_hi = 1; /* unknown: the walk stops at once */
-    if (pthread_getattr_np(pthread_self(), &a) == 0) {
-      if (pthread_attr_getstack(&a, &addr, &size) == 0)
-        s->stack_hi = (uintptr_t)addr + size;
-      pthread_attr_destroy(&a);
-    }
-  }
-  return s->stack_hi;
-}
-
-/* Walks the frame-pointer chain from here, keeping the frames from the
- * allocating call's return address `ret` on. Every frame must lie above the
- * last one and below the stack's top, so a frame pointer used as a general
- * register by code built without them ends the walk instead of faulting. */
-__attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max, uintptr_t ret) {
-  uintptr_t hi = stack_hi(&cprof__heap_tls);
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  int n = 0, started = 0;
-  while (n < max && (fp & 7) == 0 && fp + 16 <= hi) {
-    const uintptr_t *frame = (const uintptr_t *)fp;
-    uintptr_t next = frame[0], r = frame[1];
-    if (r == 0)
-      break;
-    started |= r == ret;
-    if (started)
-      pcs[n++] = r;
-    if (next <= fp)
-      break;
-    fp = next;
-  }
-  return n;
-}
-
-typedef struct walk {
-  uintptr_t *pcs;
-  int n, max, started;
-  uintptr_t ret;
-} walk_t;
-
-static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg) {
-  walk_t *w = arg;
-  uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-  w->started |= ip == w->ret;
-  if (!w->started)
-    return _URC_NO_REASON;
-  if (w->n >= w->max || ip == 0)
-    return _URC_END_OF_STACK;
-  w->pcs[w->n++] = ip;
-  return _URC_NO_REASON;
-}
-
-/* The allocating call's stack: pcs[0] inside the call to malloc (so that
- * the profile's convention, an exact pc first, holds), then the callers'
- * return addresses. */
-static int unwind(uintptr_t *pcs, int max, uintptr_t ret) {
-  int n;
-  if (__atomic_load_n(&unwinder, __ATOMIC_RELAXED) == CPROF_UNWIND_FP) {
-    n = unwind_fp(pcs, max, ret);
-  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, stack_hi(&cprof__heap_tls), &cprof__heap_tls.memo)) <= 0) {
-    walk_t w = {pcs, 0, max, 0, ret};
-    _Unwind_Backtrace(walk_frame, &w);
-    n = w.n;
-  }
-  if (n == 0) { /* our own frames could not be walked: the caller alone */
-    pcs[0] = ret;
-    n = 1;
-  }
-  pcs[0] -= 1;
-  return n;
 }
 
 /* ---- the tables (callers hold the lock and the guard) ---- */
@@ -424,7 +344,7 @@ void *cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
   s->guard++;
   uintptr_t pcs[CPROF_MAX_DEPTH];
-  int depth = unwind(pcs, CPROF_MAX_DEPTH, ret);
+  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs, CPROF_MAX_DEPTH, ret);
   lock_table();
   bucket_t *b = bucket_of(pcs, depth, size);
   if (b && cprof__heap_at_page_start(p)) {

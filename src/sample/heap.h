@@ -29,7 +29,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwind/cfa.h"
 #include "unwind/unwind.h"
 
 
@@ -40,9 +39,7 @@ typedef struct cprof__heap_tls {
   uint32_t guard;    /* > 0: cprof's own work; nothing is sampled or looked up */
   uint32_t rate_seen; /* the rate the countdown was drawn for; 0 before the first */
   uint64_t rng;
-  uintptr_t stack_hi; /* the top of this thread's stack, for the frame-pointer walk */
   uint32_t locked;    /* > 0: this thread holds the sampler's lock */
-  cprof__cfa_memo_t memo; /* the DWARF unwinder's rules for this thread's last stack */
 } cprof__heap_tls_t;
 
 extern __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));

@@ -6,6 +6,8 @@
  * - created by cprof's own work (the HTTP server's threads, the output
  *   collector), the heap sampler's guard: what cprof's threads allocate is
  *   never sampled.
+ * And, once it is made, the threadcreate profile counts the creating stack
+ * (cprof's own threads are not counted).
  *
  * The wrapper is exported from libcprof, so it comes first in the lookup
  * order both under LD_PRELOAD and when a program links -lcprof; the real
@@ -17,6 +19,7 @@
 
 #include "core/next.h"
 #include "cprof.h"
+#include "sample/contention.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
 
@@ -49,8 +52,12 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   if (!real)
     return EAGAIN; /* no pthread_create below us: cannot happen with glibc */
   int internal = cprof__heap_guarded();
-  if (!internal && !cprof__cpu_running())
-    return real(thread, attr, fn, arg);
+  if (!internal && !cprof__cpu_running()) {
+    int rc = real(thread, attr, fn, arg);
+    if (rc == 0)
+      cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
+    return rc;
+  }
   start_t *s = malloc(sizeof *s);
   if (!s)
     return real(thread, attr, fn, arg);
@@ -60,5 +67,7 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   int rc = real(thread, attr, cprof_thread_start, s);
   if (rc != 0)
     free(s);
+  else if (!internal)
+    cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
   return rc;
 }

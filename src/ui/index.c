@@ -60,6 +60,12 @@ void cprof__serve_index(const cprof_request_t *req, const cprof__config_t *cfg,
     escape(&b, cprof__profiles[i].name);
     cprof__buf_puts(&b, ": </div> ");
     escape(&b, cprof__profiles[i].desc);
+    const char *off = cprof__profiles[i].off ? cprof__profiles[i].off() : NULL;
+    if (off) {
+      cprof__buf_puts(&b, " <b>");
+      escape(&b, off);
+      cprof__buf_puts(&b, "</b>");
+    }
     cprof__buf_puts(&b, "</li>\n");
   }
   cprof__buf_puts(&b, "</ul>\n</p>\n<p>Read any profile with <code>go tool pprof "

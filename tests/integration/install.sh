@@ -11,7 +11,7 @@ export PKG_CONFIG_PATH=$pc
 check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md).
 check "the shared library exports only cprof_ names and its interposers" bash -c \
-  "! nm -D --defined-only '$B/libcprof.so' | awk '{print \$3}' | grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$)' | grep -q ."
+  "! nm -D --defined-only '$B/libcprof.so' | awk '{print \$3}' | grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' | grep -q ."
 
 cat >"$T/app.c" <<'C'
 #include <cprof.h>

@@ -1,0 +1,68 @@
+/* The contention profiles' writer (see contention_profile.h). */
+#include "profile/contention_profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "profile/builder.h"
+
+int cprof__contention_profile_write(cprof__contention_kind_t kind,
+                                    const cprof__contention_snapshot_t *now,
+                                    const cprof__contention_snapshot_t *base, int debug,
+                                    int64_t duration_ns, cprof__buf_t *out) {
+  int threads = kind == CPROF_THREADCREATE;
+  cprof__profile_desc_t desc = {
+      .sample_types = {{"contentions", "count"}, {"delay", "nanoseconds"}},
+      .n_sample_types = 2,
+      .period_type = {"contentions", "count"},
+      .period = 1,
+      .time_nanos = cprof__now_ns(CLOCK_REALTIME),
+      .duration_nanos = duration_ns,
+  };
+  if (threads) {
+    desc.sample_types[0] = (cprof__value_type_t){"threadcreate", "count"};
+    desc.n_sample_types = 1;
+    desc.period_type = desc.sample_types[0];
+  }
+  /* The mutex profile holds 1 in `fraction` events: Go's scaleMutexProfile
+   * multiplies them back, in the protobuf form; the text form says the
+   * period and leaves that to pprof. */
+  long scale = kind == CPROF_MUTEX && !debug && now->setting > 0 ? now->setting : 1;
+  cprof__builder_t *b = cprof__builder_new(&desc);
+  if (!b)
+    return -ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < now->n && rc == 0; i++) {
+    const cprof__contention_record_t *r = &now->v[i];
+    double count = r->count;
+    int64_t delay = r->delay;
+    if (base && r->id < base->n) { /* ids index the snapshot arrays */
+      count -= base->v[r->id].count;
+      delay -= base->v[r->id].delay;
+    }
+    if (count <= 0 && delay <= 0) /* nothing happened here (in the delta) */
+      continue;
+    int64_t v[2] = {llround(count) * scale, delay * scale};
+    rc = cprof__builder_add(b, r->pcs, r->depth, v, NULL, 0);
+  }
+  if (rc == 0) {
+    if (!debug) {
+      rc = cprof__builder_write_proto(b, out);
+    } else if (threads) {
+      rc = cprof__builder_write_count_text(b, "threadcreate", out);
+    } else {
+      char header[128];
+      if (kind == CPROF_MUTEX)
+        snprintf(header, sizeof header, "--- mutex:\ncycles/second=1000000000\nsampling period=%ld\n",
+                 now->setting);
+      else
+        snprintf(header, sizeof header, "--- contention:\ncycles/second=1000000000\n");
+      rc = cprof__builder_write_contention_text(b, header, out);
+    }
+  }
+  cprof__builder_free(b);
+  return rc;
+}

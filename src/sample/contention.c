@@ -1,0 +1,278 @@
+/* The block, mutex and threadcreate buckets (see contention.h).
+ *
+ * Everything here runs on the program's threads, inside a lock or
+ * pthread_create call that already waited or is about to make a thread, so
+ * it may take its time; but it raises the heap sampler's guard first, so
+ * that its own allocations are not sampled and its own pthread_mutex_lock
+ * calls (which reach locks.c's wrappers) are not profiled. */
+#include "sample/contention.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "cprof.h"
+#include "sample/heap.h"
+#include "unwind/caller.h"
+
+int cprof__contention_on;
+static long block_rate, mutex_fraction; /* atomic */
+static long last_fraction = 1;          /* atomic: the last fraction above 0 */
+static int unwinder;                    /* atomic; a cprof__unwinder_t */
+
+typedef struct bucket {
+  uint64_t id, hash;
+  double count;
+  int64_t delay;
+  int depth;
+  uintptr_t pcs[];
+} bucket_t;
+
+typedef struct table {
+  pthread_mutex_t lock;
+  bucket_t **buckets; /* by id */
+  size_t n, cap;
+  uint32_t *index; /* open addressing over hashes: id + 1, 0 empty */
+  size_t capindex;
+} table_t;
+
+static table_t tables[CPROF_CONTENTION_KINDS] = {
+    {.lock = PTHREAD_MUTEX_INITIALIZER},
+    {.lock = PTHREAD_MUTEX_INITIALIZER},
+    {.lock = PTHREAD_MUTEX_INITIALIZER},
+};
+
+/* ---- settings ---- */
+
+static void update_on(void) {
+  int on = (__atomic_load_n(&block_rate, __ATOMIC_RELAXED) > 0) |
+           (__atomic_load_n(&mutex_fraction, __ATOMIC_RELAXED) > 0) << 1;
+  __atomic_store_n(&cprof__contention_on, on, __ATOMIC_RELAXED);
+}
+
+long cprof__block_set_rate(long ns) {
+  long old = __atomic_exchange_n(&block_rate, ns < 0 ? 0 : ns, __ATOMIC_RELAXED);
+  update_on();
+  return old;
+}
+
+long cprof__mutex_set_fraction(long n) {
+  if (n > 0)
+    __atomic_store_n(&last_fraction, n, __ATOMIC_RELAXED);
+  long old = __atomic_exchange_n(&mutex_fraction, n < 0 ? 0 : n, __ATOMIC_RELAXED);
+  update_on();
+  return old;
+}
+
+long cprof__block_rate(void) { return __atomic_load_n(&block_rate, __ATOMIC_RELAXED); }
+long cprof__mutex_fraction(void) { return __atomic_load_n(&mutex_fraction, __ATOMIC_RELAXED); }
+
+void cprof__contention_set_unwinder(cprof__unwinder_t how) {
+  __atomic_store_n(&unwinder, (int)how, __ATOMIC_RELAXED);
+}
+
+/* ---- fork: the child inherits consistent tables ---- */
+
+static void fork_prepare(void) {
+  cprof__heap_guard_enter();
+  for (int k = 0; k < CPROF_CONTENTION_KINDS; k++)
+    pthread_mutex_lock(&tables[k].lock);
+}
+static void fork_parent(void) {
+  for (int k = CPROF_CONTENTION_KINDS - 1; k >= 0; k--)
+    pthread_mutex_unlock(&tables[k].lock);
+  cprof__heap_guard_leave();
+}
+static void fork_child(void) {
+  for (int k = 0; k < CPROF_CONTENTION_KINDS; k++)
+    pthread_mutex_init(&tables[k].lock, NULL);
+  cprof__heap_guard_leave();
+}
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void init_once(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+/* ---- the tables (under the table's lock) ---- */
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static uint64_t hash_stack(const uintptr_t *pcs, int depth) {
+  uint64_t h = 0;
+  for (int i = 0; i < depth; i++)
+    h = splitmix(h ^ pcs[i]);
+  return h;
+}
+
+static void index_put(uint32_t *index, size_t cap, uint64_t hash, size_t id) {
+  size_t i = hash & (cap - 1);
+  while (index[i])
+    i = (i + 1) & (cap - 1);
+  index[i] = (uint32_t)id + 1;
+}
+
+static int grow(table_t *t) {
+  size_t cap = t->capindex ? t->capindex * 2 : 256;
+  uint32_t *index = calloc(cap, sizeof *index);
+  bucket_t **buckets = realloc(t->buckets, cap / 2 * sizeof *buckets);
+  if (!index || !buckets) {
+    free(index);
+    if (buckets)
+      t->buckets = buckets;
+    return -ENOMEM;
+  }
+  t->buckets = buckets;
+  t->cap = cap / 2;
+  for (size_t id = 0; id < t->n; id++)
+    index_put(index, cap, t->buckets[id]->hash, id);
+  free(t->index);
+  t->index = index;
+  t->capindex = cap;
+  return 0;
+}
+
+/* The bucket of a stack, made if new; NULL when out of memory. */
+static bucket_t *bucket_of(table_t *t, const uintptr_t *pcs, int depth) {
+  uint64_t h = hash_stack(pcs, depth);
+  if (t->capindex) {
+    for (size_t i = h & (t->capindex - 1); t->index[i]; i = (i + 1) & (t->capindex - 1)) {
+      bucket_t *b = t->buckets[t->index[i] - 1];
+      if (b->hash == h && b->depth == depth &&
+          memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+        return b;
+    }
+  }
+  if (t->n + 1 > t->cap && grow(t) != 0)
+    return NULL;
+  bucket_t *b = calloc(1, sizeof *b + (size_t)depth * sizeof *pcs);
+  if (!b)
+    return NULL;
+  b->id = t->n;
+  b->hash = h;
+  b->depth = depth;
+  memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
+  index_put(t->index, t->capindex, h, t->n);
+  t->buckets[t->n++] = b;
+  return b;
+}
+
+/* Adds one event to the caller's bucket: its stack from `ret` on. */
+static void record(cprof__contention_kind_t kind, double count, int64_t delay, uintptr_t ret) {
+  cprof__heap_guard_enter();
+  pthread_once(&once, init_once);
+  uintptr_t pcs[CPROF_MAX_DEPTH];
+  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs,
+                                   CPROF_MAX_DEPTH, ret);
+  table_t *t = &tables[kind];
+  pthread_mutex_lock(&t->lock);
+  bucket_t *b = bucket_of(t, pcs, depth);
+  if (b) {
+    b->count += count;
+    b->delay += delay;
+  }
+  pthread_mutex_unlock(&t->lock);
+  cprof__heap_guard_leave();
+}
+
+/* ---- the events ---- */
+
+/* A per-thread xorshift64*, seeded from the thread's own address. */
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+static uint64_t next_random(void) {
+  if (!rng) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    rng = splitmix((uintptr_t)&rng ^ (uint64_t)ts.tv_nsec) | 1;
+  }
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+void cprof__block_event(int64_t delay, uintptr_t ret) {
+  long rate = cprof__block_rate();
+  if (delay <= 0)
+    delay = 1;
+  if (rate <= 0)
+    return;
+  if (delay >= rate) {
+    record(CPROF_BLOCK, 1, delay, ret);
+  } else if ((int64_t)(next_random() % (uint64_t)rate) <= delay) {
+    /* Sampled with probability delay/rate: weighed up, as Go does, so the
+     * expected totals are the true ones. */
+    record(CPROF_BLOCK, (double)rate / (double)delay, rate, ret);
+  }
+}
+
+void cprof__mutex_event(int64_t delay, uintptr_t ret) {
+  long fraction = cprof__mutex_fraction();
+  if (fraction <= 0 || next_random() % (uint64_t)fraction != 0)
+    return;
+  record(CPROF_MUTEX, 1, delay < 0 ? 0 : delay, ret);
+}
+
+void cprof__threadcreate_event(uintptr_t ret) { record(CPROF_THREADCREATE, 1, 0, ret); }
+
+/* ---- snapshots ---- */
+
+int cprof__contention_snapshot(cprof__contention_kind_t kind, cprof__contention_snapshot_t *out) {
+  memset(out, 0, sizeof *out);
+  table_t *t = &tables[kind];
+  int rc = 0;
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&t->lock);
+  if (t->n && !(out->v = malloc(t->n * sizeof *out->v))) {
+    rc = -ENOMEM;
+  } else {
+    for (size_t id = 0; id < t->n; id++) {
+      const bucket_t *b = t->buckets[id];
+      out->v[id] = (cprof__contention_record_t){id, b->count, b->delay, b->pcs, b->depth};
+    }
+    out->n = t->n;
+  }
+  pthread_mutex_unlock(&t->lock);
+  cprof__heap_guard_leave();
+  /* The mutex profile is scaled by the fraction, as Go's; by the last one
+   * in force once it is turned off, so that what was recorded stays. */
+  out->setting = kind == CPROF_BLOCK   ? cprof__block_rate()
+                 : kind == CPROF_MUTEX ? __atomic_load_n(&last_fraction, __ATOMIC_RELAXED)
+                                       : 1;
+  return rc;
+}
+
+void cprof__contention_snapshot_free(cprof__contention_snapshot_t *s) {
+  cprof__heap_guard_enter();
+  free(s->v);
+  cprof__heap_guard_leave();
+  memset(s, 0, sizeof *s);
+}
+
+size_t cprof__contention_records(cprof__contention_kind_t kind) {
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&tables[kind].lock);
+  size_t n = tables[kind].n;
+  pthread_mutex_unlock(&tables[kind].lock);
+  cprof__heap_guard_leave();
+  return n;
+}
+
+/* ---- the public settings (cprof.h) ---- */
+
+long cprof_set_block_rate(long ns) {
+  if (ns < 0)
+    return cprof__block_rate();
+  return cprof__block_set_rate(ns > CPROF_MAX_BLOCK_RATE ? CPROF_MAX_BLOCK_RATE : ns);
+}
+
+long cprof_set_mutex_fraction(long n) {
+  if (n < 0)
+    return cprof__mutex_fraction();
+  return cprof__mutex_set_fraction(n > CPROF_MAX_MUTEX_FRACTION ? CPROF_MAX_MUTEX_FRACTION : n);
+}
