@@ -93,6 +93,16 @@ static void test_small_parsers(void) {
   const char *bad_rate[] = {"-1", "1073741825", "512k", "", " 1", "0x10", "99999999999999999999"};
   for (size_t i = 0; i < sizeof bad_rate / sizeof *bad_rate; i++)
     CHECK_EQ_INT(cprof__parse_heap_rate(bad_rate[i], &rate, err, sizeof err), -EINVAL);
+  /* CPROF_BLOCK_RATE, CPROF_MUTEX_FRACTION and their POST parameters. */
+  long n;
+  CHECK_EQ_INT(cprof__parse_setting("0", 100, "things", &n, err, sizeof err), 0);
+  CHECK_EQ_INT(n, 0);
+  CHECK_EQ_INT(cprof__parse_setting("100", 100, "things", &n, err, sizeof err), 0);
+  CHECK_EQ_INT(n, 100);
+  const char *bad_setting[] = {"-3", "101", "abc", "", " 5", "5 ", "1e3", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_setting / sizeof *bad_setting; i++)
+    CHECK_EQ_INT(cprof__parse_setting(bad_setting[i], 100, "things", &n, err, sizeof err), -EINVAL);
+  CHECK_EQ_STR(err, "expected a whole number of things from 0 (off) to 100");
 }
 
 /* Options win over the environment; NULL fields fall back to it; bad
