@@ -75,6 +75,13 @@ int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out);
  * Stacks sorted by count, highest first; value 0 is the count. */
 int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof__buf_t *out);
 
+/* Appends the process's memory map after a sentinel pprof's legacy parsers
+ * look for ("--- Memory map: ---", as gperftools' profiles end; the
+ * contention parser stops its samples only at a line starting "---"):
+ * with it, `go tool pprof FILE` finds the binaries and symbolizes a text
+ * profile's addresses itself. */
+void cprof__text_append_maps(cprof__buf_t *out);
+
 /* Symbolizes and appends Go's legacy text contention profile (debug=1 of
  * block and mutex), which `go tool pprof` parses: `header` ("---
  * contention:\ncycles/second=N\n", and for mutex "sampling period=N\n"),

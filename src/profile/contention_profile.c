@@ -61,6 +61,8 @@ int cprof__contention_profile_write(cprof__contention_kind_t kind,
       else
         snprintf(header, sizeof header, "--- contention:\ncycles/second=1000000000\n");
       rc = cprof__builder_write_contention_text(b, header, out);
+      if (rc == 0) /* so that `go tool pprof` symbolizes the saved text */
+        cprof__text_append_maps(out);
     }
   }
   cprof__builder_free(b);

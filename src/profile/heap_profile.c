@@ -70,21 +70,6 @@ static void append_stats(const cprof__heap_snapshot_t *now, cprof__buf_t *out) {
   cprof__buf_printf(out, "# ProfilerBytes = %llu\n", (unsigned long long)now->own_bytes);
 }
 
-/* The memory map, after the sentinel pprof's legacy heap parser looks for
- * (as gperftools' heap profiles end): with it, `go tool pprof` finds the
- * binaries and symbolizes the text profile's addresses itself. */
-static void append_maps(cprof__buf_t *out) {
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f)
-    return;
-  cprof__buf_puts(out, "\nMAPPED_LIBRARIES:\n");
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    cprof__buf_append(out, chunk, n);
-  fclose(f);
-}
-
 int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__heap_snapshot_t *base,
                               int debug, const char *default_type, int64_t duration_ns,
                               cprof__buf_t *out) {
@@ -137,7 +122,7 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
     cprof__buf_t trailer;
     cprof__buf_init(&trailer);
     append_stats(now, &trailer);
-    append_maps(&trailer);
+    cprof__text_append_maps(&trailer);
     rc = trailer.failed ? -ENOMEM
                         : cprof__builder_write_heap_text(b, now->rate, trailer.data, out);
     cprof__buf_free(&trailer);

@@ -5,6 +5,7 @@
  * runtime/pprof/pprof.go, including its text/tabwriter column alignment, so
  * that the output reads like a Go program's. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,6 +377,20 @@ out:
   cprof__buf_free(&text);
   cprof__resolved_free(&r);
   return rc;
+}
+
+/* ---- the memory map ---- */
+
+void cprof__text_append_maps(cprof__buf_t *out) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f)
+    return;
+  cprof__buf_puts(out, "\n--- Memory map: ---\n");
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    cprof__buf_append(out, chunk, n);
+  fclose(f);
 }
 
 /* ---- the contention profiles ---- */
