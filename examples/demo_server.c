@@ -6,7 +6,8 @@
  *   allocator     allocate_buffers -> cache_insert: malloc/free churn,
  *                 and remember_session: a leak (4 KiB every 10 ms, up to 16 MiB)
  *   lock-worker-1 contend_on_lock -> hold_lock: two threads fighting
- *   lock-worker-2   over one mutex
+ *   lock-worker-2   over one mutex (block and mutex profiles, turned on
+ *                   below)
  *   waiter        wait_for_jobs: blocked on a condition variable
  *
  * Usage: demo_server [--seconds N]   (default: until Ctrl-C)
@@ -157,6 +158,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* As a Go program calls runtime.SetBlockProfileRate and
+   * SetMutexProfileFraction to have these profiles: every wait of 10 µs or
+   * more, shorter ones sampled; 1 in 5 contended unlocks. */
+  cprof_set_block_rate(10000);
+  cprof_set_mutex_fraction(5);
+
   worker_t workers[] = {
       {"cpu-burner", burn_cpu, 0},         {"allocator", allocate_buffers, 0},
       {"lock-worker-1", contend_on_lock, 0}, {"lock-worker-2", contend_on_lock, 0},
@@ -173,9 +180,10 @@ int main(int argc, char **argv) {
          "  curl 'http://%s%s/debug/pprof/goroutine?debug=2'\n"
          "  go tool pprof -top 'http://%s%s/debug/pprof/profile?seconds=5'\n"
          "  go tool pprof -top http://%s%s/debug/pprof/heap\n"
+         "  go tool pprof -top http://%s%s/debug/pprof/mutex\n"
          "or open http://%s%s/debug/pprof/ in a browser.\n\n",
          (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr,
-         prefix);
+         prefix, addr, prefix);
   if (seconds)
     printf("Stopping by itself after %ld s.\n", seconds);
   else

@@ -2,14 +2,11 @@
  *
  * Everything here runs inside the program's malloc and free, so it keeps to
  * three rules. The fast paths (in malloc.c) touch only this thread's TLS
- * and, for free, one byte of the filter. The slow paths set the thread's
- * guard first, so that the allocations they make themselves (growing a
- * table, libgcc's first look at a module) pass through unsampled and their
+ * and the block's header. The slow paths set the thread's guard first, so
+ * that the allocations they make themselves (growing a table, the
+ * unwinder's first look at a module) pass through unsampled and their
  * frees never come back here for the lock they hold. And a warm sampled
- * path makes no system call: stacks come from frame pointers or from
- * libgcc's _Unwind_Backtrace, which with glibc 2.35's _dl_find_object
- * finds unwind tables without locks or syscalls (libunwind, by contrast,
- * calls sigprocmask twice a frame; see doc/internals.md). */
+ * path makes no system call (unwind/caller.h). */
 #include "sample/heap.h"
 
 #include <errno.h>
