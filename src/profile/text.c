@@ -318,30 +318,32 @@ out:
   return rc;
 }
 
-/* ---- the heap profile ---- */
+/* ---- the heap and contention profiles ---- */
 
-typedef struct heap_entry {
-  int64_t inuse_bytes;
+typedef struct value_entry {
+  int64_t value;
   size_t sample;
-} heap_entry_t;
+} value_entry_t;
 
-/* writeHeapInternal's order: most bytes in use first. Ties keep the
- * builder's order (first seen first), which qsort may not: compare it. */
-static int heap_entry_cmp(const void *pa, const void *pb) {
-  const heap_entry_t *a = pa, *b = pb;
-  if (a->inuse_bytes != b->inuse_bytes)
-    return a->inuse_bytes > b->inuse_bytes ? -1 : 1;
+/* Most first; ties keep the builder's order (first seen first), which
+ * qsort may not: compare it. */
+static int value_entry_cmp(const void *pa, const void *pb) {
+  const value_entry_t *a = pa, *b = pb;
+  if (a->value != b->value)
+    return a->value > b->value ? -1 : 1;
   return a->sample < b->sample ? -1 : a->sample > b->sample;
 }
 
-int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *trailer,
-                                   cprof__buf_t *out) {
-  if (!b || !out || b->n_sample_types != 4)
-    return -EINVAL;
+/* The legacy text of the heap and contention profiles: `head`, then each
+ * sample, most of value `key` first, as `values(sample)`, its "@" line and
+ * its frames; then `trailer`. */
+static int write_by_value(cprof__builder_t *b, int key, const char *head,
+                          void (*values)(const cprof__sample_rec_t *, cprof__buf_t *),
+                          const char *trailer, cprof__buf_t *out) {
   cprof__resolved_t r;
   cprof__buf_t text;
   cprof__buf_init(&text);
-  heap_entry_t *entries = NULL;
+  value_entry_t *entries = NULL;
   int rc = cprof__builder_resolve(b, &r);
   if (rc != 0)
     goto out;
@@ -349,20 +351,13 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
   if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
     goto out;
   for (size_t i = 0; i < b->nsamples; i++)
-    entries[i] = (heap_entry_t){b->samples[i].values[3], i};
-  qsort(entries, b->nsamples, sizeof *entries, heap_entry_cmp);
+    entries[i] = (value_entry_t){b->samples[i].values[key], i};
+  qsort(entries, b->nsamples, sizeof *entries, value_entry_cmp);
 
-  /* Values: alloc_objects, alloc_space, inuse_objects, inuse_space, as
-   * sampled (pprof scales them by the rate itself). Go prints twice the
-   * rate after "heap/", because early versions of the C++ heap profiler did
-   * and pprof has come to expect it. */
-  cprof__buf_printf(&text, "heap profile: %lld: %lld [%lld: %lld] @ heap/%ld\n",
-                    (long long)b->totals[2], (long long)b->totals[3], (long long)b->totals[0],
-                    (long long)b->totals[1], 2 * rate);
+  cprof__buf_puts(&text, head);
   for (size_t i = 0; i < b->nsamples; i++) {
     const cprof__sample_rec_t *s = &b->samples[entries[i].sample];
-    cprof__buf_printf(&text, "%lld: %lld [%lld: %lld] ", (long long)s->values[2],
-                      (long long)s->values[3], (long long)s->values[0], (long long)s->values[1]);
+    values(s, &text);
     append_at_line(s, &text);
     cprof__buf_putc(&text, '\n');
     append_frames(b, &r, entries[i].sample, &text);
@@ -377,6 +372,27 @@ out:
   cprof__buf_free(&text);
   cprof__resolved_free(&r);
   return rc;
+}
+
+/* Values: alloc_objects, alloc_space, inuse_objects, inuse_space, as
+ * sampled (pprof scales them by the rate itself). */
+static void heap_values(const cprof__sample_rec_t *s, cprof__buf_t *out) {
+  cprof__buf_printf(out, "%lld: %lld [%lld: %lld] ", (long long)s->values[2],
+                    (long long)s->values[3], (long long)s->values[0], (long long)s->values[1]);
+}
+
+/* writeHeapInternal's order: most bytes in use first. Go prints twice the
+ * rate after "heap/", because early versions of the C++ heap profiler did
+ * and pprof has come to expect it. */
+int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *trailer,
+                                   cprof__buf_t *out) {
+  if (!b || !out || b->n_sample_types != 4)
+    return -EINVAL;
+  char head[160];
+  snprintf(head, sizeof head, "heap profile: %lld: %lld [%lld: %lld] @ heap/%ld\n",
+           (long long)b->totals[2], (long long)b->totals[3], (long long)b->totals[0],
+           (long long)b->totals[1], 2 * rate);
+  return write_by_value(b, 3, head, heap_values, trailer, out);
 }
 
 /* ---- the memory map ---- */
@@ -395,41 +411,17 @@ void cprof__text_append_maps(cprof__buf_t *out) {
 
 /* ---- the contention profiles ---- */
 
+/* Go's "cycles count @ ..." (cprof's cycles are nanoseconds). */
+static void contention_values(const cprof__sample_rec_t *s, cprof__buf_t *out) {
+  cprof__buf_printf(out, "%lld %lld ", (long long)s->values[1], (long long)s->values[0]);
+}
+
+/* writeProfileInternal's order: most delay first. */
 int cprof__builder_write_contention_text(cprof__builder_t *b, const char *header,
                                          cprof__buf_t *out) {
   if (!b || !header || !out || b->n_sample_types != 2)
     return -EINVAL;
-  cprof__resolved_t r;
-  cprof__buf_t text;
-  cprof__buf_init(&text);
-  heap_entry_t *entries = NULL;
-  int rc = cprof__builder_resolve(b, &r);
-  if (rc != 0)
-    goto out;
-  rc = -ENOMEM;
-  if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
-    goto out;
-  /* writeProfileInternal's order: most delay first (heap_entry_t's key). */
-  for (size_t i = 0; i < b->nsamples; i++)
-    entries[i] = (heap_entry_t){b->samples[i].values[1], i};
-  qsort(entries, b->nsamples, sizeof *entries, heap_entry_cmp);
-
-  cprof__buf_puts(&text, header);
-  for (size_t i = 0; i < b->nsamples; i++) {
-    const cprof__sample_rec_t *s = &b->samples[entries[i].sample];
-    cprof__buf_printf(&text, "%lld %lld ", (long long)s->values[1], (long long)s->values[0]);
-    append_at_line(s, &text);
-    cprof__buf_putc(&text, '\n');
-    append_frames(b, &r, entries[i].sample, &text);
-  }
-  if (text.failed)
-    goto out;
-  rc = tabify(text.data, text.len, out);
-out:
-  free(entries);
-  cprof__buf_free(&text);
-  cprof__resolved_free(&r);
-  return rc;
+  return write_by_value(b, 1, header, contention_values, NULL, out);
 }
 
 /* ---- the debug=2 stack dump ---- */
