@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/next.h"
@@ -75,6 +76,11 @@ static void slot_lock(slot_t *s) {
       __builtin_ia32_pause();
 }
 static void slot_unlock(slot_t *s) { __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE); }
+
+/* A fork child has only the forking thread: no waiters, and no slot held
+ * by a thread that is not there to release it. */
+static void forget_waiters(void) { memset(slots, 0, sizeof slots); }
+__attribute__((constructor)) static void watch_forks(void) { pthread_atfork(NULL, NULL, forget_waiters); }
 
 static int64_t since_epoch(int64_t t) {
   int64_t e = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
