@@ -41,7 +41,9 @@ void cprof__contention_set_unwinder(cprof__unwinder_t how);
 
 /* Whether either profile is on: the interposed functions' one check on
  * their fast path. */
-extern int cprof__contention_on; /* atomic: bit 0 block, bit 1 mutex */
+extern int cprof__contention_on; /* atomic: the bits below */
+#define CPROF_CONTENTION_BLOCK_ON 1
+#define CPROF_CONTENTION_MUTEX_ON 2
 static inline int cprof__contention_enabled(void) {
   return __atomic_load_n(&cprof__contention_on, __ATOMIC_RELAXED) != 0;
 }

@@ -26,24 +26,52 @@
  * cprof's own work (the guard raised) passes straight through. Sanitizer
  * builds leave these out, as they do the malloc wrappers: ASan and TSan
  * interpose the same functions. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/next.h"
 #include "cprof.h"
 #include "sample/contention.h"
 #include "sample/heap.h"
 
 #ifndef CPROF_NO_INTERPOSE
 
-#define NEXT(name)                                                                                \
-  ({                                                                                              \
-    static void *cache_;                                                                          \
-    (__typeof__(&name))cprof__next(&cache_, #name);                                               \
-  })
+/* The real functions. Each pointer starts at a stand-in that looks the
+ * function up (dlsym(RTLD_NEXT)) and calls it, so that the wrappers' fast
+ * paths hold no call of their own: no frame, no saved register. */
+#define REAL_FN(name, ret, params, args)                                                          \
+  static ret first_##name params;                                                               \
+  static ret(*real_##name) params = first_##name;                                               \
+  static ret first_##name params {                                                              \
+    ret(*f_) params = (ret(*) params)dlsym(RTLD_NEXT, #name);                                   \
+    __atomic_store_n(&real_##name, f_, __ATOMIC_RELAXED);                                       \
+    return f_ args;                                                                             \
+  }
+REAL_FN(pthread_mutex_lock, int, (pthread_mutex_t * m), (m))
+REAL_FN(pthread_mutex_trylock, int, (pthread_mutex_t * m), (m))
+REAL_FN(pthread_mutex_timedlock, int, (pthread_mutex_t * m, const struct timespec *t), (m, t))
+REAL_FN(pthread_mutex_unlock, int, (pthread_mutex_t * m), (m))
+REAL_FN(pthread_rwlock_rdlock, int, (pthread_rwlock_t * l), (l))
+REAL_FN(pthread_rwlock_wrlock, int, (pthread_rwlock_t * l), (l))
+REAL_FN(pthread_rwlock_tryrdlock, int, (pthread_rwlock_t * l), (l))
+REAL_FN(pthread_rwlock_trywrlock, int, (pthread_rwlock_t * l), (l))
+REAL_FN(pthread_rwlock_timedrdlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))
+REAL_FN(pthread_rwlock_timedwrlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))
+REAL_FN(pthread_rwlock_unlock, int, (pthread_rwlock_t * l), (l))
+REAL_FN(pthread_spin_lock, int, (pthread_spinlock_t * l), (l))
+REAL_FN(pthread_spin_trylock, int, (pthread_spinlock_t * l), (l))
+REAL_FN(pthread_join, int, (pthread_t t, void **out), (t, out))
+REAL_FN(pthread_tryjoin_np, int, (pthread_t t, void **out), (t, out))
+REAL_FN(pthread_cond_wait, int, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))
+REAL_FN(pthread_cond_timedwait, int,
+        (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t))
+REAL_FN(sem_wait, int, (sem_t * s), (s))
+REAL_FN(sem_trywait, int, (sem_t * s), (s))
+REAL_FN(sem_timedwait, int, (sem_t * s, const struct timespec *t), (s, t))
+#define NEXT(name) __atomic_load_n(&real_##name, __ATOMIC_RELAXED)
 #define RET ((uintptr_t)__builtin_return_address(0))
 
 static int64_t now_ns(void) {
@@ -154,18 +182,30 @@ static int64_t charge(const void *obj) {
   return d;
 }
 
-static inline int profiling(void) {
-  return __builtin_expect(cprof__contention_enabled(), 0) && !cprof__heap_guarded();
-}
-
 /* ---- the wrappers ----
  *
- * LOCK: the pattern of every lock with a try-lock: `call` is the real
- * blocking call, `try` the try-lock (0 when taken), obj what waiters wait
- * for (NULL: nothing to charge a holder with). */
-#define LOCK(call, try, obj)                                                                      \
+ * Each is split in two. The exported function is what every call pays:
+ * one load of the on/off word, a test, and a jump to the real function,
+ * with no frame and no register saved. Anything more, when a profile is
+ * on, is in a function of its own (SLOW), out of line, so that its
+ * registers and frame are set up only there. */
+#define SLOW __attribute__((noinline, cold)) static
+
+/* FAST(bit, slow, real): the exported function's body. */
+#define FAST(bit, slow_call, real_call)                                                           \
   do {                                                                                            \
-    if (!profiling())                                                                             \
+    if (__builtin_expect(__atomic_load_n(&cprof__contention_on, __ATOMIC_RELAXED) & (bit), 0))   \
+      return slow_call;                                                                           \
+    return real_call;                                                                             \
+  } while (0)
+#define ANY (CPROF_CONTENTION_BLOCK_ON | CPROF_CONTENTION_MUTEX_ON)
+
+/* LOCK: the slow half of every lock with a try-lock: `call` is the real
+ * blocking call, `try` the try-lock (0 when taken), obj what waiters wait
+ * for (NULL: nothing to charge a holder with), `ret` the caller. */
+#define LOCK(call, try, obj, ret)                                                                 \
+  do {                                                                                            \
+    if (cprof__heap_guarded())                                                                    \
       return call;                                                                                \
     int rc_ = try;                                                                                \
     if (rc_ != EBUSY)                                                                             \
@@ -173,110 +213,137 @@ static inline int profiling(void) {
     wait_t w_;                                                                                    \
     wait_begin(&w_, obj);                                                                         \
     rc_ = call;                                                                                   \
-    wait_end(&w_, RET);                                                                           \
+    wait_end(&w_, ret);                                                                           \
     return rc_;                                                                                   \
   } while (0)
 
-/* UNLOCK: the real unlock, then the charge reported with the holder's
- * stack, once the lock is free (the unwinding does not lengthen the hold). */
-#define UNLOCK(call, obj)                                                                         \
+/* UNLOCK: the slow half of an unlock: the real unlock, then the charge
+ * reported with the holder's stack, once the lock is free (the unwinding
+ * does not lengthen the hold). */
+#define UNLOCK(call, obj, ret)                                                                    \
   do {                                                                                            \
-    if (!profiling() || cprof__mutex_fraction() <= 0)                                             \
+    if (cprof__heap_guarded())                                                                    \
       return call;                                                                                \
     int64_t d_ = charge(obj);                                                                     \
     int rc_ = call, saved_ = errno;                                                               \
     if (d_ > 0)                                                                                   \
-      cprof__mutex_event(d_, RET);                                                                \
+      cprof__mutex_event(d_, ret);                                                                \
     errno = saved_;                                                                               \
     return rc_;                                                                                   \
   } while (0)
 
+SLOW int mutex_lock(pthread_mutex_t *m, uintptr_t ret) {
+  LOCK(NEXT(pthread_mutex_lock)(m), NEXT(pthread_mutex_trylock)(m), m, ret);
+}
 CPROF_EXTERN int pthread_mutex_lock(pthread_mutex_t *m) {
-  LOCK(NEXT(pthread_mutex_lock)(m), NEXT(pthread_mutex_trylock)(m), m);
+  FAST(ANY, mutex_lock(m, RET), NEXT(pthread_mutex_lock)(m));
 }
 
-CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
-  LOCK(NEXT(pthread_mutex_timedlock)(m, abstime), NEXT(pthread_mutex_trylock)(m), m);
+SLOW int mutex_timedlock(pthread_mutex_t *m, const struct timespec *t, uintptr_t ret) {
+  LOCK(NEXT(pthread_mutex_timedlock)(m, t), NEXT(pthread_mutex_trylock)(m), m, ret);
+}
+CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t) {
+  FAST(ANY, mutex_timedlock(m, t, RET), NEXT(pthread_mutex_timedlock)(m, t));
 }
 
+SLOW int mutex_unlock(pthread_mutex_t *m, uintptr_t ret) {
+  UNLOCK(NEXT(pthread_mutex_unlock)(m), m, ret);
+}
 CPROF_EXTERN int pthread_mutex_unlock(pthread_mutex_t *m) {
-  UNLOCK(NEXT(pthread_mutex_unlock)(m), m);
+  FAST(CPROF_CONTENTION_MUTEX_ON, mutex_unlock(m, RET), NEXT(pthread_mutex_unlock)(m));
 }
 
+SLOW int rwlock_rdlock(pthread_rwlock_t *l, uintptr_t ret) {
+  LOCK(NEXT(pthread_rwlock_rdlock)(l), NEXT(pthread_rwlock_tryrdlock)(l), l, ret);
+}
 CPROF_EXTERN int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
-  LOCK(NEXT(pthread_rwlock_rdlock)(l), NEXT(pthread_rwlock_tryrdlock)(l), l);
+  FAST(ANY, rwlock_rdlock(l, RET), NEXT(pthread_rwlock_rdlock)(l));
 }
 
+SLOW int rwlock_wrlock(pthread_rwlock_t *l, uintptr_t ret) {
+  LOCK(NEXT(pthread_rwlock_wrlock)(l), NEXT(pthread_rwlock_trywrlock)(l), l, ret);
+}
 CPROF_EXTERN int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
-  LOCK(NEXT(pthread_rwlock_wrlock)(l), NEXT(pthread_rwlock_trywrlock)(l), l);
+  FAST(ANY, rwlock_wrlock(l, RET), NEXT(pthread_rwlock_wrlock)(l));
 }
 
-CPROF_EXTERN int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-  LOCK(NEXT(pthread_rwlock_timedrdlock)(l, abstime), NEXT(pthread_rwlock_tryrdlock)(l), l);
+SLOW int rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
+  LOCK(NEXT(pthread_rwlock_timedrdlock)(l, t), NEXT(pthread_rwlock_tryrdlock)(l), l, ret);
+}
+CPROF_EXTERN int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t) {
+  FAST(ANY, rwlock_timedrdlock(l, t, RET), NEXT(pthread_rwlock_timedrdlock)(l, t));
 }
 
-CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-  LOCK(NEXT(pthread_rwlock_timedwrlock)(l, abstime), NEXT(pthread_rwlock_trywrlock)(l), l);
+SLOW int rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
+  LOCK(NEXT(pthread_rwlock_timedwrlock)(l, t), NEXT(pthread_rwlock_trywrlock)(l), l, ret);
+}
+CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t) {
+  FAST(ANY, rwlock_timedwrlock(l, t, RET), NEXT(pthread_rwlock_timedwrlock)(l, t));
 }
 
+SLOW int rwlock_unlock(pthread_rwlock_t *l, uintptr_t ret) {
+  UNLOCK(NEXT(pthread_rwlock_unlock)(l), l, ret);
+}
 CPROF_EXTERN int pthread_rwlock_unlock(pthread_rwlock_t *l) {
-  UNLOCK(NEXT(pthread_rwlock_unlock)(l), l);
+  FAST(CPROF_CONTENTION_MUTEX_ON, rwlock_unlock(l, RET), NEXT(pthread_rwlock_unlock)(l));
 }
 
+SLOW int spin_lock(pthread_spinlock_t *l, uintptr_t ret) {
+  LOCK(NEXT(pthread_spin_lock)(l), NEXT(pthread_spin_trylock)(l), NULL, ret);
+}
 CPROF_EXTERN int pthread_spin_lock(pthread_spinlock_t *l) {
-  LOCK(NEXT(pthread_spin_lock)(l), NEXT(pthread_spin_trylock)(l), NULL);
+  FAST(CPROF_CONTENTION_BLOCK_ON, spin_lock(l, RET), NEXT(pthread_spin_lock)(l));
 }
 
 /* tryjoin says EBUSY while the thread runs: then the join waits. */
-CPROF_EXTERN int pthread_join(pthread_t t, void **ret) {
-  LOCK(NEXT(pthread_join)(t, ret), NEXT(pthread_tryjoin_np)(t, ret), NULL);
+SLOW int join(pthread_t t, void **out, uintptr_t ret) {
+  LOCK(NEXT(pthread_join)(t, out), NEXT(pthread_tryjoin_np)(t, out), NULL, ret);
+}
+CPROF_EXTERN int pthread_join(pthread_t t, void **out) {
+  FAST(CPROF_CONTENTION_BLOCK_ON, join(t, out, RET), NEXT(pthread_join)(t, out));
 }
 
 /* A condition variable always waits: there is nothing to try. */
-CPROF_EXTERN int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-  if (!profiling())
-    return NEXT(pthread_cond_wait)(c, m);
+SLOW int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t,
+                   uintptr_t ret) {
+  if (cprof__heap_guarded())
+    return t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
   wait_t w;
   wait_begin(&w, NULL);
-  int rc = NEXT(pthread_cond_wait)(c, m);
-  wait_end(&w, RET);
+  int rc = t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
+  wait_end(&w, ret);
   return rc;
 }
-
+CPROF_EXTERN int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+  FAST(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, NULL, RET), NEXT(pthread_cond_wait)(c, m));
+}
 CPROF_EXTERN int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
-                                        const struct timespec *abstime) {
-  if (!profiling())
-    return NEXT(pthread_cond_timedwait)(c, m, abstime);
-  wait_t w;
-  wait_begin(&w, NULL);
-  int rc = NEXT(pthread_cond_timedwait)(c, m, abstime);
-  wait_end(&w, RET);
-  return rc;
+                                        const struct timespec *t) {
+  FAST(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, t, RET), NEXT(pthread_cond_timedwait)(c, m, t));
 }
 
 /* Semaphores say "busy" as -1 with errno EAGAIN; errno is put back when
  * the try fails, so that a successful wait leaves it as it found it. */
-#define SEM_WAIT(call, s)                                                                         \
-  do {                                                                                            \
-    if (!profiling())                                                                             \
-      return call;                                                                                \
-    int saved_ = errno;                                                                           \
-    if (NEXT(sem_trywait)(s) == 0)                                                                \
-      return 0;                                                                                   \
-    if (errno != EAGAIN)                                                                          \
-      return -1;                                                                                  \
-    errno = saved_;                                                                               \
-    wait_t w_;                                                                                    \
-    wait_begin(&w_, NULL);                                                                        \
-    int rc_ = call;                                                                               \
-    wait_end(&w_, RET);                                                                           \
-    return rc_;                                                                                   \
-  } while (0)
-
-CPROF_EXTERN int sem_wait(sem_t *s) { SEM_WAIT(NEXT(sem_wait)(s), s); }
-
-CPROF_EXTERN int sem_timedwait(sem_t *s, const struct timespec *abstime) {
-  SEM_WAIT(NEXT(sem_timedwait)(s, abstime), s);
+SLOW int sem_wait_slow(sem_t *s, const struct timespec *t, uintptr_t ret) {
+  if (cprof__heap_guarded())
+    return t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
+  int saved = errno;
+  if (NEXT(sem_trywait)(s) == 0)
+    return 0;
+  if (errno != EAGAIN)
+    return -1;
+  errno = saved;
+  wait_t w;
+  wait_begin(&w, NULL);
+  int rc = t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
+  wait_end(&w, ret);
+  return rc;
+}
+CPROF_EXTERN int sem_wait(sem_t *s) {
+  FAST(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, NULL, RET), NEXT(sem_wait)(s));
+}
+CPROF_EXTERN int sem_timedwait(sem_t *s, const struct timespec *t) {
+  FAST(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, t, RET), NEXT(sem_timedwait)(s, t));
 }
 
 #endif
