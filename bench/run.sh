@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs every benchmark in bench/ (about 8 minutes for the CPU ones, 3 more
-# for the heap ones) and keeps a copy of the output in
-# bench/build/results-DATE.txt. Settings pass through the environment to
+# Runs every benchmark in bench/ (about 8 minutes for the CPU ones, 4 more
+# for the heap ones, 8 more for the lock ones) and keeps a copy of the
+# output in bench/build/results-DATE.txt. Settings pass through the environment to
 # each script (REPS, HZ, PROFILE_SECONDS, UNWINDERS, ROUNDS, RUN_SECONDS,
-# VARIANTS, BATCHES; OPS, THREADS, HEAP_VARIANTS, ...: see the scripts'
-# headers; REPS sets the repetitions of the CPU and the heap scripts alike).
-# ONLY=cpu or ONLY=heap runs one half.
+# VARIANTS, BATCHES; OPS, THREADS, HEAP_VARIANTS, ...; PRIMS, CASES, MODES,
+# LOCK_VARIANTS, ...: see the scripts' headers; REPS sets the repetitions of
+# every script alike).
+# ONLY=cpu, ONLY=heap or ONLY=locks runs one part.
 #
 #   bench/run.sh            or: make -C bench run
 set -euo pipefail
@@ -18,6 +19,7 @@ status=0
 scripts=()
 [ "${ONLY:-cpu}" = cpu ] && scripts+=(cpu/sample_cost.sh cpu/accuracy.sh cpu/overhead.sh)
 [ "${ONLY:-heap}" = heap ] && scripts+=(heap/accuracy.sh heap/overhead.sh heap/syscalls.sh heap/memory.sh)
+[ "${ONLY:-locks}" = locks ] && scripts+=(locks/accuracy.sh locks/overhead.sh)
 {
   rc=0
   for script in "${scripts[@]}"; do
