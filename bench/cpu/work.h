@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../clock.h"
+#include "../common.h"
 
 /* Iterations of the dependency chain in one unit: about 0.3-1 ms on a
  * current x86-64 core, long enough that clock reads around a call cost

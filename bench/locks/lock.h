@@ -1,6 +1,5 @@
-/* What the lock benchmark workloads share (besides ../clock.h): a cheap
- * random number generator, argument parsing, busy waiting and a unit of
- * work that the compiler cannot fold. */
+/* What the lock benchmark workloads share (besides ../common.h): busy
+ * waiting, sleeping, and a unit of work that the compiler cannot fold. */
 #ifndef CPROF_BENCH_LOCK_H
 #define CPROF_BENCH_LOCK_H
 
@@ -11,41 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../clock.h"
-
-/* xorshift64*, as heap/heap.h. */
-typedef struct rng {
-  uint64_t s;
-} rng_t;
-
-static inline void rng_seed(rng_t *r, uint64_t seed) {
-  r->s = seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL;
-  if (!r->s)
-    r->s = 1;
-}
-
-static inline uint64_t rng_next(rng_t *r) {
-  uint64_t x = r->s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  r->s = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
-
-/* Uniform in [0, 1). */
-static inline double rng_unit(rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
-
-/* Parses a non-negative number or exits with usage. */
-static inline double number_arg(const char *s, const char *usage) {
-  char *end;
-  double v = s ? strtod(s, &end) : -1;
-  if (!s || *end || !(v >= 0)) {
-    fprintf(stderr, "usage: %s\n", usage);
-    exit(2);
-  }
-  return v;
-}
+#include "../common.h"
 
 /* Busy-waits until CLOCK_MONOTONIC reaches DEADLINE (ns): time that passes
  * whether or not the thread keeps its CPU, unlike a count of iterations. */
