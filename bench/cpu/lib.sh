@@ -97,6 +97,18 @@ median() {
     if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# rotated R WORD...: the words, one per line, starting at the R-th (from 1,
+# wrapping round): repetition R of a benchmark runs its variants in this
+# order, so that no variant always runs just after the same other one (the
+# machine's slow spells and a previous run's leftovers in the caches fall
+# on all alike).
+rotated() {
+  local r=$1 i
+  shift
+  local -a w=("$@")
+  for i in "${!w[@]}"; do echo "${w[$(((i + r - 1) % ${#w[@]}))]}"; done
+}
+
 # field KEY FILE: the value of KEY=VALUE on the first line that has it.
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" "$2" | head -1; }
 

@@ -148,15 +148,9 @@ run_churn() {
         r, th, v, kv("ns_per_op"), kv("thread_cpu_ns") / ops, kv("process_cpu_ns") / ops, ops, cw / 1e9 }'
 }
 
-# Each repetition starts one variant further along the list, so that no
-# variant always runs just after the same other one (the machine's slow
-# spells and a previous run's leftovers in the caches fall on all alike).
-read -ra variants <<<"$HEAP_VARIANTS"
 for r in $(seq 1 "$REPS"); do
   for th in $THREADS; do
-    for i in "${!variants[@]}"; do
-      run_churn "${variants[$(((i + r - 1) % ${#variants[@]}))]}" "$th" "$r"
-    done
+    for v in $(rotated "$r" $HEAP_VARIANTS); do run_churn "$v" "$th" "$r"; done
   done
 done
 load

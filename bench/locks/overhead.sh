@@ -134,12 +134,9 @@ run_loop() {
         r, m, v, kv("ns_per_op"), kv("thread_cpu_ns") / ops, kv("process_cpu_ns") / ops, ops, kv("wall_ns") / 1e9 }'
 }
 
-read -ra variants <<<"$LOCK_VARIANTS"
 for r in $(seq 1 "$REPS"); do
   for m in $MODES; do
-    for i in "${!variants[@]}"; do
-      run_loop "$m" "${variants[$(((i + r - 1) % ${#variants[@]}))]}" "$r"
-    done
+    for v in $(rotated "$r" $LOCK_VARIANTS); do run_loop "$m" "$v" "$r"; done
   done
 done
 load
