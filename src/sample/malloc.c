@@ -105,10 +105,10 @@ static inline int tagged(const void *p) {
   return p && (in_boot(p) || cprof__heap_maybe_sampled(p));
 }
 
-/* Whether a tagged p is sampled or the arena's, for certain: at a page's
- * start, the filter's "maybe" is checked in the table. */
+/* Whether p is sampled or the arena's, for certain: tagged, and at a
+ * page's start the filter's "maybe" checked in the table. */
 static int ours(const void *p) {
-  return !cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p);
+  return tagged(p) && (!cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p));
 }
 
 /* A block of the arena, zeroed (the arena is static and never reused),
@@ -342,7 +342,7 @@ static void *realloc_at(void *p, size_t size, uintptr_t ret) {
       return sample_alloc(PLAIN, 16, size, ret);
     return REAL(realloc)(NULL, size);
   }
-  int was_tagged = tagged(p) && ours(p);
+  int was_tagged = ours(p);
   if (size == 0 && was_tagged) { /* realloc(p, 0) frees, as glibc's does */
     free_tagged(p);
     return NULL;
@@ -420,7 +420,7 @@ CPROF_EXTERN void *pvalloc(size_t size) {
 CPROF_EXTERN size_t malloc_usable_size(void *p) {
   if (!p)
     return 0;
-  return tagged(p) && ours(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
+  return ours(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`
