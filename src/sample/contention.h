@@ -39,13 +39,13 @@ long cprof__block_rate(void);
 long cprof__mutex_fraction(void);
 void cprof__contention_set_unwinder(cprof__unwinder_t how);
 
-/* Whether either profile is on: the interposed functions' one check on
- * their fast path. */
+/* Which of the profiles in `bits` are on: the interposed functions' one
+ * check on their fast path. */
 extern int cprof__contention_on; /* atomic: the bits below */
 #define CPROF_CONTENTION_BLOCK_ON 1
 #define CPROF_CONTENTION_MUTEX_ON 2
-static inline int cprof__contention_enabled(void) {
-  return __atomic_load_n(&cprof__contention_on, __ATOMIC_RELAXED) != 0;
+static inline int cprof__contention_enabled(int bits) {
+  return __atomic_load_n(&cprof__contention_on, __ATOMIC_RELAXED) & bits;
 }
 
 /* A wait of `delay` ns by the caller of the function that returns to

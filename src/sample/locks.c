@@ -194,7 +194,7 @@ static int64_t charge(const void *obj) {
 /* FAST(bit, slow, real): the exported function's body. */
 #define FAST(bit, slow_call, real_call)                                                           \
   do {                                                                                            \
-    if (__builtin_expect(__atomic_load_n(&cprof__contention_on, __ATOMIC_RELAXED) & (bit), 0))   \
+    if (__builtin_expect(cprof__contention_enabled(bit), 0))                                      \
       return slow_call;                                                                           \
     return real_call;                                                                             \
   } while (0)

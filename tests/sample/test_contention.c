@@ -66,7 +66,7 @@ static void test_block_long_waits(void) {
 static void test_off(void) {
   cprof__block_set_rate(0);
   cprof__mutex_set_fraction(0);
-  CHECK(!cprof__contention_enabled());
+  CHECK(!cprof__contention_enabled(CPROF_CONTENTION_BLOCK_ON | CPROF_CONTENTION_MUTEX_ON));
   double c0, d0, c1, d1, m0, e0, m1, e1;
   totals(CPROF_BLOCK, NULL, &c0, &d0);
   totals(CPROF_MUTEX, NULL, &m0, &e0);
@@ -82,7 +82,7 @@ static void test_off(void) {
 /* 1 in 10 unlocks recorded, unscaled in the buckets; the writer scales. */
 static void test_mutex_fraction(void) {
   CHECK_EQ_INT(cprof__mutex_set_fraction(10), 0);
-  CHECK(cprof__contention_enabled());
+  CHECK(cprof__contention_enabled(CPROF_CONTENTION_MUTEX_ON));
   cprof__contention_snapshot_t base;
   CHECK_EQ_INT(cprof__contention_snapshot(CPROF_MUTEX, &base), 0);
   for (int i = 0; i < 20000; i++)
