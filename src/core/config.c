@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "sample/stack_table.h"
 
 #define DEFAULT_ADDR "127.0.0.1:6060"
 
@@ -150,6 +151,25 @@ int cprof__parse_setting(const char *s, long max, const char *what, long *out, c
   return 0;
 }
 
+int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen) {
+  static const char form[] = "expected a size in bytes of at least 1M, such as 33554432, 32M or 1G";
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s < '0' || *s > '9' || errno)
+    return fail(err, errlen, form);
+  int shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10, end++; break;
+  case 'm': case 'M': shift = 20, end++; break;
+  case 'g': case 'G': shift = 30, end++; break;
+  }
+  if (*end || v > (SIZE_MAX >> shift) || (v << shift) < CPROF_MIN_MAX_MEMORY)
+    return fail(err, errlen, form);
+  *out = (size_t)(v << shift);
+  return 0;
+}
+
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
   struct stat st;
   if (!*s || strlen(s) >= outlen - 16) /* room for "/cpu.pb.gz.tmp" */
@@ -181,6 +201,7 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
   cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
+  cfg->max_memory = CPROF_DEFAULT_MAX_MEMORY;
 
   v = pick(opts->addr, "CPROF_ADDR");
   if (cprof__parse_addr(v ? v : DEFAULT_ADDR, &cfg->addr, err, sizeof err) != 0) {
@@ -243,12 +264,19 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->mutex_fraction = 0;
     bad = 1;
   }
+  if ((v = getenv("CPROF_MAX_MEMORY")) &&
+      cprof__parse_memory(v, &cfg->max_memory, err, sizeof err) != 0) {
+    cprof__log("CPROF_MAX_MEMORY=\"%s\": %s; using 32M", v, err);
+    cfg->max_memory = CPROF_DEFAULT_MAX_MEMORY;
+    bad = 1;
+  }
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
-                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE}; /* no prefix, no auth, dwarf */
+                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE,
+                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

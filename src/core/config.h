@@ -23,6 +23,7 @@ typedef struct cprof__config {
   long block_rate;  /* CPROF_BLOCK_RATE: ns (block profile); 0: off */
   long mutex_fraction; /* CPROF_MUTEX_FRACTION: 1 in n (mutex profile); 0: off */
   char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
+  size_t max_memory; /* CPROF_MAX_MEMORY: bytes the samplers' stack tables may hold */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -31,6 +32,7 @@ typedef struct cprof__config {
 #define CPROF_MAX_HEAP_RATE (1L << 30)
 #define CPROF_MAX_BLOCK_RATE 1000000000000L /* 1000 s */
 #define CPROF_MAX_MUTEX_FRACTION 1000000000L
+#define CPROF_MIN_MAX_MEMORY ((size_t)1 << 20)
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -46,6 +48,9 @@ int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen);
  * POST /debug/pprof/block?rate= and /mutex?fraction=. */
 int cprof__parse_setting(const char *s, long max, const char *what, long *out, char *err,
                          size_t errlen);
+/* A size in bytes, with an optional K, M or G (powers of 1024), at least
+ * 1M: CPROF_MAX_MEMORY. */
+int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);

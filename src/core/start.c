@@ -14,6 +14,7 @@
 #include "sample/contention.h"
 #include "sample/heap.h"
 #include "sample/malloc.h"
+#include "sample/stack_table.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 #include "unwind/unwind.h"
@@ -77,6 +78,7 @@ static int start(const cprof_options_t *opts) {
       cfg.heap_rate = 0;
     }
   }
+  cprof__stack_memory_set_limit(cfg.max_memory);
   cprof__heap_configure(cfg.heap_rate, cfg.unwind);
   cprof__contention_set_unwinder(cfg.unwind);
   cprof__block_set_rate(cfg.block_rate);

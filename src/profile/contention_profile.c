@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "profile/builder.h"
+#include "sample/stack_table.h"
 
 int cprof__contention_profile_write(cprof__contention_kind_t kind,
                                     const cprof__contention_snapshot_t *now,
@@ -46,7 +47,8 @@ int cprof__contention_profile_write(cprof__contention_kind_t kind,
     if (count <= 0 && delay <= 0) /* nothing happened here (in the delta) */
       continue;
     int64_t v[2] = {llround(count) * scale, delay * scale};
-    rc = cprof__builder_add(b, r->pcs, r->depth, v, NULL, 0);
+    rc = r->depth ? cprof__builder_add(b, r->pcs, r->depth, v, NULL, 0)
+                  : cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, NULL, 0);
   }
   if (rc == 0) {
     if (!debug) {

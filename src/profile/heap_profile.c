@@ -1,6 +1,7 @@
 /* The heap profile, as Go's writeHeapProto and writeHeapInternal make it:
- * one sample per bucket (stack and block size), labelled bytes=SIZE, its
- * values scaled from what was sampled to what was allocated. The text form
+ * one sample per stack and block size, labelled bytes=SIZE (a stack's sizes
+ * past its first few make one sample without the label), its values
+ * scaled from what was sampled to what was allocated. The text form
  * (debug=1) ends with memory statistics, as Go's "# runtime.MemStats"
  * block, and the memory map, as gperftools' heap profiles do. */
 #include "profile/heap_profile.h"
@@ -13,25 +14,33 @@
 
 #include "core/clock.h"
 #include "profile/builder.h"
+#include "sample/stack_table.h"
 
-void cprof__heap_scale(uint64_t count, uint64_t size, long rate, int64_t *objects, int64_t *bytes) {
-  *objects = *bytes = 0;
-  if (count == 0 || size == 0) {
-    *objects = (int64_t)count; /* malloc(0): counted, no bytes */
+/* A weight sum as whole allocations, rounded (a delta's may be negative). */
+static int64_t objects(int64_t weight) {
+  return llround((double)weight / CPROF_HEAP_WEIGHT_ONE);
+}
+
+void cprof__heap_values(const cprof__heap_record_t *r, const cprof__heap_record_t *base,
+                        int scaled, int64_t v[4]) {
+  cprof__heap_record_t d = *r;
+  if (base) { /* unsigned differences: right modulo 2^64, as the counters wrap */
+    d.allocs -= base->allocs, d.frees -= base->frees;
+    d.alloc_bytes -= base->alloc_bytes, d.free_bytes -= base->free_bytes;
+    d.alloc_weight -= base->alloc_weight, d.free_weight -= base->free_weight;
+    d.alloc_wbytes -= base->alloc_wbytes, d.free_wbytes -= base->free_wbytes;
+  }
+  if (!scaled) {
+    v[0] = (int64_t)d.allocs;
+    v[1] = (int64_t)d.alloc_bytes;
+    v[2] = (int64_t)(d.allocs - d.frees);
+    v[3] = (int64_t)(d.alloc_bytes - d.free_bytes);
     return;
   }
-  if (rate <= 1) { /* every allocation sampled: nothing to undo */
-    *objects = (int64_t)count;
-    *bytes = (int64_t)(count * size);
-    return;
-  }
-  /* A block of s bytes is sampled with probability 1 - exp(-s/rate).
-   * Rounded, not truncated as Go does: a bucket is one size, so most
-   * buckets hold one sample, and truncating 1.58 objects to 1 in each of
-   * them biased alloc_objects 5 % low at rate 4096 (bench/README.md). */
-  double scale = 1 / (1 - exp(-(double)size / (double)rate));
-  *objects = llround((double)count * scale);
-  *bytes = llround((double)count * (double)size * scale);
+  v[0] = objects((int64_t)d.alloc_weight);
+  v[1] = (int64_t)d.alloc_wbytes;
+  v[2] = objects((int64_t)(d.alloc_weight - d.free_weight));
+  v[3] = (int64_t)(d.alloc_wbytes - d.free_wbytes);
 }
 
 /* One "# Name = value" line per figure, after the profile, as Go's
@@ -66,7 +75,8 @@ static void append_stats(const cprof__heap_snapshot_t *now, cprof__buf_t *out) {
   cprof__buf_puts(out, "#\n# cprof heap sampler\n");
   cprof__buf_printf(out, "# SampleRate = %ld\n", now->rate);
   cprof__buf_printf(out, "# SampledLive = %llu\n", (unsigned long long)now->live_blocks);
-  cprof__buf_printf(out, "# Buckets = %zu\n", now->n);
+  cprof__buf_printf(out, "# Buckets = %zu\n", now->buckets);
+  cprof__buf_printf(out, "# Records = %zu\n", now->n);
   cprof__buf_printf(out, "# ProfilerBytes = %llu\n", (unsigned long long)now->own_bytes);
 }
 
@@ -91,32 +101,20 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
   int rc = 0;
   for (size_t i = 0; i < now->n && rc == 0; i++) {
     const cprof__heap_record_t *r = &now->v[i];
-    uint64_t allocs = r->allocs, frees = r->frees;
-    if (base && r->id < base->n) { /* ids index the snapshot arrays */
-      allocs -= base->v[r->id].allocs;
-      frees -= base->v[r->id].frees;
-    }
-    if (allocs == 0 && frees == 0) /* nothing happened here (in the delta) */
-      continue;
+    /* ids index the snapshot arrays */
+    const cprof__heap_record_t *was = base && r->id < base->n ? &base->v[r->id] : NULL;
+    if (r->allocs == (was ? was->allocs : 0) && r->frees == (was ? was->frees : 0))
+      continue; /* nothing happened here (in the delta) */
     int64_t v[4];
-    if (debug) { /* as sampled: pprof scales the text format itself */
-      v[0] = (int64_t)allocs;
-      v[1] = (int64_t)(allocs * r->size);
-      v[2] = (int64_t)(allocs - frees);
-      v[3] = (int64_t)((allocs - frees) * r->size);
-    } else {
-      cprof__heap_scale(allocs, r->size, now->rate, &v[0], &v[1]);
-      /* A delta's in-use count may be negative: more freed than allocated. */
-      int64_t inuse = (int64_t)(allocs - frees);
-      cprof__heap_scale(inuse < 0 ? (uint64_t)-inuse : (uint64_t)inuse, r->size, now->rate, &v[2],
-                        &v[3]);
-      if (inuse < 0) {
-        v[2] = -v[2];
-        v[3] = -v[3];
-      }
-    }
+    /* debug=1 as sampled: pprof scales the text format itself */
+    cprof__heap_values(r, was, !debug, v);
+    /* Go's label: the block size, where the slot holds one size. */
     cprof__label_t size = {.key = "bytes", .num = (int64_t)r->size};
-    rc = cprof__builder_add(b, r->pcs, r->depth, v, &size, 1);
+    int nlabels = r->mixed ? 0 : 1;
+    if (r->depth == 0)
+      rc = cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, &size, nlabels);
+    else
+      rc = cprof__builder_add(b, r->pcs, r->depth, v, &size, nlabels);
   }
   if (rc == 0 && debug) {
     cprof__buf_t trailer;

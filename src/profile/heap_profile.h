@@ -7,9 +7,12 @@
 #include "core/buf.h"
 #include "sample/heap.h"
 
-/* Go's scaleHeapSample: the unsampled estimate of `count` blocks of `size`
- * bytes each, sampled at `rate`, as *objects and *bytes. */
-void cprof__heap_scale(uint64_t count, uint64_t size, long rate, int64_t *objects, int64_t *bytes);
+/* A record's four values, alloc_objects, alloc_space, inuse_objects and
+ * inuse_space, minus base's when base is not NULL: as sampled, or (scaled)
+ * as estimated from the samples' weights, Go's scaleHeapSample done per
+ * sample. */
+void cprof__heap_values(const cprof__heap_record_t *r, const cprof__heap_record_t *base,
+                        int scaled, int64_t v[4]);
 
 /* Appends the profile of `now`, minus `base` when it is not NULL (a delta:
  * only what happened between the two). debug 0: gzip-compressed

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "cprof.h"
 #include "sample/heap.h"
+#include "sample/stack_table.h"
 #include "unwind/caller.h"
 
 int cprof__contention_on;
@@ -23,27 +24,20 @@ static long block_rate, mutex_fraction; /* atomic */
 static long last_fraction = 1;          /* atomic: the last fraction above 0 */
 static int unwinder;                    /* atomic; a cprof__unwinder_t */
 
-typedef struct bucket {
-  uint64_t id, hash;
+/* A stack's counters: the stack table's payload. */
+typedef struct counts {
   double count;
   int64_t delay;
-  int depth;
-  uintptr_t pcs[];
-} bucket_t;
+} counts_t;
 
 typedef struct table {
   pthread_mutex_t lock;
-  bucket_t **buckets; /* by id */
-  size_t n, cap;
-  uint32_t *index; /* open addressing over hashes: id + 1, 0 empty */
-  size_t capindex;
+  cprof__stack_table_t stacks;
+  counts_t overflow; /* events of new stacks once the tables are full */
 } table_t;
 
-static table_t tables[CPROF_CONTENTION_KINDS] = {
-    {.lock = PTHREAD_MUTEX_INITIALIZER},
-    {.lock = PTHREAD_MUTEX_INITIALIZER},
-    {.lock = PTHREAD_MUTEX_INITIALIZER},
-};
+#define TABLE {.lock = PTHREAD_MUTEX_INITIALIZER, .stacks = CPROF_STACK_TABLE(sizeof(counts_t))}
+static table_t tables[CPROF_CONTENTION_KINDS] = {TABLE, TABLE, TABLE};
 
 /* ---- settings ---- */
 
@@ -94,72 +88,11 @@ static void fork_child(void) {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void init_once(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
-/* ---- the tables (under the table's lock) ---- */
-
 static uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-static uint64_t hash_stack(const uintptr_t *pcs, int depth) {
-  uint64_t h = 0;
-  for (int i = 0; i < depth; i++)
-    h = splitmix(h ^ pcs[i]);
-  return h;
-}
-
-static void index_put(uint32_t *index, size_t cap, uint64_t hash, size_t id) {
-  size_t i = hash & (cap - 1);
-  while (index[i])
-    i = (i + 1) & (cap - 1);
-  index[i] = (uint32_t)id + 1;
-}
-
-static int grow(table_t *t) {
-  size_t cap = t->capindex ? t->capindex * 2 : 256;
-  uint32_t *index = calloc(cap, sizeof *index);
-  bucket_t **buckets = realloc(t->buckets, cap / 2 * sizeof *buckets);
-  if (!index || !buckets) {
-    free(index);
-    if (buckets)
-      t->buckets = buckets;
-    return -ENOMEM;
-  }
-  t->buckets = buckets;
-  t->cap = cap / 2;
-  for (size_t id = 0; id < t->n; id++)
-    index_put(index, cap, t->buckets[id]->hash, id);
-  free(t->index);
-  t->index = index;
-  t->capindex = cap;
-  return 0;
-}
-
-/* The bucket of a stack, made if new; NULL when out of memory. */
-static bucket_t *bucket_of(table_t *t, const uintptr_t *pcs, int depth) {
-  uint64_t h = hash_stack(pcs, depth);
-  if (t->capindex) {
-    for (size_t i = h & (t->capindex - 1); t->index[i]; i = (i + 1) & (t->capindex - 1)) {
-      bucket_t *b = t->buckets[t->index[i] - 1];
-      if (b->hash == h && b->depth == depth &&
-          memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
-        return b;
-    }
-  }
-  if (t->n + 1 > t->cap && grow(t) != 0)
-    return NULL;
-  bucket_t *b = calloc(1, sizeof *b + (size_t)depth * sizeof *pcs);
-  if (!b)
-    return NULL;
-  b->id = t->n;
-  b->hash = h;
-  b->depth = depth;
-  memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
-  index_put(t->index, t->capindex, h, t->n);
-  t->buckets[t->n++] = b;
-  return b;
 }
 
 /* Adds one event to the caller's bucket: its stack from `ret` on. */
@@ -171,11 +104,10 @@ static void record(cprof__contention_kind_t kind, double count, int64_t delay, u
                                    CPROF_MAX_DEPTH, ret);
   table_t *t = &tables[kind];
   pthread_mutex_lock(&t->lock);
-  bucket_t *b = bucket_of(t, pcs, depth);
-  if (b) {
-    b->count += count;
-    b->delay += delay;
-  }
+  const cprof__stack_t *stack = cprof__stack_table_get(&t->stacks, pcs, depth);
+  counts_t *c = stack ? (counts_t *)stack->payload : &t->overflow;
+  c->count += count;
+  c->delay += delay;
   pthread_mutex_unlock(&t->lock);
   cprof__heap_guard_leave();
 }
@@ -228,14 +160,20 @@ int cprof__contention_snapshot(cprof__contention_kind_t kind, cprof__contention_
   int rc = 0;
   cprof__heap_guard_enter();
   pthread_mutex_lock(&t->lock);
-  if (t->n && !(out->v = malloc(t->n * sizeof *out->v))) {
+  size_t n = cprof__stack_table_count(&t->stacks);
+  /* Record 0 is the events of stacks past the limit; each stack's id is
+   * one more than its id in the table, the same in every snapshot. */
+  if (!(out->v = malloc((n + 1) * sizeof *out->v))) {
     rc = -ENOMEM;
   } else {
-    for (size_t id = 0; id < t->n; id++) {
-      const bucket_t *b = t->buckets[id];
-      out->v[id] = (cprof__contention_record_t){id, b->count, b->delay, b->pcs, b->depth};
+    out->v[0] = (cprof__contention_record_t){0, t->overflow.count, t->overflow.delay, NULL, 0};
+    for (size_t id = 0; id < n; id++) {
+      const cprof__stack_t *s = cprof__stack_table_at(&t->stacks, id);
+      const counts_t *c = (const counts_t *)s->payload;
+      out->v[id + 1] =
+          (cprof__contention_record_t){id + 1, c->count, c->delay, s->pcs, (int)s->depth};
     }
-    out->n = t->n;
+    out->n = n + 1;
   }
   pthread_mutex_unlock(&t->lock);
   cprof__heap_guard_leave();
@@ -257,7 +195,7 @@ void cprof__contention_snapshot_free(cprof__contention_snapshot_t *s) {
 size_t cprof__contention_records(cprof__contention_kind_t kind) {
   cprof__heap_guard_enter();
   pthread_mutex_lock(&tables[kind].lock);
-  size_t n = tables[kind].n;
+  size_t n = cprof__stack_table_count(&tables[kind].stacks) + (tables[kind].overflow.count > 0);
   pthread_mutex_unlock(&tables[kind].lock);
   cprof__heap_guard_leave();
   return n;

@@ -1,12 +1,13 @@
 /* The heap sampler and its tables (see heap.h for the design).
  *
  * Everything here runs inside the program's malloc and free, so it keeps to
- * three rules. The fast paths (in malloc.c) touch only this thread's TLS
- * and the block's header. The slow paths set the thread's guard first, so
- * that the allocations they make themselves (growing a table, the
- * unwinder's first look at a module) pass through unsampled and their
- * frees never come back here for the lock they hold. And a warm sampled
- * path makes no system call (unwind/caller.h). */
+ * four rules. The fast paths (in malloc.c) touch only this thread's TLS
+ * and the block's header. The tables' memory is cprof's own (core/pages.h),
+ * never the program's heap. The slow paths set the thread's guard first,
+ * so that what the libraries they call allocate (libgcc's unwinder, the
+ * first look at a thread's stack) passes through unsampled and its frees
+ * never come back here for the lock they hold. And a warm sampled path
+ * makes no system call (unwind/caller.h). */
 #include "sample/heap.h"
 
 #include <errno.h>
@@ -16,6 +17,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "core/pages.h"
+#include "sample/stack_table.h"
 #include "unwind/caller.h"
 
 __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));
@@ -37,37 +40,42 @@ static long rate;    /* atomic; 0: off */
 static int unwinder; /* atomic; a cprof__unwinder_t */
 static uint64_t seed;
 
-typedef struct bucket {
-  uint64_t id, hash, size, allocs, frees;
-  int depth;
-  uintptr_t pcs[];
-} bucket_t;
+/* One block size of a stack, or the stack's other sizes. Its counters
+ * move under the lock, but for a free's, which are atomic. */
+typedef struct slot {
+  struct slot *next; /* the stack's next size */
+  uint64_t size;
+  uint32_t id1; /* id + 1; 0: no sample yet */
+  uint32_t mixed;
+  uint64_t allocs, frees, alloc_bytes, free_bytes;
+  uint64_t alloc_weight, free_weight, alloc_wbytes, free_wbytes;
+  const cprof__stack_t *stack; /* NULL: stacks past the memory limit */
+} slot_t;
 
-/* A bucket's hash kept beside its id, so that a probe compares hashes
- * without loading the bucket (each load is a cache miss in a program
- * that churns through its memory). */
-typedef struct index_slot {
-  uint64_t hash;
-  uint32_t id1; /* id + 1; 0: empty */
-} index_slot_t;
+/* A stack's counters, the stack table's payload: the first size inline,
+ * up to SIZES - 1 more from the table's memory, then one slot for any
+ * other size. */
+#define SIZES 4
+typedef struct bucket {
+  slot_t first, other;
+  uint32_t sizes; /* exact-size slots in use */
+} bucket_t;
 
 typedef struct live {
   uintptr_t addr; /* 0: empty slot */
-  uint32_t bucket;
   uint32_t offset; /* of addr inside the allocator's block */
+  cprof__heap_sample_t sample;
 } live_t;
 
 /* All under `lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static cprof__stack_table_t stacks = CPROF_STACK_TABLE(sizeof(bucket_t));
+static bucket_t overflow; /* samples of new stacks once the table is full */
+static uint32_t nslots;   /* slot ids handed out */
 static struct {
-  bucket_t **buckets; /* by id */
-  size_t nbuckets, capbuckets;
-  index_slot_t *index; /* open addressing over bucket hashes */
-  size_t capindex;
-  live_t *live; /* open addressing over addresses, backward-shift deletion */
-  size_t nlive, caplive;
-  uint64_t own_bytes;
-} t;
+  live_t *v; /* open addressing over addresses, backward-shift deletion */
+  size_t n, cap;
+} live;
 
 /* ---- fork: the child inherits a consistent table ---- */
 
@@ -167,82 +175,84 @@ static int64_t draw(cprof__heap_tls_t *s, long r) {
   return d < 1e18 ? (int64_t)d : (int64_t)1e18;
 }
 
+/* ---- the weights ---- */
+
+/* 1 - exp(-x) for x >= 0, without libm, whose tables a program that churns
+ * through its memory has evicted by the next sample: the series for small
+ * x, where the subtraction would cancel; otherwise exp(-x) = 2^-n exp(-f)
+ * with f = x - n ln 2 in [0, ln 2) summed to f^14. Relative error below
+ * 1e-12. */
+static double one_minus_exp_neg(double x) {
+  if (x < 0.5) { /* x - x^2/2! + x^3/3! - ... */
+    double term = x, sum = x;
+    for (int k = 2; k <= 16; k++)
+      sum += (term *= -x / k);
+    return sum;
+  }
+  if (x > 700)
+    return 1;
+  int n = (int)(x / 0.6931471805599453);
+  double f = x - n * 0.6931471805599453, term = 1, e = 1;
+  for (int k = 1; k <= 14; k++)
+    e += (term *= -f / k);
+  uint64_t bits = (uint64_t)(1023 - n) << 52; /* 2^-n, n <= 1010 */
+  double scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return 1 - e * scale;
+}
+
+uint64_t cprof__heap_weight(uint64_t size, long r) {
+  if (r <= 1 || size == 0) /* every allocation sampled; malloc(0) counts one */
+    return CPROF_HEAP_WEIGHT_ONE;
+  double w = CPROF_HEAP_WEIGHT_ONE / one_minus_exp_neg((double)size / (double)r);
+  return (uint64_t)(w + 0.5);
+}
+
+/* The bytes a sample stands for: its size times its weight, as whole
+ * bytes, the same at the allocation and at the free. */
+static uint64_t weighted_bytes(const cprof__heap_sample_t *s) {
+  return (uint64_t)(((unsigned __int128)s->size * s->weight + CPROF_HEAP_WEIGHT_ONE / 2) /
+                    CPROF_HEAP_WEIGHT_ONE);
+}
+
 /* ---- the tables (callers hold the lock and the guard) ---- */
 
 static uint64_t hash_addr(uintptr_t p) { return splitmix(p); }
 
-static uint64_t hash_stack(const uintptr_t *pcs, int depth, uint64_t size) {
-  uint64_t h = splitmix(size);
-  for (int i = 0; i < depth; i++)
-    h = splitmix(h ^ pcs[i]);
-  return h;
+static slot_t *claim(slot_t *s, const cprof__stack_t *stack, uint64_t size, int mixed) {
+  s->id1 = ++nslots;
+  s->size = mixed ? 0 : size;
+  s->mixed = (uint32_t)mixed;
+  s->stack = stack;
+  return s;
 }
 
-static void index_put(index_slot_t *index, size_t cap, uint64_t hash, size_t id) {
-  size_t i = hash & (cap - 1);
-  while (index[i].id1)
-    i = (i + 1) & (cap - 1);
-  index[i] = (index_slot_t){hash, (uint32_t)id + 1};
-}
-
-static int grow_index(void) {
-  size_t cap = t.capindex ? t.capindex * 2 : 1024;
-  index_slot_t *index = calloc(cap, sizeof *index);
-  if (!index)
-    return -ENOMEM;
-  for (size_t id = 0; id < t.nbuckets; id++)
-    index_put(index, cap, t.buckets[id]->hash, id);
-  free(t.index);
-  t.own_bytes += (cap - t.capindex) * sizeof *index;
-  t.index = index;
-  t.capindex = cap;
-  return 0;
-}
-
-/* The bucket of (stack, size), made if new; NULL when out of memory. */
-static bucket_t *bucket_of(const uintptr_t *pcs, int depth, uint64_t size) {
-  uint64_t h = hash_stack(pcs, depth, size);
-  if (t.capindex) {
-    for (size_t i = h & (t.capindex - 1); t.index[i].id1; i = (i + 1) & (t.capindex - 1)) {
-      if (t.index[i].hash != h)
-        continue;
-      bucket_t *b = t.buckets[t.index[i].id1 - 1];
-      if (b->size == size && b->depth == depth &&
-          memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
-        return b;
-    }
+/* The slot of a block of `size` in bucket b, of `stack`: its own size's,
+ * claimed if new and one of the stack's first SIZES, else the other
+ * sizes'. Extra slots come from the table's memory, so past the limit a
+ * new size goes to the other sizes too. */
+static slot_t *slot_of(bucket_t *b, const cprof__stack_t *stack, uint64_t size) {
+  slot_t *s = &b->first, *last = NULL;
+  if (!s->id1) {
+    b->sizes = 1;
+    return claim(s, stack, size, 0);
   }
-  if ((t.nbuckets + 1) * 2 > t.capindex && grow_index() != 0)
-    return NULL;
-  if (t.nbuckets == t.capbuckets) {
-    size_t cap = t.capbuckets ? t.capbuckets * 2 : 256;
-    bucket_t **v = realloc(t.buckets, cap * sizeof *v);
-    if (!v)
-      return NULL;
-    t.own_bytes += (cap - t.capbuckets) * sizeof *v;
-    t.buckets = v;
-    t.capbuckets = cap;
+  for (; s; last = s, s = s->next)
+    if (s->size == size)
+      return s;
+  if (b->sizes < SIZES && (s = cprof__stack_table_alloc(&stacks, sizeof *s)) != NULL) {
+    b->sizes++;
+    last->next = s;
+    return claim(s, stack, size, 0);
   }
-  size_t bytes = sizeof(bucket_t) + (size_t)depth * sizeof *pcs;
-  bucket_t *b = calloc(1, bytes);
-  if (!b)
-    return NULL;
-  t.own_bytes += bytes;
-  b->id = t.nbuckets;
-  b->hash = h;
-  b->size = size;
-  b->depth = depth;
-  memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
-  index_put(t.index, t.capindex, h, t.nbuckets);
-  t.buckets[t.nbuckets++] = b;
-  return b;
+  return b->other.id1 ? &b->other : claim(&b->other, stack, size, 1);
 }
 
 static size_t live_find(uintptr_t p) {
-  if (!t.caplive)
+  if (!live.cap)
     return SIZE_MAX;
-  for (size_t i = hash_addr(p) & (t.caplive - 1); t.live[i].addr; i = (i + 1) & (t.caplive - 1))
-    if (t.live[i].addr == p)
+  for (size_t i = hash_addr(p) & (live.cap - 1); live.v[i].addr; i = (i + 1) & (live.cap - 1))
+    if (live.v[i].addr == p)
       return i;
   return SIZE_MAX;
 }
@@ -255,35 +265,34 @@ static void live_put(live_t *v, size_t cap, live_t e) {
 }
 
 static int grow_live(void) {
-  size_t cap = t.caplive ? t.caplive * 2 : 1024;
-  live_t *v = calloc(cap, sizeof *v);
+  size_t cap = live.cap ? live.cap * 2 : 1024;
+  live_t *v = cprof__pages_map(cap * sizeof *v);
   if (!v)
     return -ENOMEM;
-  for (size_t i = 0; i < t.caplive; i++)
-    if (t.live[i].addr)
-      live_put(v, cap, t.live[i]);
-  free(t.live);
-  t.own_bytes += (cap - t.caplive) * sizeof *v;
-  t.live = v;
-  t.caplive = cap;
+  for (size_t i = 0; i < live.cap; i++)
+    if (live.v[i].addr)
+      live_put(v, cap, live.v[i]);
+  cprof__pages_unmap(live.v, live.cap * sizeof *v);
+  live.v = v;
+  live.cap = cap;
   return 0;
 }
 
 /* Linear probing's deletion without tombstones: later entries of the same
  * probe run move back into the hole. */
 static void live_delete(size_t i) {
-  size_t mask = t.caplive - 1;
-  for (size_t j = (i + 1) & mask; t.live[j].addr; j = (j + 1) & mask) {
-    size_t home = hash_addr(t.live[j].addr) & mask;
+  size_t mask = live.cap - 1;
+  for (size_t j = (i + 1) & mask; live.v[j].addr; j = (j + 1) & mask) {
+    size_t home = hash_addr(live.v[j].addr) & mask;
     /* Entry j may move to i when its home is not in (i, j], cyclically. */
     int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
     if (!stays) {
-      t.live[i] = t.live[j];
+      live.v[i] = live.v[j];
       i = j;
     }
   }
-  t.live[i].addr = 0;
-  t.nlive--;
+  live.v[i].addr = 0;
+  live.n--;
 }
 
 /* Counts a page-aligned sampled block in or out of its filter slot, and
@@ -300,11 +309,19 @@ static void filter_add(uintptr_t p, int d) {
   __atomic_store_n(w, *c ? v | bit : v & ~bit, __ATOMIC_RELAXED);
 }
 
-static void count_free(bucket_t *b) { __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELAXED); }
+void cprof__heap_release_sample(const cprof__heap_sample_t *smp) {
+  slot_t *s = smp->slot;
+  if (!s)
+    return;
+  __atomic_add_fetch(&s->free_bytes, smp->size, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->free_weight, smp->weight, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->free_wbytes, weighted_bytes(smp), __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
+}
 
 static void free_locked(size_t i) {
-  count_free(t.buckets[t.live[i].bucket]);
-  filter_add(t.live[i].addr, -1);
+  cprof__heap_release_sample(&live.v[i].sample);
+  filter_add(live.v[i].addr, -1);
   live_delete(i);
 }
 
@@ -337,39 +354,47 @@ int cprof__heap_should_sample(size_t size) {
   return s->guard == 0;
 }
 
-void *cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret) {
+void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
+                        cprof__heap_sample_t *out) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
   s->guard++;
   uintptr_t pcs[CPROF_MAX_DEPTH];
   int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs, CPROF_MAX_DEPTH, ret);
+  *out = (cprof__heap_sample_t){NULL, size, cprof__heap_weight(size, cprof__heap_rate())};
   lock_table();
-  bucket_t *b = bucket_of(pcs, depth, size);
-  if (b && cprof__heap_at_page_start(p)) {
+  const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs, depth);
+  bucket_t *b = stack ? (bucket_t *)stack->payload : &overflow;
+  slot_t *slot = slot_of(b, stack, size);
+  int counted = 1;
+  if (cprof__heap_at_page_start(p)) {
     /* A block we still hold at this address was freed where we did not
      * see it: count it freed. */
     size_t old = live_find((uintptr_t)p);
     if (old != SIZE_MAX)
       free_locked(old);
-    if ((t.nlive + 1) * 2 <= t.caplive || grow_live() == 0) {
-      live_put(t.live, t.caplive, (live_t){(uintptr_t)p, (uint32_t)b->id, offset});
-      t.nlive++;
+    if ((live.n + 1) * 2 <= live.cap || grow_live() == 0) {
+      out->slot = slot;
+      live_put(live.v, live.cap, (live_t){(uintptr_t)p, offset, *out});
+      live.n++;
       filter_add((uintptr_t)p, 1);
     } else {
-      b = NULL;
+      counted = 0;
     }
   }
-  if (b)
-    b->allocs++;
+  if (counted) {
+    out->slot = slot;
+    slot->allocs++;
+    slot->alloc_bytes += size;
+    slot->alloc_weight += out->weight;
+    slot->alloc_wbytes += weighted_bytes(out);
+  }
   unlock_table();
   s->guard--;
-  return b;
 }
 
-void cprof__heap_release_bucket(void *bucket) { count_free(bucket); }
-
-/* The lock, unless this thread holds it already (freeing a table it
- * replaced, or a fork prepare handler running after ours): then it looks
- * without taking it. Returns whether it took it. */
+/* The lock, unless this thread holds it already (a fork prepare handler
+ * that runs after ours frees a block): then it looks without taking it.
+ * Returns whether it took it. */
 static int lock_unless_held(void) {
   int take = cprof__heap_tls.locked == 0;
   if (take)
@@ -390,7 +415,7 @@ int cprof__heap_release(void *p, uint32_t *offset) {
   size_t i = live_find((uintptr_t)p);
   int found = i != SIZE_MAX;
   if (found) {
-    *offset = t.live[i].offset;
+    *offset = live.v[i].offset;
     free_locked(i);
   }
   if (took)
@@ -400,39 +425,63 @@ int cprof__heap_release(void *p, uint32_t *offset) {
 
 /* ---- snapshots ---- */
 
+static void copy_slot(const slot_t *s, cprof__heap_snapshot_t *out) {
+  if (!s->id1)
+    return;
+  uint64_t frees = __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+  out->v[s->id1 - 1] = (cprof__heap_record_t){
+      .id = s->id1 - 1,
+      .size = s->size,
+      .mixed = (int)s->mixed,
+      .allocs = s->allocs,
+      .frees = frees,
+      .alloc_bytes = s->alloc_bytes,
+      .free_bytes = __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
+      .alloc_weight = s->alloc_weight,
+      .free_weight = __atomic_load_n(&s->free_weight, __ATOMIC_RELAXED),
+      .alloc_wbytes = s->alloc_wbytes,
+      .free_wbytes = __atomic_load_n(&s->free_wbytes, __ATOMIC_RELAXED),
+      .pcs = s->stack ? s->stack->pcs : NULL,
+      .depth = s->stack ? (int)s->stack->depth : 0,
+  };
+  out->live_blocks += s->allocs - frees;
+}
+
+static void copy_bucket(const bucket_t *b, cprof__heap_snapshot_t *out) {
+  for (const slot_t *s = &b->first; s; s = s->next)
+    copy_slot(s, out);
+  copy_slot(&b->other, out);
+}
+
 int cprof__heap_snapshot(cprof__heap_snapshot_t *out) {
   memset(out, 0, sizeof *out);
-  cprof__heap_guard_enter();
   lock_table();
   int rc = 0;
-  if (t.nbuckets && !(out->v = malloc(t.nbuckets * sizeof *out->v))) {
+  /* The copy is the snapshot's own memory too, not the program's heap. */
+  if (nslots && !(out->v = cprof__pages_map(nslots * sizeof *out->v))) {
     rc = -ENOMEM;
   } else {
-    for (size_t id = 0; id < t.nbuckets; id++) {
-      bucket_t *b = t.buckets[id];
-      uint64_t frees = __atomic_load_n(&b->frees, __ATOMIC_RELAXED);
-      out->v[id] = (cprof__heap_record_t){id, b->size, b->allocs, frees, b->pcs, b->depth};
-      out->live_blocks += b->allocs - frees;
-    }
-    out->n = t.nbuckets;
-    out->own_bytes = t.own_bytes + (cprof__heap_filter ? FILTER_BYTES : 0);
+    out->n = nslots;
+    for (size_t id = 0; id < cprof__stack_table_count(&stacks); id++)
+      copy_bucket((const bucket_t *)cprof__stack_table_at(&stacks, id)->payload, out);
+    copy_bucket(&overflow, out);
+    out->buckets = cprof__stack_table_count(&stacks);
+    out->own_bytes = stacks.mapped + cprof__pages_round(live.cap * sizeof *live.v) +
+                     (cprof__heap_filter ? FILTER_BYTES : 0);
   }
   unlock_table();
-  cprof__heap_guard_leave();
   out->rate = cprof__heap_rate();
   return rc;
 }
 
 size_t cprof__heap_records(void) {
   lock_table();
-  size_t n = t.nbuckets;
+  size_t n = nslots;
   unlock_table();
   return n;
 }
 
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s) {
-  cprof__heap_guard_enter();
-  free(s->v);
-  cprof__heap_guard_leave();
+  cprof__pages_unmap(s->v, s->n * sizeof *s->v);
   memset(s, 0, sizeof *s);
 }

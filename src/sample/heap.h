@@ -17,9 +17,18 @@
  * a bit filter. Only sampled allocations, and frees of sampled blocks at a
  * page's start, take the lock.
  *
- * Counts live in buckets, one per (stack, size), as Go's memory profile
- * keeps them; buckets are never freed, so a snapshot of their counters is
- * all that a profile, or a delta between two profiles, needs.
+ * Counts live in buckets, one per stack (sample/stack_table.h), each with
+ * a slot per block size for its first few sizes and one slot for the rest,
+ * so that Go's `bytes` label stays exact where a call site allocates a few
+ * sizes, and a site that allocates thousands of sizes costs one bucket, not
+ * thousands. Each sample carries its weight, the number of allocations it
+ * stands for, 1 / (1 - exp(-size/rate)), fixed when it is taken: the slot
+ * adds it up, a free takes the same weight back, and estimates stay
+ * unbiased over mixed sizes and across changes of the rate. Buckets are
+ * never freed, so a snapshot of their counters is all that a profile, or a
+ * delta between two profiles, needs. Past the memory limit
+ * (CPROF_MAX_MEMORY), samples of new stacks are counted in one bucket that
+ * says so.
  *
  * The malloc family itself is interposed in malloc.c; this file's entry
  * points are what it calls, and what the unit tests call directly. */
@@ -69,24 +78,38 @@ int cprof__heap_should_sample(size_t size);
 /* Whether free may not read the 16 bytes before p: p is within 16 bytes of
  * a page's start, and they would lie on the page before. Sampled blocks
  * there are remembered by address (cprof__heap_release); others carry
- * their bucket in the header malloc.c gives them. */
+ * what their free needs in the header malloc.c gives them. */
 static inline int cprof__heap_at_page_start(const void *p) { return ((uintptr_t)p & 4095) < 16; }
 
+/* The weight of a sample, the allocations it stands for, is counted in
+ * units of 1/CPROF_HEAP_WEIGHT_ONE. */
+#define CPROF_HEAP_WEIGHT_ONE 65536
+/* 1 / (1 - exp(-size/rate)) in those units: what a sampled block of
+ * `size` bytes stands for at `rate` (every allocation at rate 1). */
+uint64_t cprof__heap_weight(uint64_t size, long rate);
+
+/* What a sampled block's free must hand back: where it was counted, its
+ * size and its weight. malloc.c keeps it in the block's header. */
+typedef struct cprof__heap_sample {
+  void *slot; /* NULL: not counted (out of memory) */
+  uint64_t size, weight;
+} cprof__heap_sample_t;
+
 /* Records a sampled block: its stack, from the allocating call's return
- * address `ret` on, and its size. Returns the block's bucket, which
- * malloc.c keeps in the block's header and hands to
- * cprof__heap_release_bucket when the block is freed; NULL when nothing was
- * recorded (out of memory). A block at a page's start is also remembered by
- * address, with its `offset` inside the block the allocator gave. */
-void *cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret);
+ * address `ret` on, and its size. Fills *out for the block's header. A
+ * block at a page's start is also remembered by address, with its
+ * `offset` inside the block the allocator gave; when that cannot be done
+ * (out of memory) out->slot is NULL and nothing was counted. */
+void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
+                        cprof__heap_sample_t *out);
 
-/* A sampled block of `bucket` was freed. Lock-free. */
-void cprof__heap_release_bucket(void *bucket);
+/* A sampled block was freed. Lock-free. */
+void cprof__heap_release_sample(const cprof__heap_sample_t *s);
 
-/* For a block at a page's start: if p is a sampled block, moves it from in
- * use to freed, sets *offset, and returns 1; else 0. Call before the block
- * is really freed, so that its address cannot be handed out (and sampled)
- * again meanwhile. */
+/* For a block at a page's start: if p is a sampled block, counts it freed,
+ * sets *offset, and returns 1; else 0. Call before the block is really
+ * freed, so that its address cannot be handed out (and sampled) again
+ * meanwhile. */
 int cprof__heap_release(void *p, uint32_t *offset);
 /* For a block at a page's start: whether p is a sampled block. */
 int cprof__heap_known(const void *p);
@@ -107,29 +130,38 @@ static inline int cprof__heap_maybe_sampled(const void *p) {
   size_t slot = cprof__heap_filter_slot(p);
   return (__atomic_load_n(&f[slot >> 6], __ATOMIC_RELAXED) >> (slot & 63)) & 1;
 }
-/* One bucket's counters, copied. pcs point into the bucket, which lives as
- * long as the process. All counts are of sampled blocks, not yet scaled. */
+
+/* One slot's counters, copied: the samples of one stack and one block
+ * size, or of the stack's other sizes. pcs point into the table, which
+ * lives as long as the process. Counts are of sampled blocks; weights are
+ * the allocations they stand for (CPROF_HEAP_WEIGHT_ONE units) and the
+ * bytes (size x weight). */
 typedef struct cprof__heap_record {
-  uint64_t id; /* stable: the same bucket has the same id in every snapshot */
-  uint64_t size;
-  uint64_t allocs, frees; /* sampled blocks allocated, and freed */
-  const uintptr_t *pcs;   /* pcs[0] the address inside the allocating call, then return addresses */
-  int depth;
+  uint64_t id;   /* stable: the same slot has the same id in every snapshot */
+  uint64_t size; /* the block size; 0 when `mixed` */
+  int mixed;     /* the stack's sizes beyond its first few */
+  uint64_t allocs, frees;           /* sampled blocks allocated, and freed */
+  uint64_t alloc_bytes, free_bytes; /* their sizes, summed */
+  uint64_t alloc_weight, free_weight;
+  uint64_t alloc_wbytes, free_wbytes;
+  const uintptr_t *pcs; /* pcs[0] the address inside the allocating call, then return addresses */
+  int depth;            /* 0: samples of stacks past the memory limit */
 } cprof__heap_record_t;
 
 typedef struct cprof__heap_snapshot {
-  cprof__heap_record_t *v;
+  cprof__heap_record_t *v; /* by id */
   size_t n;
   long rate;            /* the rate in force when it was taken */
   uint64_t live_blocks; /* sampled blocks in use */
   uint64_t own_bytes;   /* memory the tables hold */
+  size_t buckets;       /* stacks */
 } cprof__heap_snapshot_t;
 
-/* Copies every bucket's counters (under the lock; nothing is symbolized).
+/* Copies every slot's counters (under the lock; nothing is symbolized).
  * 0 or -ENOMEM. */
 int cprof__heap_snapshot(cprof__heap_snapshot_t *out);
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s);
-/* The number of buckets (records of a heap profile), without a copy. */
+/* The number of records of a heap profile, without a copy. */
 size_t cprof__heap_records(void);
 
 #endif

@@ -40,9 +40,10 @@
  *
  * Whether an allocation is sampled is decided before it is made (the
  * countdown needs only its size). A sampled block is allocated `offset`
- * bytes larger, offset = max(16, alignment), and handed out at
- * base + offset with a 16-byte header just before it: its bucket and
- * offset, and a tag that seals them to the block's address. The bootstrap
+ * bytes larger, offset = max(32, alignment), and handed out at
+ * base + offset with a 32-byte header just before it: its size and weight
+ * and where it was counted, for its free, its offset, and a tag that seals
+ * the last two to the block's address. The bootstrap
  * arena's blocks (below) carry the same tag, with their size. free reads
  * the 16 bytes before any pointer whose page offset is at least 16: the
  * cache line the allocator's free is about to read for its own chunk
@@ -57,9 +58,16 @@
 
 typedef struct header {
   uint64_t tag;  /* seal(p) ^ info */
-  uint64_t info; /* sampled: the bucket (low 56 bits), log2 of the offset
+  uint64_t info; /* sampled: the slot (low 56 bits), log2 of the offset
                     (high 8); the arena's: the block's size */
 } header_t;
+
+/* A sampled block's header: the rest of what its free hands back to the
+ * sampler, read only once the tag says the block is sampled. */
+typedef struct sampled_header {
+  uint64_t size, weight;
+  header_t h;
+} sampled_header_t;
 
 #define INFO_BUCKET ((UINT64_C(1) << 56) - 1)
 
@@ -70,6 +78,10 @@ static inline uint64_t seal(const void *p) {
 }
 
 static inline header_t *header_of(const void *p) { return &((header_t *)p)[-1]; }
+
+static inline sampled_header_t *sampled_header_of(const void *p) {
+  return &((sampled_header_t *)p)[-1];
+}
 
 static void put_header(void *p, uint64_t info) {
   *header_of(p) = (header_t){seal(p) ^ info, info};
@@ -262,19 +274,23 @@ __attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align
                                                     uintptr_t ret) {
   if (!cprof__heap_should_sample(size))
     return allocate(kind, align, size);
-  size_t offset = align > sizeof(header_t) ? align : sizeof(header_t);
+  size_t offset = align > sizeof(sampled_header_t) ? align : sizeof(sampled_header_t);
   if (size > SIZE_MAX - offset || offset > UINT32_MAX)
     return allocate(kind, align, size); /* it will fail as it would have */
   char *base = allocate(kind, offset, size + offset);
   if (!base)
     return NULL;
   char *p = base + offset;
-  void *bucket = cprof__heap_record(p, size, (uint32_t)offset, ret);
-  if (!bucket && cprof__heap_at_page_start(p)) { /* free could not tell it */
+  cprof__heap_sample_t s;
+  cprof__heap_record(p, size, (uint32_t)offset, ret, &s);
+  if (!s.slot && cprof__heap_at_page_start(p)) { /* free could not tell it */
     REAL(free)(base);
     return allocate(kind, align, size);
   }
-  put_header(p, (uint64_t)(uintptr_t)bucket | (uint64_t)__builtin_ctzll(offset) << 56);
+  sampled_header_t *h = sampled_header_of(p);
+  h->size = s.size;
+  h->weight = s.weight;
+  put_header(p, (uint64_t)(uintptr_t)s.slot | (uint64_t)__builtin_ctzll(offset) << 56);
   return p;
 }
 
@@ -288,10 +304,11 @@ __attribute__((noinline)) static void free_tagged(void *p) {
     if (cprof__heap_release(p, &off)) /* else the filter's false alarm */
       offset = off;
   } else {
-    uint64_t info = header_of(p)->info;
-    if (info & INFO_BUCKET)
-      cprof__heap_release_bucket((void *)(uintptr_t)(info & INFO_BUCKET));
-    header_of(p)->tag = 0; /* no stale tag for the next block here */
+    sampled_header_t *h = sampled_header_of(p);
+    uint64_t info = h->h.info;
+    cprof__heap_sample_t s = {(void *)(uintptr_t)(info & INFO_BUCKET), h->size, h->weight};
+    cprof__heap_release_sample(&s);
+    h->h.tag = 0; /* no stale tag for the next block here */
     offset = (size_t)1 << (info >> 56);
   }
   REAL(free)((char *)p - offset);

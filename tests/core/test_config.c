@@ -103,6 +103,23 @@ static void test_small_parsers(void) {
   for (size_t i = 0; i < sizeof bad_setting / sizeof *bad_setting; i++)
     CHECK_EQ_INT(cprof__parse_setting(bad_setting[i], 100, "things", &n, err, sizeof err), -EINVAL);
   CHECK_EQ_STR(err, "expected a whole number of things from 0 (off) to 100");
+  /* CPROF_MAX_MEMORY. */
+  struct {
+    const char *in;
+    size_t out; /* 0: refused */
+  } mem[] = {{"33554432", 33554432}, {"32M", (size_t)32 << 20}, {"32m", (size_t)32 << 20},
+             {"1G", (size_t)1 << 30},  {"1024K", (size_t)1 << 20}, {"1M", (size_t)1 << 20},
+             {"1048575", 0},           {"512K", 0},                {"0", 0},
+             {"", 0},                  {"32MB", 0},                {"-32M", 0},
+             {" 32M", 0},              {"32 M", 0},                {"99999999999999999999G", 0},
+             {"17179869184G", 0}};
+  for (size_t i = 0; i < sizeof mem / sizeof *mem; i++) {
+    size_t got = 7;
+    int rc = cprof__parse_memory(mem[i].in, &got, err, sizeof err);
+    CHECK_EQ_INT(rc, mem[i].out ? 0 : -EINVAL);
+    if (mem[i].out)
+      CHECK_EQ_INT(got, mem[i].out);
+  }
 }
 
 /* Options win over the environment; NULL fields fall back to it; bad
@@ -142,6 +159,16 @@ static void test_load(void) {
   CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
   CHECK_EQ_INT(cfg.addr.enabled, 1); /* a bad prefix only drops the prefix */
   CHECK_EQ_STR(cfg.prefix, "");
+  unsetenv("CPROF_PREFIX");
+
+  CHECK_EQ_INT(cfg.max_memory, (size_t)32 << 20); /* the default */
+  setenv("CPROF_MAX_MEMORY", "64M", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_INT(cfg.max_memory, (size_t)64 << 20);
+  setenv("CPROF_MAX_MEMORY", "lots", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.max_memory, (size_t)32 << 20);
+  unsetenv("CPROF_MAX_MEMORY");
 }
 
 int main(void) {

@@ -4,6 +4,7 @@
  * few standard errors of the truth), frees, the guard, the stacks both
  * unwinders record, and the two text and proto writers. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,14 @@
 #include "check.h"
 #include "profile/heap_profile.h"
 #include "sample/heap.h"
+#include "sample/stack_table.h"
 
 /* The headers malloc.c would write before each sampled block, kept here
- * instead, since these blocks are made-up addresses: p to its bucket. */
+ * instead, since these blocks are made-up addresses: p to its sample. */
 #define HEADERS (1 << 17)
 static struct {
   uintptr_t p;
-  void *bucket;
+  cprof__heap_sample_t sample;
 } headers[HEADERS];
 static pthread_mutex_t headers_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -31,12 +33,13 @@ static size_t header_slot(uintptr_t p) {
 /* What malloc.c's wrappers do, but for an allocation at address p. */
 __attribute__((noinline)) static void fake_malloc(uintptr_t p, size_t size) {
   if (cprof__heap_crossing(size) && cprof__heap_should_sample(size)) {
-    void *bucket = cprof__heap_record((void *)p, size, 0, (uintptr_t)__builtin_return_address(0));
+    cprof__heap_sample_t smp;
+    cprof__heap_record((void *)p, size, 0, (uintptr_t)__builtin_return_address(0), &smp);
     if (!cprof__heap_at_page_start((void *)p)) {
       pthread_mutex_lock(&headers_lock);
       size_t i = header_slot(p);
       headers[i].p = p;
-      headers[i].bucket = bucket;
+      headers[i].sample = smp;
       pthread_mutex_unlock(&headers_lock);
     }
   }
@@ -51,24 +54,23 @@ __attribute__((noinline)) static void fake_free(uintptr_t p) {
     if (cprof__heap_maybe_sampled((void *)p))
       cprof__heap_release((void *)p, &offset);
   } else {
-    void *bucket = NULL;
+    cprof__heap_sample_t smp = {NULL, 0, 0};
     pthread_mutex_lock(&headers_lock);
     size_t i = header_slot(p);
     if (headers[i].p == p) { /* delete, moving later entries of the run back */
-      bucket = headers[i].bucket;
+      smp = headers[i].sample;
       headers[i].p = 0;
       for (size_t j = (i + 1) & (HEADERS - 1); headers[j].p; j = (j + 1) & (HEADERS - 1)) {
         uintptr_t q = headers[j].p;
-        void *b = headers[j].bucket;
+        cprof__heap_sample_t moved = headers[j].sample;
         headers[j].p = 0;
         size_t k = header_slot(q);
         headers[k].p = q;
-        headers[k].bucket = b;
+        headers[k].sample = moved;
       }
     }
     pthread_mutex_unlock(&headers_lock);
-    if (bucket)
-      cprof__heap_release_bucket(bucket);
+    cprof__heap_release_sample(&smp);
   }
   __asm__ volatile("" ::: "memory");
 }
@@ -79,8 +81,7 @@ static void totals(const cprof__heap_snapshot_t *s, int64_t out[4]) {
   memset(out, 0, 4 * sizeof *out);
   for (size_t i = 0; i < s->n; i++) {
     int64_t v[4];
-    cprof__heap_scale(s->v[i].allocs, s->v[i].size, s->rate, &v[0], &v[1]);
-    cprof__heap_scale(s->v[i].allocs - s->v[i].frees, s->v[i].size, s->rate, &v[2], &v[3]);
+    cprof__heap_values(&s->v[i], NULL, 1, v);
     for (int k = 0; k < 4; k++)
       out[k] += v[k];
   }
@@ -92,16 +93,20 @@ static int within(int64_t got, double want, double tolerance) {
 
 #define BASE ((uintptr_t)0x100000000000)
 
-static void test_scale(void) {
-  int64_t n, b;
-  cprof__heap_scale(10, 4096, 4096, &n, &b); /* sampled with probability 1 - 1/e */
-  CHECK_EQ_INT(n, 16);    /* 15.82, rounded */
-  CHECK_EQ_INT(b, 64798); /* 40960 / (1 - 1/e) = 64797.8 */
-  cprof__heap_scale(3, 100, 1, &n, &b); /* rate 1: every allocation */
-  CHECK_EQ_INT(n, 3);
-  CHECK_EQ_INT(b, 300);
-  cprof__heap_scale(0, 100, 4096, &n, &b);
-  CHECK_EQ_INT(n + b, 0);
+/* A sample's weight, 1 / (1 - exp(-size/rate)) allocations, against
+ * libm's expm1 over sizes from far below the rate to far above it. */
+static void test_weight(void) {
+  CHECK_EQ_INT(cprof__heap_weight(4096, 4096), 103676); /* 65536 / (1 - 1/e) = 103675.9 */
+  CHECK_EQ_INT(cprof__heap_weight(100, 1), CPROF_HEAP_WEIGHT_ONE); /* rate 1: every one */
+  CHECK_EQ_INT(cprof__heap_weight(0, 4096), CPROF_HEAP_WEIGHT_ONE); /* malloc(0) counts one */
+  CHECK_EQ_INT(cprof__heap_weight(1 << 30, 4096), CPROF_HEAP_WEIGHT_ONE); /* always sampled */
+  int bad = 0;
+  for (uint64_t size = 1; size < ((uint64_t)1 << 34); size = size * 3 / 2 + 1) {
+    double want = CPROF_HEAP_WEIGHT_ONE / -expm1(-(double)size / 524288);
+    double got = (double)cprof__heap_weight(size, 524288);
+    bad += fabs(got - want) > 0.5 + want * 1e-9;
+  }
+  CHECK_EQ_INT(bad, 0);
 }
 
 /* 400000 blocks of 1 KiB and 100000 of 16 KiB at rate 4096: about 185000
@@ -143,6 +148,53 @@ static void test_estimates(void) {
   /* Bucket ids are stable: the snapshot before lists the same ones first. */
   for (size_t i = 0; i < before.n; i++)
     CHECK(s.v[i].id == before.v[i].id && s.v[i].pcs == before.v[i].pcs);
+  cprof__heap_snapshot_free(&s);
+  cprof__heap_snapshot_free(&before);
+}
+
+/* One call site, thousands of sizes from 16 B to 64 KiB: one stack, so its
+ * first few sizes get slots of their own and the rest one slot together;
+ * the estimates stay unbiased, since each sample carries its own weight. */
+__attribute__((noinline)) static void mixed_site(uintptr_t p, size_t size) {
+  fake_malloc(p, size);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void test_mixed_sizes(void) {
+  cprof__heap_configure(4096, CPROF_UNWIND_FP);
+  cprof__heap_snapshot_t before, s;
+  CHECK_EQ_INT(cprof__heap_snapshot(&before), 0);
+  uint64_t x = 88172645463325252ull;
+  double bytes = 0;
+  const uintptr_t base = BASE + 0x40000000000;
+  for (uintptr_t i = 0; i < 300000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t size = (size_t)(16 * exp2((double)(x >> 11) * 0x1.0p-53 * 12));
+    bytes += (double)size;
+    mixed_site(base + i * 0x20000, size);
+  }
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  size_t exact = 0, mixed = 0;
+  for (size_t i = before.n; i < s.n; i++) {
+    exact += !s.v[i].mixed;
+    mixed += s.v[i].mixed;
+  }
+  CHECK_EQ_INT(exact, 4);
+  CHECK_EQ_INT(mixed, 1);
+  CHECK_EQ_INT(s.buckets - before.buckets, 1);
+  int64_t t[4], t0[4];
+  totals(&s, t);
+  totals(&before, t0);
+  CHECK(within(t[0] - t0[0], 300000, 0.03));
+  CHECK(within(t[1] - t0[1], bytes, 0.03));
+  CHECK(within(t[3] - t0[3], bytes, 0.03));
+  cprof__heap_snapshot_free(&s);
+  for (uintptr_t i = 0; i < 300000; i++)
+    fake_free(base + i * 0x20000);
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  totals(&s, t);
+  CHECK_EQ_INT(t[2], t0[2]);
+  CHECK_EQ_INT(t[3], t0[3]);
   cprof__heap_snapshot_free(&s);
   cprof__heap_snapshot_free(&before);
 }
@@ -273,13 +325,75 @@ static void test_writers(void) {
   cprof__heap_snapshot_free(&s);
 }
 
+/* 4096 distinct stacks, by the path through a binary tree of calls. */
+__attribute__((noinline)) static void leaf_alloc(uintptr_t p) {
+  fake_malloc(p, 1 << 20);
+  __asm__ volatile("" ::: "memory");
+}
+static void tree(uintptr_t p, unsigned path, int depth);
+__attribute__((noinline)) static void tree_left(uintptr_t p, unsigned path, int depth) {
+  tree(p, path, depth);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void tree_right(uintptr_t p, unsigned path, int depth) {
+  tree(p, path, depth);
+  __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void tree(uintptr_t p, unsigned path, int depth) {
+  if (depth == 0)
+    leaf_alloc(p);
+  else if (path & 1)
+    tree_left(p, path >> 1, depth - 1);
+  else
+    tree_right(p, path >> 1, depth - 1);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* Past CPROF_MAX_MEMORY, samples of new stacks are counted in one record
+ * without a stack, and the tables stay under the limit. */
+static void test_memory_limit(void) {
+  cprof__heap_configure(1, CPROF_UNWIND_FP);
+  size_t old = cprof__stack_memory_limit();
+  size_t limit = cprof__stack_memory_used() + (1 << 20);
+  cprof__stack_memory_set_limit(limit);
+  cprof__heap_snapshot_t before, s;
+  CHECK_EQ_INT(cprof__heap_snapshot(&before), 0);
+  const uintptr_t base = BASE + 0x50000000000;
+  for (unsigned i = 0; i < 4096; i++)
+    tree(base + i * 0x200000, i, 12);
+  CHECK(cprof__stack_memory_used() <= limit);
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  uint64_t kept = 0, over = 0;
+  for (size_t i = before.n; i < s.n; i++)
+    *(s.v[i].depth ? &kept : &over) += s.v[i].allocs;
+  CHECK_EQ_INT(kept + over, 4096); /* every sample counted */
+  CHECK(kept > 100 && over > 100);
+  cprof__buf_t text;
+  cprof__buf_init(&text);
+  CHECK_EQ_INT(cprof__heap_profile_write(&s, &before, 1, "inuse_space", 0, &text), 0);
+  cprof__buf_putc(&text, '\0');
+  CHECK(text.data && strstr(text.data, CPROF_STACKS_OVER_LIMIT) != NULL);
+  CHECK(text.data && strstr(text.data, "tree_left") != NULL);
+  cprof__buf_free(&text);
+  cprof__heap_snapshot_free(&s);
+  for (unsigned i = 0; i < 4096; i++)
+    fake_free(base + i * 0x200000);
+  CHECK_EQ_INT(cprof__heap_snapshot(&s), 0);
+  CHECK_EQ_INT((int)s.live_blocks, (int)before.live_blocks);
+  cprof__heap_snapshot_free(&s);
+  cprof__heap_snapshot_free(&before);
+  cprof__stack_memory_set_limit(old);
+}
+
 int main(void) {
-  test_scale();
+  test_weight();
   test_estimates();
   test_guard_and_off();
   test_stacks(CPROF_UNWIND_FP);
   test_stacks(CPROF_UNWIND_DWARF);
   test_threads();
   test_writers();
+  test_mixed_sizes();
+  test_memory_limit();
   return check_result("heap");
 }
