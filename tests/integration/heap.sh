@@ -151,6 +151,40 @@ check "CPROF_HEAP_RATE=lots: one line naming it" \
   has "$T/bad.err" '^cprof: CPROF_HEAP_RATE="lots": expected a whole number of bytes .*; using 524288$'
 stop
 
+# Mixed sizes and the memory limit, at rate 1 (every block sampled, so the
+# totals are exact): a site of 2000 sizes is one stack, its first sizes
+# labelled and the rest in one sample; 4096 distinct stacks under a 1 MiB
+# limit leave some stacks out, counted under one frame that says so, and
+# not one byte lost.
+for limit in 32M 1M; do
+  start stacks_$limit --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=1 CPROF_MAX_MEMORY=$limit -- "$P/many_stacks"
+  mixed=$(sed -n 's/^mixed_bytes //p' "$T/stacks_$limit.out")
+  curl -sf -o "$T/stacks.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "$limit: fetch /heap"
+  top "$T/stacks.pb.gz" >"$T/stop" || fail "$limit: pprof -top"
+  check "$limit: mixed_site holds exactly what it asked for" within "$T/stop" mixed_site "$mixed" 0
+  pprof -tagfocus=bytes=16B -top -unit=B "$T/stacks.pb.gz" >"$T/s16" || fail "$limit: tagfocus"
+  check "$limit: the site's first size keeps Go's bytes label" within "$T/s16" mixed_site 16 0
+  if [ $limit = 32M ]; then
+    check "$limit: leaf_alloc holds 16 MiB" within "$T/stop" leaf_alloc $((16 * MiB)) 0
+    check "$limit: nothing over the limit" absent "$T/stop" '\[cprof:'
+  else
+    check "$limit: the stacks over the limit are counted under one frame" \
+      has "$T/stop" ' \[cprof: CPROF_MAX_MEMORY reached; new stacks not kept\]$'
+    check "$limit: leaf_alloc and the frame together hold 16 MiB" python3 - "$T/stop" <<'PY'
+import sys
+got = sum(float(l.split()[0].rstrip("B")) for l in open(sys.argv[1])
+          if l.rstrip().endswith((" leaf_alloc", "new stacks not kept]")))
+print("leaf_alloc + over the limit:", got)
+sys.exit(0 if got == 16 * 1048576 else 1)
+PY
+  fi
+  stop
+done
+start badmem --ready LD_PRELOAD="$LIB" CPROF_MAX_MEMORY=lots -- "$P/heap_target"
+check "CPROF_MAX_MEMORY=lots: one line naming it" \
+  has "$T/badmem.err" '^cprof: CPROF_MAX_MEMORY="lots": expected a size in bytes .*; using 32M$'
+stop
+
 # CPROF_OUTPUT: heap.pb.gz at exit, with what was still in use.
 mkdir -p "$T/out"
 LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" CPROF_HEAP_RATE=4096 "$P/cxx_alloc" >/dev/null
