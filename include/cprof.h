@@ -24,6 +24,13 @@
  *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
  *                 accepted when both are set).
  *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
+ *   CPROF_HEAP_RATE       heap profile, as Go's MemProfileRate: one sample
+ *                 per this many bytes allocated, on average; 0 = off.
+ *                 Default 524288.
+ *   CPROF_MAX_MEMORY      the most the heap, block, mutex and threadcreate
+ *                 tables may hold: bytes, or with K, M or G. Past it, samples
+ *                 of new stacks are counted under one frame that says so.
+ *                 Default 32M.
  *   CPROF_BLOCK_RATE      block profile, as Go's SetBlockProfileRate: waits of
  *                 at least this many ns are recorded, shorter ones sampled in
  *                 proportion. Default 0: off.

@@ -86,7 +86,7 @@ one() {
           kv("expected_samples"), p[6], p[5] >> rows
         if (i <= 4) line = line sprintf(" %s %+.2f%%", f[1], err)
       }
-      printf "%s (samples %s, expected %s; records %s; %.1f s)\n", line, p[6], kv("expected_samples"), p[5], ms / 1000
+      printf "%s (samples %s, expected %s; records %s; %.1f s)\n", line, p[6] < 0 ? "n/a" : p[6], kv("expected_samples"), p[5], ms / 1000
     }' "$dir/out"
 }
 

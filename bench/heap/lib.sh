@@ -1,29 +1,73 @@
 # Shared by the heap benchmark scripts. Source it: it brings in
 # cpu/lib.sh (set -euo pipefail, the build, the scratch directory $T, start,
-# median, field, machine, load) and adds what the heap scripts need.
+# median, field, machine, load, need_pkgs, pkg_file) and adds what the heap
+# scripts need.
 . "$(dirname "${BASH_SOURCE[0]}")/../cpu/lib.sh"
 
 if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 
-# need_pkgs SCRIPT PKG...: installs the Debian packages that are missing
-# (as root), or says what to install and fails.
-need_pkgs() {
-  local who=$1 missing=() p
-  shift
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "$who: needs ${missing[*]}; run as root, or: sudo apt-get install ${missing[*]}" >&2
+# heap_allocators WHO: installs jemalloc and gperftools' tcmalloc if
+# missing and sets JE and TC to their libraries; fails if this jemalloc
+# cannot profile.
+heap_allocators() {
+  need_pkgs "$1" libjemalloc2 libgoogle-perftools-dev
+  JE=$(pkg_file libjemalloc2 '/libjemalloc\.so\.2$')
+  TC=$(pkg_file libgoogle-perftools4 '/libtcmalloc\.so\.4$')
+  [ -e "$JE" ] && [ -e "$TC" ] || { echo "$1: libjemalloc.so.2 or libtcmalloc.so.4 not found" >&2; exit 1; }
+  # jemalloc says "<jemalloc>: Invalid conf pair" when a build lacks an option.
+  if LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:19 /bin/true 2>&1 | grep -q 'Invalid conf'; then
+    echo "$1: this jemalloc was built without profiling (MALLOC_CONF=prof:true is invalid)" >&2
     exit 1
   fi
-  echo "$who: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 }
 
-# pkg_file PKG REGEX: the first file of installed package PKG matching REGEX.
-pkg_file() { dpkg -L "$1" | grep -E "$2" | head -1; }
+# allocator_versions: one line naming the allocators and their versions.
+allocator_versions() {
+  echo "glibc $(dpkg-query -W -f '${Version}' libc6); jemalloc $JE ($(dpkg-query -W -f '${Version}' libjemalloc2));" \
+    "tcmalloc $TC ($(dpkg-query -W -f '${Version}' libgoogle-perftools4))"
+}
+
+# heap_variant VARIANT [FILE]: sets ENVS to the environment that runs a
+# workload as VARIANT (heap/overhead.sh's header says what each is; FILE is
+# where a profiler that writes one puts it) and BASE to the variant it is
+# compared with: its allocator without profiling. heaptrack is a command,
+# not an environment: its ENVS is empty and its caller runs it.
+heap_variant() {
+  local c=(LD_PRELOAD="$LIB" CPROF_ADDR=0)
+  BASE=glibc
+  case $1 in
+  glibc | heaptrack) ENVS=() ;;
+  passthrough) ENVS=(LD_PRELOAD="$BIN/libpassthrough.so") ;;
+  cprof) ENVS=("${c[@]}") ;;
+  cprof-fp) ENVS=("${c[@]}" CPROF_UNWIND=fp) ;;
+  cprof-off) ENVS=("${c[@]}" CPROF_HEAP_RATE=0) ;;
+  cprof-rare) ENVS=("${c[@]}" CPROF_HEAP_RATE=1073741824) ;;
+  cprof-4096) ENVS=("${c[@]}" CPROF_HEAP_RATE=4096) ;;
+  cprof-fp-4096) ENVS=("${c[@]}" CPROF_HEAP_RATE=4096 CPROF_UNWIND=fp) ;;
+  jemalloc) ENVS=(LD_PRELOAD="$JE") BASE=jemalloc ;;
+  jemalloc-prof) ENVS=(LD_PRELOAD="$JE" MALLOC_CONF=prof:true,lg_prof_sample:19) BASE=jemalloc ;;
+  cprof-jemalloc) ENVS=(LD_PRELOAD="$LIB:$JE" CPROF_ADDR=0) BASE=jemalloc ;;
+  tcmalloc) ENVS=(LD_PRELOAD="$TC") BASE=tcmalloc ;;
+  tcmalloc-sample) ENVS=(LD_PRELOAD="$TC" TCMALLOC_SAMPLE_PARAMETER=524288) BASE=tcmalloc ;;
+  cprof-tcmalloc) ENVS=(LD_PRELOAD="$LIB:$TC" CPROF_ADDR=0) BASE=tcmalloc ;;
+  tcmalloc-heapprof) ENVS=(LD_PRELOAD="$TC" HEAPPROFILE="${2:-$T/heapprof}") BASE=tcmalloc ;;
+  *) echo "unknown variant $1" >&2; exit 2 ;;
+  esac
+}
+
+# churn_figures FILE: churn's result line in FILE as "ns/step, thread CPU
+# ns/step, process CPU ns/step, steps" (tab-separated); fails, showing
+# FILE and FILE.err, if there is none.
+churn_figures() {
+  grep -h '^churn:' "$1" 2>/dev/null | awk '
+    function kv(k,   i, a) { for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
+    { ops = kv("ops"); found = 1
+      printf "%.3f\t%.3f\t%.3f\t%d\n", kv("ns_per_op"), kv("thread_cpu_ns") / ops, kv("process_cpu_ns") / ops, ops }
+    END { exit !found }' && return 0
+  echo "churn printed no result:" >&2
+  cat "$1" "$1.err" >&2 2>/dev/null
+  return 1
+}
 
 # heap_available: whether this libcprof has the heap profiler (it defines
 # malloc). Says so on stderr when it does not.
@@ -38,13 +82,16 @@ heap_available() {
 # estimates by the profiler), as
 #   alloc_objects alloc_space inuse_objects inuse_space records sampled
 #   alloc_objects_unrounded inuse_objects_unrounded
-# records is the number of sample records (one per stack and size);
+# records is the number of sample records (one per stack and size, and
+# one per stack for its sizes past its first few, without the label);
 # sampled the number of allocations the profiler really sampled, undone
 # from each record's alloc_objects and its bytes=SIZE label: a record of
 # c sampled blocks of s bytes says c / (1 - exp(-s/rate)) objects,
-# rounded to an integer, rate being the profile's Period. The
+# rounded to an integer, rate being the profile's Period; -1 when a
+# record without the label (many sizes) makes it unknowable. The
 # "unrounded" object counts are the sums of c / (1 - exp(-s/rate)) before
-# that rounding, recomputed from the recovered c.
+# that rounding, recomputed from the recovered c (a record without the
+# label counts as it is: its one rounding is of a sum of many weights).
 heap_totals() {
   go tool pprof -symbolize=none -raw "$1" 2>>"$T/pprof.err" | awk '
     # count OBJECTS: the sampled blocks behind a record of OBJECTS of size
@@ -53,16 +100,19 @@ heap_totals() {
       p = 1 - exp(-size / rate); return int(o * p + 0.5) }
     function unscaled(c) { return (rate <= 1 || size <= 0) ? c : c / (1 - exp(-size / rate)) }
     function flush(   ca, ci) { if (!pending) return
+      pending = 0
+      if (size < 0 && rate > 1) { ua += objs; ui += iobjs; if (objs) mixed++; return }
       ca = count(objs); ci = count(iobjs); sampled += ca
-      ua += unscaled(ca); ui += unscaled(ci); pending = 0 }
+      ua += unscaled(ca); ui += unscaled(ci) }
     /^Period:/ { rate = $2 }
     /^Samples:/ { in_s = 1; next }
     in_s && /^[A-Za-z]/ && !/\// { flush(); in_s = 0 }
     in_s && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ {
       flush(); sub(/:.*/, ""); a += $1; b += $2; c += $3; d += $4; n++
-      objs = $1; iobjs = $3; size = 0; pending = 1 }
+      objs = $1; iobjs = $3; size = -1; pending = 1 }
     in_s && /bytes:\[[0-9]+\]/ { match($0, /bytes:\[[0-9]+\]/); size = substr($0, RSTART + 7, RLENGTH - 8) + 0 }
-    END { flush(); printf "%.0f %.0f %.0f %.0f %d %.0f %.0f %.0f\n", a, b, c, d, n, sampled, ua, ui }'
+    END { flush(); printf "%.0f %.0f %.0f %.0f %d %.0f %.0f %.0f\n", a, b, c, d, n,
+                          mixed ? -1 : sampled, ua, ui }'
 }
 
 # median: as cpu/lib.sh's, with every digit (byte counts of 1e9 and more).
