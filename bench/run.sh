@@ -6,7 +6,9 @@
 # VARIANTS, BATCHES; OPS, THREADS, HEAP_VARIANTS, ...; PRIMS, CASES, MODES,
 # LOCK_VARIANTS, ...: see the scripts' headers; REPS sets the repetitions of
 # every script alike).
-# ONLY=cpu, ONLY=heap or ONLY=locks runs one part.
+# ONLY=cpu, ONLY=heap or ONLY=locks runs one part. The overhead matrix
+# (matrix.sh, make matrix) is not part of it: about 17 minutes of its own,
+# and it keeps its own copy of its tables.
 #
 #   bench/run.sh            or: make -C bench run
 set -euo pipefail

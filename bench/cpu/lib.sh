@@ -89,6 +89,35 @@ cpu_profile_available() {
   fi
 }
 
+# need_pkgs SCRIPT PKG...: installs the Debian packages that are missing
+# (as root), or says what to install and fails.
+need_pkgs() {
+  local who=$1 missing=() p
+  shift
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$who: needs ${missing[*]}; run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "$who: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+}
+
+# pkg_file PKG REGEX: the first file of installed package PKG matching REGEX.
+pkg_file() { dpkg -L "$1" | grep -E "$2" | head -1; }
+
+# gperftools_profiler WHO: installs gperftools if missing and sets GPERF
+# to its CPU profiler's library (libprofiler.so, used with LD_PRELOAD and
+# CPUPROFILE=FILE).
+gperftools_profiler() {
+  need_pkgs "$1" libgoogle-perftools-dev
+  GPERF=$(pkg_file libgoogle-perftools-dev '/libprofiler\.so$')
+  [ -n "$GPERF" ] && [ -e "$GPERF" ] || { echo "$1: libprofiler.so not found" >&2; exit 1; }
+}
+
 # median: the median of the numbers on stdin, one per line (mean of the two
 # middle ones for an even count).
 median() {
@@ -107,6 +136,33 @@ rotated() {
   shift
   local -a w=("$@")
   for i in "${!w[@]}"; do echo "${w[$(((i + r - 1) % ${#w[@]}))]}"; done
+}
+
+# Results files of the overhead scripts: one row per run, tab-separated:
+# group (a mode, a thread count, a shape...), variant, repetition, then
+# the run's figures. $RES names the file.
+# res_col GROUP VARIANT COLUMN: that column of GROUP's VARIANT rows.
+res_col() { awk -F'\t' -v g="$1" -v v="$2" -v c="$3" '$1 == g && $2 == v { print $c }' "$RES"; }
+# res_ratios GROUP VARIANT BASE COLUMN: VARIANT's COLUMN over BASE's in
+# the same group and repetition, one line per repetition: ratios of runs
+# made close together, which a slow spell of the machine hits alike.
+res_ratios() {
+  awk -F'\t' -v g="$1" -v v="$2" -v b="$3" -v c="$4" '
+    $1 == g && $2 == b { p[$3] = $c } $1 == g && $2 == v { x[$3] = $c }
+    END { for (r in x) if (r in p && p[r] > 0) printf "%.6f\n", x[r] / p[r] }' "$RES"
+}
+# res_paired GROUP VARIANT BASE COLUMN: the median of those ratios.
+res_paired() { res_ratios "$@" | median; }
+# res_spread GROUP VARIANT BASE COLUMN: the lowest and the highest, as "LO-HI".
+res_spread() { res_ratios "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f-%.3f", lo, hi }'; }
+
+# profile_samples FILE: the sum of a profile's first sample value (for a
+# CPU profile, samples/count), from go tool pprof -raw; "-" without go.
+profile_samples() {
+  command -v go >/dev/null || { echo -; return; }
+  go tool pprof -raw -symbolize=none "$1" 2>/dev/null |
+    awk '/^Samples:/ { on = 1; next } on && /^ *[0-9]+ +[0-9]+: / { n += $1 } on && /^[A-Za-z]/ && !/\// { on = 0 }
+      END { printf "%d\n", n }'
 }
 
 # field KEY FILE: the value of KEY=VALUE on the first line that has it.

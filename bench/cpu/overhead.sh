@@ -29,18 +29,7 @@ VARIANTS=${VARIANTS:-plain cprof gperftools}
 HZ=100
 if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 
-if ! dpkg -s libgoogle-perftools-dev >/dev/null 2>&1; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "overhead: needs libgoogle-perftools-dev; run as root, or: sudo apt-get install libgoogle-perftools-dev" >&2
-    exit 1
-  fi
-  echo "overhead: installing libgoogle-perftools-dev"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends libgoogle-perftools-dev >/dev/null ||
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends libgoogle-perftools-dev >/dev/null; }
-fi
-GPERF=$(dpkg -L libgoogle-perftools-dev | grep '/libprofiler\.so$' | head -1)
-[ -n "$GPERF" ] && [ -e "$GPERF" ] || { echo "overhead: libprofiler.so not found" >&2; exit 1; }
+gperftools_profiler overhead
 
 cpu_profile_available || exit 1
 

@@ -69,35 +69,17 @@ BURN_ROUNDS=${BURN_ROUNDS:-7}
 BURN_SECONDS=${BURN_SECONDS:-3}
 HEAP_VARIANTS=${HEAP_VARIANTS:-glibc passthrough cprof cprof-fp cprof-off cprof-rare cprof-4096 cprof-fp-4096 jemalloc jemalloc-prof cprof-jemalloc tcmalloc tcmalloc-sample cprof-tcmalloc tcmalloc-heapprof heaptrack}
 
-need_pkgs heap-overhead libjemalloc2 libgoogle-perftools-dev heaptrack
-JE=$(pkg_file libjemalloc2 '/libjemalloc\.so\.2$')
-TC=$(pkg_file libgoogle-perftools4 '/libtcmalloc\.so\.4$')
-[ -e "$JE" ] && [ -e "$TC" ] || { echo "heap-overhead: libjemalloc.so.2 or libtcmalloc.so.4 not found" >&2; exit 1; }
+heap_allocators heap-overhead
+need_pkgs heap-overhead heaptrack
 case " $HEAP_VARIANTS " in *" cprof"*) heap_available || exit 1 ;; esac
 if [ "$BURN_ROUNDS" -gt 0 ]; then heap_available || exit 1; fi
-
-# jemalloc says "<jemalloc>: Invalid conf pair" when a build lacks an option.
-if LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:19 /bin/true 2>&1 | grep -q 'Invalid conf'; then
-  echo "heap-overhead: this jemalloc was built without profiling (MALLOC_CONF=prof:true is invalid)" >&2
-  exit 1
-fi
-
-base_of() {
-  case $1 in
-  glibc | passthrough | cprof | cprof-fp | cprof-off | cprof-rare | cprof-4096 | cprof-fp-4096 | heaptrack) echo glibc ;;
-  jemalloc | jemalloc-prof | cprof-jemalloc) echo jemalloc ;;
-  tcmalloc | tcmalloc-sample | cprof-tcmalloc | tcmalloc-heapprof) echo tcmalloc ;;
-  *) echo "unknown variant $1" >&2; exit 2 ;;
-  esac
-}
 
 echo "# Heap profiling overhead: churn, $SLOTS slots, depth $DEPTH, $OPS steps per thread (heapprof / $HEAPPROF_DIV, heaptrack / $HEAPTRACK_DIV, rate 4096 / $RATE_DIV)," \
   "threads: $THREADS; $REPS repetitions of: $HEAP_VARIANTS; nice $NICE"
 machine
-echo "glibc $(dpkg-query -W -f '${Version}' libc6); jemalloc $JE ($(dpkg-query -W -f '${Version}' libjemalloc2));" \
-  "tcmalloc $TC ($(dpkg-query -W -f '${Version}' libgoogle-perftools4)); heaptrack $(dpkg-query -W -f '${Version}' heaptrack)"
+echo "$(allocator_versions); heaptrack $(dpkg-query -W -f '${Version}' heaptrack)"
 
-RES=$T/results # variant threads rep ns_per_op thread_cpu/op process_cpu/op command_wall/op
+RES=$T/results # threads variant rep ns_per_op thread_cpu/op process_cpu/op command_wall/op
 : >"$RES"
 
 # run_churn VARIANT THREADS REP
@@ -108,44 +90,22 @@ run_churn() {
   heaptrack) ops=$(awk -v o="$OPS" -v d="$HEAPTRACK_DIV" 'BEGIN { printf "%d", o / d }') ;;
   cprof-4096 | cprof-fp-4096) ops=$(awk -v o="$OPS" -v d="$RATE_DIV" 'BEGIN { printf "%d", o / d }') ;;
   esac
-  local args=(--threads "$th" --ops "$ops" --slots "$SLOTS" --depth "$DEPTH") envs=() w0 w1
-  case $v in
-  glibc) ;;
-  passthrough) envs=(LD_PRELOAD="$BIN/libpassthrough.so") ;;
-  cprof) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0) ;;
-  cprof-fp) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_UNWIND=fp) ;;
-  cprof-off) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=0) ;;
-  cprof-rare) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=1073741824) ;;
-  cprof-4096) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=4096) ;;
-  cprof-fp-4096) envs=(LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_HEAP_RATE=4096 CPROF_UNWIND=fp) ;;
-  cprof-jemalloc) envs=(LD_PRELOAD="$LIB:$JE" CPROF_ADDR=0) ;;
-  cprof-tcmalloc) envs=(LD_PRELOAD="$LIB:$TC" CPROF_ADDR=0) ;;
-  jemalloc) envs=(LD_PRELOAD="$JE") ;;
-  jemalloc-prof) envs=(LD_PRELOAD="$JE" MALLOC_CONF=prof:true,lg_prof_sample:19) ;;
-  tcmalloc) envs=(LD_PRELOAD="$TC") ;;
-  tcmalloc-sample) envs=(LD_PRELOAD="$TC" TCMALLOC_SAMPLE_PARAMETER=524288) ;;
-  tcmalloc-heapprof) envs=(LD_PRELOAD="$TC" HEAPPROFILE="$T/heapprof.$th.$r") ;;
-  heaptrack) ;;
-  *) echo "unknown variant $v" >&2; exit 2 ;;
-  esac
+  local args=(--threads "$th" --ops "$ops" --slots "$SLOTS" --depth "$DEPTH") w0 w1 f
+  heap_variant "$v" "$T/heapprof.$th.$r"
   w0=$(date +%s%N)
   if [ "$v" = heaptrack ]; then
     nice -n "$NICE" heaptrack -o "$T/heaptrack.$th.$r" "$BIN/churn" "${args[@]}" >"$out" 2>"$out.err" || {
       echo "heaptrack failed:" >&2; cat "$out" "$out.err" >&2; exit 1; }
   else
-    nice -n "$NICE" env ${envs[@]+"${envs[@]}"} "$BIN/churn" "${args[@]}" >"$out" 2>"$out.err" || {
+    nice -n "$NICE" env ${ENVS[@]+"${ENVS[@]}"} "$BIN/churn" "${args[@]}" >"$out" 2>"$out.err" || {
       echo "$v failed:" >&2; cat "$out" "$out.err" >&2; exit 1; }
   fi
   w1=$(date +%s%N)
-  local line
-  line=$(grep '^churn:' "$out") || { echo "$v: churn printed no result" >&2; cat "$out" "$out.err" >&2; exit 1; }
-  echo "$line" | awk -v v="$v" -v th="$th" -v r="$r" -v cw=$((w1 - w0)) -v res="$RES" '
-    function kv(k,   i, a) { for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
-    { ops = kv("ops"); n = ops / th
-      printf "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", v, th, r, kv("ns_per_op"), kv("thread_cpu_ns") / ops,
-        kv("process_cpu_ns") / ops, cw * th / ops >> res
+  f=$(churn_figures "$out") || exit 1
+  awk -F'\t' -v v="$v" -v th="$th" -v r="$r" -v cw=$((w1 - w0)) -v res="$RES" '{
+      printf "%d\t%s\t%d\t%s\t%s\t%s\t%.3f\n", th, v, r, $1, $2, $3, cw * th / $4 >> res
       printf "  rep %d threads %d %-17s %8.2f ns/step  thread CPU %8.2f ns/step  process CPU %8.2f ns/step  (%d steps, command %.2f s)\n",
-        r, th, v, kv("ns_per_op"), kv("thread_cpu_ns") / ops, kv("process_cpu_ns") / ops, ops, cw / 1e9 }'
+        r, th, v, $1, $2, $3, $4, cw / 1e9 }' <<<"$f"
 }
 
 for r in $(seq 1 "$REPS"); do
@@ -155,13 +115,9 @@ for r in $(seq 1 "$REPS"); do
 done
 load
 
-col() { awk -F'\t' -v v="$1" -v th="$2" -v c="$3" '$1 == v && $2 == th { print $c }' "$RES"; }
-# paired VARIANT THREADS COLUMN: median over repetitions of variant / baseline.
-paired() {
-  awk -F'\t' -v v="$1" -v b="$(base_of "$1")" -v th="$2" -v c="$3" '
-    $2 == th && $1 == b { p[$3] = $c } $2 == th && $1 == v { x[$3] = $c }
-    END { for (r in x) if (r in p && p[r] > 0) printf "%.6f\n", x[r] / p[r] }' "$RES" | median
-}
+col() { res_col "$2" "$1" "$3"; } # VARIANT THREADS COLUMN
+base_of() { heap_variant "$1"; echo "$BASE"; }
+paired() { res_paired "$2" "$1" "$(base_of "$1")" "$3"; } # VARIANT THREADS COLUMN
 
 echo
 echo "## churn: medians over $REPS repetitions (ns per malloc+free step)"
@@ -189,14 +145,9 @@ case " $HEAP_VARIANTS " in *" heaptrack "*)
   ;;
 esac
 
-# samples_per_step RATE: the samples a step of churn expects at RATE (its
-# sizes: 31 in 32 uniform in 16..1024, 1 in 32 1024 x 2^(5u)), each
-# allocation of s bytes sampled with probability 1 - exp(-s/RATE).
-samples_per_step() {
-  awk -v r="$1" 'BEGIN { for (s = 16; s <= 1024; s++) a += 1 - exp(-s / r); a /= 1009
-    n = 4000; for (i = 0; i < n; i++) b += 1 - exp(-int(1024 * 2 ^ (5 * (i + 0.5) / n)) / r); b /= n
-    printf "%.6f", 31 / 32 * a + 1 / 32 * b }'
-}
+# samples_per_step RATE: the samples a step of churn expects at RATE
+# (churn --expect draws its sizes and adds up 1 - exp(-size/RATE)).
+samples_per_step() { "$BIN/churn" --expect "$1" --ops 2e6 | sed -n 's/.*samples_per_op=\([^ ]*\).*/\1/p'; }
 sd=$(samples_per_step 524288) s4=$(samples_per_step 4096)
 echo
 for pair in "cprof cprof-4096 dwarf" "cprof-fp cprof-fp-4096 fp"; do

@@ -141,21 +141,6 @@ for r in $(seq 1 "$REPS"); do
 done
 load
 
-col() { awk -F'\t' -v m="$1" -v v="$2" -v c="$3" '$1 == m && $2 == v { print $c }' "$RES"; }
-# paired MODE VARIANT BASE COLUMN: median over repetitions of variant / base.
-paired() {
-  awk -F'\t' -v m="$1" -v v="$2" -v b="$3" -v c="$4" '
-    $1 == m && $2 == b { p[$3] = $c } $1 == m && $2 == v { x[$3] = $c }
-    END { for (r in x) if (r in p && p[r] > 0) printf "%.6f\n", x[r] / p[r] }' "$RES" | median
-}
-# spread MODE VARIANT COLUMN: the lowest and highest per-repetition ratio to plain.
-spread() {
-  awk -F'\t' -v m="$1" -v v="$2" -v c="$3" '
-    $1 == m && $2 == "plain" { p[$3] = $c } $1 == m && $2 == v { x[$3] = $c }
-    END { lo = 1e9; hi = 0; for (r in x) if (r in p && p[r] > 0) { q = x[r] / p[r]; if (q < lo) lo = q; if (q > hi) hi = q }
-      printf "%.3f-%.3f", lo, hi }' "$RES"
-}
-
 echo
 echo "## lockloop: medians over $REPS repetitions (ns per lock/unlock round; ratios: median of per-repetition ratios to plain)"
 echo
@@ -163,16 +148,16 @@ echo "| mode | variant | ns/round (wall) | thread CPU ns/round | process CPU ns/
 echo "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"
 for m in $MODES; do
   for v in $LOCK_VARIANTS; do
-    w=$(col "$m" "$v" 4 | median) c=$(col "$m" "$v" 5 | median) p=$(col "$m" "$v" 6 | median)
+    w=$(res_col "$m" "$v" 4 | median) c=$(res_col "$m" "$v" 5 | median) p=$(res_col "$m" "$v" 6 | median)
     if [ "$v" = plain ]; then
       printf '| %s | %s | %.2f | %.2f | %.2f | - | | - | - | |\n' "$m" "$v" "$w" "$c" "$p"
     else
       vp=-
       case " $LOCK_VARIANTS " in *" passthrough "*)
-        [ "$v" != passthrough ] && vp=$(printf '%.3f' "$(paired "$m" "$v" passthrough 4)") ;;
+        [ "$v" != passthrough ] && vp=$(printf '%.3f' "$(res_paired "$m" "$v" passthrough 4)") ;;
       esac
       printf '| %s | %s | %.2f | %.2f | %.2f | %.3f | %s | %.3f | %.3f | %s |\n' "$m" "$v" "$w" "$c" "$p" \
-        "$(paired "$m" "$v" plain 4)" "$(spread "$m" "$v" 4)" "$(paired "$m" "$v" plain 5)" "$(paired "$m" "$v" plain 6)" "$vp"
+        "$(res_paired "$m" "$v" plain 4)" "$(res_spread "$m" "$v" plain 4)" "$(res_paired "$m" "$v" plain 5)" "$(res_paired "$m" "$v" plain 6)" "$vp"
     fi
   done
 done
