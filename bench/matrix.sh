@@ -44,8 +44,12 @@
 #
 # Exit: bench/cpu/exit.sh (REPS=1 under QUICK), if it is there.
 #
+# Memory: bench/heap/bounded.sh (SECONDS_RUN=3 under QUICK): the heap
+# profiler's own memory on 120 stacks and on more stacks than
+# CPROF_MAX_MEMORY holds, each of thousands of sizes, over 25 s.
+#
 # Settings (environment), with their defaults (QUICK=1's in brackets):
-#   SECTIONS="heap cpu exit"
+#   SECTIONS="heap cpu exit memory"
 #   REPS=7 [1]  SHAPES="small wide large map list churn"  THREADS="1 2"  DEPTH=10
 #   HEAP_VARIANTS="glibc cprof jemalloc jemalloc-prof tcmalloc tcmalloc-sample"
 #   DEEP_SHAPE=wide ("" for none)  DEEP_DEPTH=100  DEEP_VARIANTS="glibc cprof jemalloc jemalloc-prof"
@@ -65,7 +69,7 @@
 
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then q=1; else q=; fi
-SECTIONS=${SECTIONS:-heap cpu exit}
+SECTIONS=${SECTIONS:-heap cpu exit memory}
 REPS=${REPS:-${q:-7}}
 SHAPES=${SHAPES:-small wide large map list churn}
 THREADS=${THREADS:-1 2}
@@ -309,6 +313,14 @@ exit_part() {
   fi
 }
 
+# ---------------------------------------------------------------- memory
+
+memory_part() {
+  echo "## The heap profiler's own memory"
+  echo
+  if [ "$QUICK" = 1 ]; then SECONDS_RUN=3 "$BENCH/heap/bounded.sh"; else "$BENCH/heap/bounded.sh"; fi
+}
+
 main() {
   echo "# cprof overhead matrix ($(date -u '+%Y-%m-%d %H:%M') UTC$([ "$QUICK" = 1 ] && echo ', QUICK=1: a smoke test, not figures'))"
   echo
@@ -317,7 +329,8 @@ main() {
   echo
   if has heap; then heap_part; echo; fi
   if has cpu; then cpu_part; echo; fi
-  if has exit; then exit_part; fi
+  if has exit; then exit_part; echo; fi
+  if has memory; then memory_part; fi
   local e=$(($(date +%s) - STARTED))
   echo
   echo "(matrix took $((e / 60)) min $((e % 60)) s)"
