@@ -7,7 +7,14 @@
  * profiler is taken: /debug/pprof/profile answers that it is in use. The
  * file is written to a temporary name and renamed, so a reader never sees
  * half a profile. Exits that run no atexit handlers (_exit, a fatal signal)
- * write nothing. */
+ * write nothing.
+ *
+ * The program waits for all this at its exit, so it has to be quick: the
+ * collector is woken rather than left to finish its sleep, the CPU profile
+ * stops before anything else is done (our own writing is not the program's
+ * CPU time), and the profiles are symbolized in the symbolizer's quick mode,
+ * which leaves out debug information that would take long to load (see
+ * cprof__symbolizer_quick). */
 #include "core/output.h"
 
 #include <errno.h>
@@ -25,8 +32,13 @@
 #include "profile/heap_profile.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
+#include "symbol/symbolize.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The collector sleeps on this between drains, so that stopping wakes it at
+ * once instead of after the rest of its 50 ms. */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake;
 static pthread_t collector;
 static int armed;              /* a directory was given: write at exit */
 static int recording, stopping; /* the CPU profile */
@@ -35,14 +47,40 @@ static cprof__cpu_profile_t *profile;
 static char dir[512];
 
 static void *collect(void *arg) {
+  (void)arg;
   prctl(PR_SET_NAME, "cprof-output", 0, 0, 0);
-  while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
-    struct timespec ts = {0, 50 * 1000000L};
-    nanosleep(&ts, NULL);
+  pthread_mutex_lock(&wake_lock);
+  while (!stopping) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 50 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!stopping && pthread_cond_timedwait(&wake, &wake_lock, &until) == 0)
+      ; /* woken early without a stop: spurious, sleep on */
+    if (stopping)
+      break;
+    pthread_mutex_unlock(&wake_lock);
     cprof__cpu_track_threads();
     cprof__cpu_drain(cprof__cpu_profile_add, profile);
+    pthread_mutex_lock(&wake_lock);
   }
+  pthread_mutex_unlock(&wake_lock);
   return NULL;
+}
+
+/* Stops the collector and the CPU profiler; what is left in the buffer goes
+ * into the profile. Returns the count of samples lost on the way. */
+static uint64_t stop_recording(void) {
+  pthread_mutex_lock(&wake_lock);
+  stopping = 1;
+  pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&wake_lock);
+  pthread_join(collector, NULL);
+  pthread_cond_destroy(&wake);
+  return cprof__cpu_stop(cprof__cpu_profile_add, profile);
 }
 
 static void write_file(const char *name, const cprof__buf_t *b) {
@@ -87,22 +125,23 @@ void cprof__output_finish(void) {
   if (!armed || getpid() != owner)
     goto out;
   armed = 0;
-  write_heap();
-  if (!recording)
-    goto out;
+  int cpu = recording;
   recording = 0;
-  __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-  pthread_join(collector, NULL);
-  uint64_t lost = cprof__cpu_stop(cprof__cpu_profile_add, profile);
-  cprof__buf_t b;
-  cprof__buf_init(&b);
-  if (cprof__cpu_profile_write(profile, lost, &b) == 0)
-    write_file("cpu.pb.gz", &b);
-  else
-    cprof__log("CPROF_OUTPUT: out of memory writing the CPU profile");
-  cprof__buf_free(&b);
-  cprof__cpu_profile_free(profile);
-  profile = NULL;
+  uint64_t lost = cpu ? stop_recording() : 0;
+  cprof__symbolizer_quick(1);
+  write_heap();
+  if (cpu) {
+    cprof__buf_t b;
+    cprof__buf_init(&b);
+    if (cprof__cpu_profile_write(profile, lost, &b) == 0)
+      write_file("cpu.pb.gz", &b);
+    else
+      cprof__log("CPROF_OUTPUT: out of memory writing the CPU profile");
+    cprof__buf_free(&b);
+    cprof__cpu_profile_free(profile);
+    profile = NULL;
+  }
+  cprof__symbolizer_quick(0);
 out:
   pthread_mutex_unlock(&lock);
   cprof__heap_guard_leave();
@@ -132,7 +171,14 @@ void cprof__output_start(const cprof__config_t *cfg) {
     profile = NULL;
     goto out;
   }
-  __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+  /* CLOCK_MONOTONIC, so that a change of the wall clock neither stretches
+   * nor cuts the collector's sleeps. */
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&wake, &attr);
+  pthread_condattr_destroy(&attr);
+  stopping = 0;
   if (pthread_create(&collector, NULL, collect, NULL) != 0) {
     cprof__cpu_stop(cprof__cpu_profile_add, profile);
     cprof__cpu_profile_free(profile);
@@ -148,6 +194,7 @@ out:
 void cprof__output_atfork_child(void) {
   /* The collector stayed in the parent; the file is the parent's to write. */
   pthread_mutex_init(&lock, NULL);
+  pthread_mutex_init(&wake_lock, NULL);
   armed = 0;
   recording = 0;
   profile = NULL;

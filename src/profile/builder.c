@@ -496,11 +496,22 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
   }
 
   /* Truthful flags: `go tool pprof` asks the server's /debug/pprof/symbol
-   * about every mapping without has_functions, and trusts the others. */
+   * about every mapping without has_functions, and trusts the others.
+   * A mapping whose DWARF the symbolizer's quick mode left out (a profile
+   * written at exit) has names but no files or lines, so it claims none of
+   * the four, and pprof tries to symbolize it again from the file when it
+   * can open it (internal/symbolizer: newMapping skips only mappings with
+   * has_functions, has_filenames or has_line_numbers). Upstream pprof,
+   * through addr2line or llvm-symbolizer, then finds the separate debug
+   * file and its files, lines and inlined frames; `go tool pprof`, whose
+   * own ELF reader does not look for separate debug files, and any pprof
+   * on another machine keep our names. */
   for (int m = 0; m < nmaps; m++) {
     cprof__res_mapping_t *rm = &r->mappings[m];
-    rm->has_functions = maps[m].has_symbols && tallies[m].unnamed == 0;
-    rm->has_filenames = rm->has_line_numbers = rm->has_inline_frames = maps[m].has_dwarf != 0;
+    int deferred = maps[m].has_dwarf && !cprof__symbolizer_uses_dwarf(sym, m);
+    rm->has_functions = maps[m].has_symbols && tallies[m].unnamed == 0 && !deferred;
+    rm->has_filenames = rm->has_line_numbers = rm->has_inline_frames =
+        maps[m].has_dwarf && !deferred;
   }
   rc = 0;
 out:

@@ -1,11 +1,15 @@
 /* Addresses to function names, files and lines, with libdw's Dwfl.
  *
- * One instance serves the whole process. Building it means opening every
- * loaded ELF file and its debug information, which for a large program takes
- * long enough that we keep it between requests and rebuild only when the set
- * of code mappings changes (a dlopen or a dlclose). Everything here runs with
- * the instance's mutex held, because neither Dwfl nor our caches are safe to
- * use from two threads at once. Nothing here may run in a signal handler.
+ * One instance serves the whole process. Building it opens every loaded ELF
+ * file and reads its section headers (cheap); a module's symbol table and
+ * DWARF are loaded on the first address that falls in it, because loading
+ * them is what costs: libc's separate debug file (Debian's libc6-dbg) keeps
+ * its DWARF zlib-compressed, and libdw inflates all 10 MB of it when it opens
+ * it, 60 ms here. The instance is kept between requests and rebuilt only when
+ * the set of code mappings changes (a dlopen or a dlclose). Everything here
+ * runs with the instance's mutex held, because neither Dwfl nor our caches
+ * are safe to use from two threads at once. Nothing here may run in a signal
+ * handler.
  *
  * The parts: dwfl_files.c finds the files, names.c makes names readable,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
@@ -20,8 +24,10 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
@@ -43,6 +49,16 @@ struct cprof__symbolizer {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__symbolizer_t *current;
+/* Nonzero while this thread writes a profile someone is waiting for: see
+ * cprof__symbolizer_quick. Per thread, so that an HTTP request served at the
+ * same time still gets every file and line. */
+static __thread int quick;
+
+/* Compressed DWARF above this many bytes on disk is left to the reader in
+ * quick mode. libdw inflates every compressed .debug_* section of a file
+ * when it opens its DWARF, at about 60 MB/s of compressed input here (libc's
+ * 3.7 MB: 60 ms; ld.so's 0.5 MB: 8 ms), so this is about 4 ms. */
+#define QUICK_MAX_PACKED_DWARF (256u * 1024)
 /* Handed out when even the first instance cannot be allocated, so that
  * acquire never returns NULL: no mappings and no names. */
 static cprof__symbolizer_t empty;
@@ -116,8 +132,72 @@ static Dwfl *build_dwfl(void) {
   return dwfl;
 }
 
+/* Whether elf has the DWARF that libdw's dwarf_begin_elf accepts (a
+ * .debug_info, .debug_line or .debug_frame with data, compressed with zlib
+ * or not: libdw/dwarf_begin_elf.c), read from the section headers alone.
+ * Adds the on-disk size of its compressed .debug_* sections to *packed:
+ * what opening the DWARF would have to inflate. */
+static int elf_has_dwarf(Elf *elf, uint64_t *packed) {
+  size_t shstrndx;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    return 0;
+  int found = 0;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+      continue;
+    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name)
+      continue;
+    int gnu_z = strncmp(name, ".zdebug_", 8) == 0; /* the older GNU format */
+    if (!gnu_z && strncmp(name, ".debug_", 7) != 0)
+      continue;
+    if (sh.sh_flags & SHF_COMPRESSED) {
+      /* libdw 0.188 inflates zlib only; a zstd section fails its open. */
+      GElf_Chdr ch;
+      if (!gelf_getchdr(scn, &ch) || ch.ch_type != ELFCOMPRESS_ZLIB)
+        continue;
+    }
+    if (gnu_z || (sh.sh_flags & SHF_COMPRESSED))
+      *packed += sh.sh_size;
+    const char *what = name + (gnu_z ? 8 : 7);
+    found |= strcmp(what, "info") == 0 || strcmp(what, "line") == 0 || strcmp(what, "frame") == 0;
+  }
+  return found;
+}
+
+/* Whether dwfl_module_getdwarf would find DWARF for mod, and how much of it
+ * is compressed, without loading it: the main file's sections, or else
+ * those of the separate debug file that our find_debuginfo callback gives
+ * libdw (libdwfl/dwfl_module_getdwarf.c: find_dw tries them in that order). */
+static int probe_dwarf(Dwfl_Module *mod, Elf *main_elf, uint64_t *packed) {
+  *packed = 0;
+  if (elf_has_dwarf(main_elf, packed))
+    return 1;
+  *packed = 0;
+  void **userdata;
+  Dwarf_Addr low;
+  const char *file = NULL;
+  const char *name = dwfl_module_info(mod, &userdata, &low, NULL, NULL, NULL, &file, NULL);
+  GElf_Word crc = 0;
+  const char *debuglink = dwelf_elf_gnu_debuglink(main_elf, &crc);
+  char *debug_name = NULL;
+  int fd = cprof__dwfl_callbacks.find_debuginfo(mod, userdata, name, low, file, debuglink, crc,
+                                                &debug_name);
+  free(debug_name);
+  if (fd < 0)
+    return 0;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  int found = elf_has_dwarf(elf, packed);
+  if (elf)
+    elf_end(elf);
+  close(fd);
+  return found;
+}
+
 /* Fills the build ID and what the module offers. Opening the ELF file first
- * is needed: libdwfl reads the build ID note only once it has the file. */
+ * is needed: libdwfl reads the build ID note only once it has the file. The
+ * DWARF is only probed, not loaded: see the top of this file. */
 static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
   mp->build_id = "";
   if (!dwfl)
@@ -126,7 +206,8 @@ static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
   if (!mod)
     return 0;
   GElf_Addr bias;
-  if (!dwfl_module_getelf(mod, &bias))
+  Elf *elf = dwfl_module_getelf(mod, &bias);
+  if (!elf)
     return 0;
   const unsigned char *bits;
   GElf_Addr vaddr;
@@ -144,8 +225,9 @@ static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
     mp->build_id = hex;
   }
   mp->has_symbols = dwfl_module_getsymtab(mod) > 0;
-  Dwarf_Addr dwbias;
-  mp->has_dwarf = dwfl_module_getdwarf(mod, &dwbias) != NULL;
+  uint64_t packed;
+  mp->has_dwarf = probe_dwarf(mod, elf, &packed);
+  mp->heavy_dwarf = mp->has_dwarf && packed > QUICK_MAX_PACKED_DWARF;
   return 0;
 }
 
@@ -270,6 +352,14 @@ void cprof__symbolizer_atfork_child(void) {
   lock = fresh;
 }
 
+void cprof__symbolizer_quick(int on) { quick = on; }
+
+int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
+  if (i < 0 || i >= s->nmappings)
+    return 0;
+  return s->mappings[i].has_dwarf && !(quick && s->mappings[i].heavy_dwarf);
+}
+
 int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **out) {
   *out = s->mappings;
   return s->nmappings;
@@ -378,7 +468,9 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
   /* The unit holding addr; its line table gives the innermost position,
    * and its DIEs the nest of scopes from the innermost outwards. */
   Dwarf_Addr bias = 0;
-  Dwarf_Die *cudie = cprof__dwarf_unit_at(&s->scopes, mod, addr, &bias);
+  Dwarf_Die *cudie = cprof__symbolizer_uses_dwarf(s, mi)
+                         ? cprof__dwarf_unit_at(&s->scopes, mod, addr, &bias)
+                         : NULL;
   const char *file = NULL;
   int line = 0;
   Dwarf_Line *dl = cudie ? dwarf_getsrc_die(cudie, addr - bias) : NULL;

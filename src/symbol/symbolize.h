@@ -18,6 +18,7 @@ typedef struct cprof__mapping {
   const char *build_id;   /* lower-case hex of the GNU build ID, "" if none */
   int has_symbols;        /* the module has a symbol table we read */
   int has_dwarf;          /* the module has DWARF line information */
+  int heavy_dwarf;        /* ... and it is costly to load: see cprof__symbolizer_quick */
 } cprof__mapping_t;
 
 /* One source-level frame. A machine address yields one or more: the
@@ -41,6 +42,17 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s);
 int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **out);
 /* Index into the mappings of the one containing addr, or -1. */
 int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr);
+
+/* Quick mode, for the calling thread: while on, modules whose DWARF would
+ * take more than a few milliseconds to load (compressed debug sections, as
+ * distributions ship libc's) are symbolized from their symbol tables alone:
+ * function names without files, lines or inlined frames. For writing
+ * profiles at exit, where the program is waiting: a reader of the profile
+ * on the same machine gets the rest from the files (see builder.c). */
+void cprof__symbolizer_quick(int on);
+/* Whether the calling thread's lookups in mapping i use its DWARF: it has
+ * some, and quick mode does not leave it out. */
+int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i);
 
 /* Symbolizes one code address (an exact pc: callers pass return address - 1).
  * Fills up to max frames, innermost first, and returns how many (0: nothing

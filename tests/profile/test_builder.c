@@ -9,6 +9,10 @@
  *   profile_test_builder --write-text FILE  writes the same profile as debug=1 text
  * (both options can be given, to write the two forms of one profile).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -19,6 +23,7 @@
 #include "check.h"
 #include "core/buf.h"
 #include "profile/builder.h"
+#include "symbol/symbolize.h"
 
 /* ---- stacks with known functions and lines ----
  *
@@ -935,6 +940,63 @@ static int write_files(int argc, char **argv) {
   return rc == 0 ? 0 : 1;
 }
 
+/* Written in the symbolizer's quick mode, as the profiles at exit are: our
+ * mapping keeps names, files, lines and its four flags; a mapping whose
+ * DWARF quick mode left out (libc's, where its debug file is compressed, as
+ * Debian's libc6-dbg is) has names and claims none of the flags, so that
+ * pprof symbolizes it again from the file when it can. */
+static void test_quick_flags(void) {
+  uintptr_t libc_pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
+  CHECK(libc_pc != 0);
+  cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
+  const cprof__mapping_t *maps;
+  cprof__symbolizer_mappings(sym, &maps);
+  int k = cprof__symbolizer_mapping_of(sym, libc_pc);
+  int heavy = k >= 0 && maps[k].heavy_dwarf, has_dwarf = k >= 0 && maps[k].has_dwarf;
+  cprof__symbolizer_release(sym);
+  CHECK(k >= 0);
+
+  cprof__profile_desc_t desc = {.sample_types = {{"samples", "count"}},
+                                .n_sample_types = 1,
+                                .period_type = {"cpu", "nanoseconds"},
+                                .period = 1};
+  cprof__builder_t *b = cprof__builder_new(&desc);
+  dprof_t *d = calloc(1, sizeof *d);
+  CHECK(b && d);
+  if (!b || !d)
+    goto out;
+  uintptr_t pcs[3] = {libc_pc, A[1], A[2]};
+  int64_t one = 1;
+  CHECK_EQ_INT(cprof__builder_add(b, pcs, 3, &one, NULL, 0), 0);
+  cprof__symbolizer_quick(1);
+  int rc = write_and_decode(b, d, NULL, NULL);
+  cprof__symbolizer_quick(0);
+  if (rc != 0)
+    goto out;
+
+  const dmap_t *m1 = d->nmappings >= 1 ? &d->mappings[0] : NULL;
+  CHECK(m1 && m1->has_functions && m1->has_filenames && m1->has_line_numbers &&
+        m1->has_inline_frames);
+  const dloc_t *la1 = dloc_at(d, A[1] - 1), *lc = dloc_at(d, libc_pc);
+  CHECK(la1 && la1->nlines == 1 && la1->lines[0].line == line_alpha_call);
+  CHECK(lc && lc->nlines >= 1 && strstr(dloc_func(d, lc), "getpid"));
+  const dmap_t *ml = lc && lc->mapping >= 1 && lc->mapping <= (uint64_t)d->nmappings
+                         ? &d->mappings[lc->mapping - 1]
+                         : NULL;
+  CHECK(ml && strstr(dstr(d, ml->file), "libc.so"));
+  fprintf(stderr, "libc in quick mode: %s\n", heavy ? "names only" : "as always");
+  if (ml && heavy) {
+    CHECK(!ml->has_functions && !ml->has_filenames && !ml->has_line_numbers &&
+          !ml->has_inline_frames);
+    CHECK(lc && lc->nlines == 1 && dstr(d, d->functions[lc->lines[0].function - 1].file)[0] == 0);
+  } else if (ml) {
+    CHECK_EQ_INT(ml->has_filenames, has_dwarf);
+  }
+out:
+  free(d);
+  cprof__builder_free(b);
+}
+
 int main(int argc, char **argv) {
   capture_stacks();
   if (argc > 1)
@@ -942,6 +1004,7 @@ int main(int argc, char **argv) {
   test_totals();
   test_proto();
   test_heap_like();
+  test_quick_flags();
   test_count_text();
   test_format_stack();
   return check_result("profile/test_builder");

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "check.h"
+#include "symbol/dwfl_files.h"
 #include "symbol/symbolize.h"
 
 #include <dlfcn.h>
@@ -246,6 +247,97 @@ static void test_libc(void) {
     CHECK(is_hex_id(m[k].build_id, 40));
     CHECK(m[k].has_symbols);
   }
+  cprof__symbolizer_release(s);
+}
+
+/* has_dwarf is read from section headers, without loading the DWARF: it
+ * must say what loading it would, for every module of this process, which
+ * the mapping flags of every profile depend on. */
+static void test_dwarf_probe(void) {
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  const cprof__mapping_t *m;
+  int n = cprof__symbolizer_mappings(s, &m);
+  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks);
+  CHECK(dwfl != NULL);
+  if (dwfl) {
+    dwfl_report_begin(dwfl);
+    dwfl_linux_proc_report(dwfl, getpid());
+    dwfl_report_end(dwfl, NULL, NULL);
+    for (int i = 0; i < n; i++) {
+      Dwfl_Module *mod = dwfl_addrmodule(dwfl, m[i].start);
+      Dwarf_Addr bias;
+      int loaded = mod && dwfl_module_getdwarf(mod, &bias) != NULL;
+      if (loaded != m[i].has_dwarf)
+        fprintf(stderr, "  %s: has_dwarf %d, libdw %d\n", m[i].path, m[i].has_dwarf, loaded);
+      CHECK_EQ_INT(m[i].has_dwarf, loaded);
+      CHECK(!m[i].heavy_dwarf || m[i].has_dwarf);
+    }
+    dwfl_end(dwfl);
+  }
+  cprof__symbolizer_release(s);
+}
+
+static int quick_seen_dwarf = -1;
+
+static void *quick_other_thread(void *arg) {
+  int k = *(int *)arg;
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  quick_seen_dwarf = cprof__symbolizer_uses_dwarf(s, k);
+  cprof__symbolizer_release(s);
+  return NULL;
+}
+
+/* Quick mode (profiles written at exit): our own code, whose DWARF is cheap,
+ * keeps names, files, lines and inlined frames; a module whose DWARF is
+ * costly (libc's, where a compressed debug file is installed, as Debian's
+ * libc6-dbg is) gets names from its symbol table alone; another thread is
+ * not affected. */
+static void test_quick(void) {
+  int leaf_line = 0, mid_line = 0, call_line = 0;
+  uintptr_t pc = sym_inline_caller(&leaf_line, &mid_line, &call_line);
+  void *getpid_addr = dlsym(RTLD_DEFAULT, "getpid");
+  cprof__symbolizer_quick(1);
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  cprof__frame_t f[8];
+  int n = cprof__symbolize(s, pc, f, 8, NULL);
+  CHECK_EQ_INT(n, 3);
+  if (n == 3) {
+    CHECK_EQ_STR(f[0].function, "sym_inlined_leaf");
+    CHECK_EQ_INT(f[0].line, leaf_line);
+    CHECK_EQ_STR(f[2].function, "sym_inline_caller");
+    CHECK(ends_with(f[2].file, "test_symbolize.c"));
+    CHECK_EQ_INT(f[2].line, call_line);
+  }
+  const cprof__mapping_t *m;
+  cprof__symbolizer_mappings(s, &m);
+  CHECK_EQ_INT(cprof__symbolizer_uses_dwarf(s, cprof__symbolizer_mapping_of(s, pc)), 1);
+
+  int k = cprof__symbolizer_mapping_of(s, (uintptr_t)getpid_addr);
+  CHECK(k >= 0);
+  if (k < 0) {
+    cprof__symbolizer_release(s);
+    cprof__symbolizer_quick(0);
+    return;
+  }
+  fprintf(stderr, "libc: has_dwarf %d, heavy_dwarf %d\n", m[k].has_dwarf, m[k].heavy_dwarf);
+  CHECK_EQ_INT(cprof__symbolizer_uses_dwarf(s, k), m[k].has_dwarf && !m[k].heavy_dwarf);
+  n = cprof__symbolize(s, (uintptr_t)getpid_addr, f, 8, NULL);
+  CHECK(n >= 1 && f[n - 1].function && strstr(f[n - 1].function, "getpid"));
+  if (m[k].heavy_dwarf && n >= 1) {
+    CHECK_EQ_INT(n, 1);
+    CHECK(f[0].file == NULL);
+    CHECK_EQ_INT(f[0].line, 0);
+  }
+  cprof__symbolizer_release(s);
+
+  pthread_t t;
+  CHECK_EQ_INT(pthread_create(&t, NULL, quick_other_thread, &k), 0);
+  pthread_join(t, NULL);
+  CHECK_EQ_INT(quick_seen_dwarf, m[k].has_dwarf);
+
+  cprof__symbolizer_quick(0);
+  s = cprof__symbolizer_acquire();
+  CHECK_EQ_INT(cprof__symbolizer_uses_dwarf(s, k), m[k].has_dwarf);
   cprof__symbolizer_release(s);
 }
 
@@ -535,6 +627,8 @@ int main(int argc, char **argv) {
   test_inline();
   test_mappings();
   test_libc();
+  test_dwarf_probe();
+  test_quick();
   test_nowhere();
   test_sweep();
   test_reuse_and_dlopen();
