@@ -205,8 +205,16 @@ static int sample_eq(const void *ctx, uint32_t value, const void *key) {
 static uint64_t sample_hash(const sample_key_t *k) {
   uint64_t h = cprof__hash_u64(CPROF_HASH_SEED, (uint64_t)k->pseudo);
   h = cprof__hash_u64(h, (uint64_t)k->depth);
-  for (int i = 0; i < k->depth; i++)
-    h = cprof__hash_u64(h, k->pcs[i]);
+  /* The pcs, which are most of the work on deep stacks: one multiply and
+   * rotate each (a bijection of the state, so no pc is lost from it) and
+   * the full avalanche once after them, which is what the table's low
+   * bits need. */
+  uint64_t x = 0;
+  for (int i = 0; i < k->depth; i++) {
+    x = (x ^ k->pcs[i]) * UINT64_C(0x9e3779b97f4a7c15);
+    x = x << 29 | x >> 35;
+  }
+  h = cprof__hash_u64(h, x);
   for (int i = 0; i < k->nlabels; i++) {
     const cprof__label_rec_t *l = &k->labels[i];
     h = cprof__hash_u64(h, (uint64_t)l->key);
@@ -367,7 +375,7 @@ typedef struct tally {
 
 /* The index of the Location for `address` (or for pseudo frame `pseudo`),
  * symbolized and added if new; or -ENOMEM. */
-static int64_t location_for(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
+static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
                             tally_t *tallies, uint64_t address, int64_t pseudo) {
   loc_key_t k = {.address = address, .pseudo = pseudo};
   uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, address), (uint64_t)pseudo);
@@ -425,7 +433,35 @@ static int64_t location_for(cprof__builder_t *b, cprof__resolved_t *r, cprof__sy
   return (int64_t)r->nlocations++;
 }
 
+/* A direct-mapped cache of address -> location in front of the location
+ * table. Every pc of every sample is looked up, and the same few hundred
+ * addresses recur: a large heap profile makes millions of lookups for a
+ * few thousand locations, and a hit here costs a multiply and a compare
+ * instead of two hash rounds, a probe and a call through the table. */
+#define RECENT_BITS 12
+
+struct cprof__recent_loc {
+  uint64_t address;
+  uint32_t loc_plus_1; /* 0: empty */
+};
+
+/* location_new, through the cache. */
+static int64_t location_for(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
+                            tally_t *tallies, uint64_t address, int64_t pseudo) {
+  struct cprof__recent_loc *slot = NULL;
+  if (!pseudo && r->recent) {
+    slot = &r->recent[(address * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - RECENT_BITS)];
+    if (slot->loc_plus_1 && slot->address == address)
+      return slot->loc_plus_1 - 1;
+  }
+  int64_t i = location_new(b, r, sym, tallies, address, pseudo);
+  if (slot && i >= 0)
+    *slot = (struct cprof__recent_loc){.address = address, .loc_plus_1 = (uint32_t)i + 1};
+  return i;
+}
+
 void cprof__resolved_free(cprof__resolved_t *r) {
+  free(r->recent);
   free(r->mappings);
   free(r->locations);
   cprof__table_free(&r->location_index);
@@ -446,6 +482,9 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
     nlocs += (size_t)cprof__sample_nlocs(&b->samples[i]);
   r->stack_locs = malloc((nlocs ? nlocs : 1) * sizeof *r->stack_locs);
   r->stack_start = malloc((b->nsamples ? b->nsamples : 1) * sizeof *r->stack_start);
+  /* The cache pays for its 64 KiB only on profiles of some size. */
+  if (nlocs > 4096)
+    r->recent = calloc((size_t)1 << RECENT_BITS, sizeof *r->recent);
   if (!r->stack_locs || !r->stack_start)
     return -ENOMEM;
 
@@ -548,15 +587,10 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     if (all_zero(b, s))
       continue;
     size_t start = cprof__pb_start(pb);
-    /* Packed location IDs, leaf first (profile.proto: "The leaf is at
-     * location_id[0]"). Written varint by varint to avoid a copy. */
-    int n = cprof__sample_nlocs(s);
-    if (n > 0) {
-      size_t ids = cprof__pb_start(pb);
-      for (int j = 0; j < n; j++)
-        cprof__pb_varint(pb, (uint64_t)r->stack_locs[r->stack_start[i] + (size_t)j] + 1);
-      cprof__pb_end(pb, SAMPLE_LOCATION_ID, ids);
-    }
+    /* Packed location IDs (indexes + 1), leaf first (profile.proto: "The
+     * leaf is at location_id[0]"). */
+    cprof__pb_uint32s_plus(pb, SAMPLE_LOCATION_ID, &r->stack_locs[r->stack_start[i]],
+                           (size_t)cprof__sample_nlocs(s), 1);
     /* Exactly one value per sample type, even zeros: strict readers reject
      * a sample whose value count differs from the sample-type count. */
     cprof__pb_int64s(pb, SAMPLE_VALUE, s->values, (size_t)b->n_sample_types);

@@ -94,6 +94,8 @@ typedef struct cprof__resolved {
    * stack_start[i] + depth), leaf first (one entry for a pseudo sample). */
   uint32_t *stack_locs;
   size_t *stack_start;
+  /* builder.c's cache of recent address lookups; NULL for small profiles. */
+  struct cprof__recent_loc *recent;
 } cprof__resolved_t;
 
 /* Symbolizes every sample of b. 0 or -ENOMEM; r is always safe to free. */

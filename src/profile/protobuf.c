@@ -90,6 +90,27 @@ void cprof__pb_int64s(cprof__buf_t *out, int field, const int64_t *x, size_t n) 
   cprof__pb_end(out, field, start);
 }
 
+void cprof__pb_uint32s_plus(cprof__buf_t *out, int field, const uint32_t *x, size_t n,
+                            uint32_t add) {
+  if (n == 0)
+    return;
+  size_t body = 0;
+  for (size_t i = 0; i < n; i++)
+    body += cprof__pb_varint_len((uint64_t)x[i] + add);
+  unsigned char hdr[2 * CPROF_PB_MAX_VARINT];
+  size_t h = varint_put(hdr, key(field, WIRE_LEN));
+  h += varint_put(hdr + h, body);
+  if (cprof__buf_reserve(out, h + body) != 0)
+    return;
+  unsigned char *p = (unsigned char *)out->data + out->len;
+  memcpy(p, hdr, h);
+  p += h;
+  for (size_t i = 0; i < n; i++)
+    p += varint_put(p, (uint64_t)x[i] + add);
+  out->len += h + body;
+  out->data[out->len] = '\0'; /* the invariant cprof__buf_append keeps */
+}
+
 size_t cprof__pb_start(const cprof__buf_t *out) { return out->len; }
 
 void cprof__pb_end(cprof__buf_t *out, int field, size_t start) {

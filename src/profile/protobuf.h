@@ -43,6 +43,12 @@ void cprof__pb_string(cprof__buf_t *out, int field, const char *s);
  * Nothing is written for n == 0 (an empty repeated field is absent). */
 void cprof__pb_uint64s(cprof__buf_t *out, int field, const uint64_t *x, size_t n);
 void cprof__pb_int64s(cprof__buf_t *out, int field, const int64_t *x, size_t n);
+/* The same for x[i] + add, each a uint32: the values are encoded twice,
+ * once to measure and once to write, so that the body is written in place
+ * in one reservation instead of being moved up behind its length, which
+ * for the many long fields of a large profile costs more than the encoding. */
+void cprof__pb_uint32s_plus(cprof__buf_t *out, int field, const uint32_t *x, size_t n,
+                            uint32_t add);
 
 /* Nested messages. cprof__pb_start remembers where the body begins; the body
  * is then written with the functions above; cprof__pb_end inserts the field

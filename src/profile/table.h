@@ -41,6 +41,19 @@ int cprof__table_insert(cprof__table_t *t, uint64_t hash, uint32_t value);
 /* Hashing helpers: start from CPROF_HASH_SEED and fold in bytes or words. */
 #define CPROF_HASH_SEED UINT64_C(0xcbf29ce484222325)
 uint64_t cprof__hash_bytes(uint64_t h, const void *p, size_t n);
-uint64_t cprof__hash_u64(uint64_t h, uint64_t x);
+
+/* A word at a time for addresses and indices, with a final avalanche
+ * (the murmur3 finalizer) so that nearby pcs spread over the low bits the
+ * table indexes with. Inline, because the builder calls it for every
+ * location lookup, millions of times for a large heap profile. */
+static inline uint64_t cprof__hash_u64(uint64_t h, uint64_t x) {
+  h ^= x + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+  h ^= h >> 33;
+  h *= UINT64_C(0xff51afd7ed558ccd);
+  h ^= h >> 33;
+  h *= UINT64_C(0xc4ceb9fe1a85ec53);
+  h ^= h >> 33;
+  return h;
+}
 
 #endif
