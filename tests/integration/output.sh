@@ -22,6 +22,28 @@ v = float(m.group(1)) / (1000 if m.group(2) == 'ms' else 1) if m else 0
 print("total", v); sys.exit(0 if 1.0 <= v <= 2.2 else 1)
 PY
 
+# Written at exit, where the program waits for it, yet symbolized as fully
+# as the endpoints' profiles for the program's own code: function names,
+# files and lines, and the inlined batch_mix as a frame of its own (pprof
+# marks it "(inline)"). The lines are checked against the source.
+SRC=$CPROF_SOURCE_DIR/tests/integration/programs/batch.c
+pprof -top -lines "$T/out/cpu.pb.gz" >"$T/lines" || fail "go tool pprof -lines reads cpu.pb.gz"
+check "cpu.pb.gz: batch_step with its file and line" \
+  has "$T/lines" " batch_step .*programs/batch\.c:$(grep -n 'sink = batch_mix' "$SRC" | cut -d: -f1)\$"
+check "cpu.pb.gz: the inlined batch_mix, with its file" has "$T/lines" ' batch_mix .*programs/batch\.c:[0-9]+ \(inline\)$'
+check "cpu.pb.gz: main, with its file and line" has "$T/lines" ' main .*programs/batch\.c:[0-9]+$'
+pprof -raw "$T/out/cpu.pb.gz" >"$T/raw" || fail "go tool pprof -raw reads cpu.pb.gz"
+check "cpu.pb.gz: the program's mapping says it has functions, files, lines and inlines" \
+  has "$T/raw" '^1: .*/batch [0-9a-f]+ \[FN\]\[FL\]\[LN\]\[IN\]$'
+
+# The heap profile at exit: the 16 MiB batch_keep still holds, named with
+# its file and line.
+check "CPROF_OUTPUT wrote heap.pb.gz" [ -s "$T/out/heap.pb.gz" ]
+pprof -top -lines "$T/out/heap.pb.gz" >"$T/heap" || fail "go tool pprof reads heap.pb.gz"
+check "heap.pb.gz: in use at exit" has "$T/heap" '^Type: inuse_space$'
+check "heap.pb.gz: batch_keep with its file and line" \
+  has "$T/heap" " batch_keep .*programs/batch\.c:$(grep -n 'return malloc(n)' "$SRC" | cut -d: -f1)\$"
+
 # A bad directory is one stderr line, and the program runs on.
 : >"$T/file"
 rc=0
