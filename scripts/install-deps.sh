@@ -5,7 +5,7 @@
 #                                   jemalloc as the other allocator)
 set -euo pipefail
 
-build_pkgs=(cmake make gcc pkg-config libunwind-dev libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
+build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.

@@ -64,10 +64,6 @@ static int start(const cprof_options_t *opts) {
   cprof__config_t cfg;
   int err = cprof__config_load(opts, &cfg);
 
-  if (cfg.unwind == CPROF_UNWIND_DWARF && cprof__unwind_dwarf_init() != 0) {
-    cprof__log("CPROF_UNWIND=dwarf: cannot load libunwind.so.8; using frame pointers");
-    cfg.unwind = CPROF_UNWIND_FP;
-  }
   int terr = cprof__threads_init();
   if (terr != 0)
     cprof__log("no free real-time signal: thread stacks (goroutine profile) are unavailable");

@@ -35,9 +35,11 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/heap.h"
 #include "sample/sigprof.h"
 #include "sample/threads.h"
 #include "symbol/maps.h"
+#include "unwind/bounds.h"
 
 enum { FREE = 0, WRITING = 1, FULL = 2 };
 #define RING 2048 /* records: drained every 50 ms, room for 400 busy threads at 100 Hz */
@@ -53,8 +55,7 @@ static uint64_t ring_next;
 static uint64_t lost;
 static int inside; /* handlers between their first and last line */
 static cprof__unwinder_t unwinder;
-static cprof__maps_t *stacks; /* for the frame-pointer walker's stack bounds */
-static char cookie;           /* si_value of our timers' signals */
+static cprof__maps_t *stacks; /* the walkers' stack bounds, for threads that have none in TLS */
 
 /* The owner's state, under lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,13 +71,23 @@ static cprof__maps_t **old_maps; /* snapshots a handler may still read: freed at
 static int nold_maps;
 static int64_t maps_taken_ms;
 
+/* Our timers' signals carry, in si_value (sigevent(7)), a cookie in the
+ * high 32 bits and the thread the timer is for in the low 32: the handler
+ * knows its thread's id without the gettid system call, and tells our
+ * signals from the program's. The cookie is the low bits of a static's
+ * address, which no other timer of the program has reason to carry. */
+static char cookie_home;
+static uint64_t cookie(void) { return (uint64_t)(uint32_t)((uintptr_t)&cookie_home >> 3) << 32; }
+static void *timer_value(pid_t tid) { return (void *)(uintptr_t)(cookie() | (uint32_t)tid); }
+
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   int saved = errno;
   __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
+  uint64_t value = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
   /* Only our timers carry the cookie; a SIGPROF from kill(1), setitimer or
    * elsewhere is the program's. */
-  if (info->si_code != SI_TIMER || info->si_value.sival_ptr != &cookie) {
+  if (info->si_code != SI_TIMER || (value & ~(uint64_t)UINT32_MAX) != cookie()) {
     __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
     errno = saved;
     cprof__sigprof_forward(sig, info, uctx);
@@ -88,7 +99,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
       cprof__cpu_sample_t *smp = &r[i].s;
-      smp->tid = (pid_t)syscall(SYS_gettid);
+      smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
                                          __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), smp->pcs,
@@ -103,9 +114,10 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   errno = saved;
 }
 
-/* A fresh snapshot of the address space, so that the frame-pointer walker
- * knows the stacks of threads created since the last one. The old snapshot
- * is kept until stop: a handler may be reading it. */
+/* A fresh snapshot of the address space, so that the walkers know the
+ * stacks of threads created since the last one that have not learnt their
+ * own (bounds.h): threads made by clone(2) directly, or before the profile.
+ * The old snapshot is kept until stop: a handler may be reading it. */
 static void refresh_maps(void) {
   cprof__maps_t *m = calloc(1, sizeof *m);
   cprof__maps_t **v = realloc(old_maps, (size_t)(nold_maps + 1) * sizeof *v);
@@ -162,7 +174,7 @@ static int add_timer(pid_t tid) {
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = SIGPROF;
-  sev.sigev_value.sival_ptr = &cookie;
+  sev.sigev_value.sival_ptr = timer_value(tid);
   sev._sigev_un._tid = tid;
   timer_t t;
   if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0)
@@ -212,7 +224,7 @@ static void track_locked(void) {
     }
   }
   free(now);
-  if (added && unwinder == CPROF_UNWIND_FP && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
+  if (added && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
     refresh_maps();
 }
 
@@ -239,7 +251,8 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   sa.sa_sigaction = handler_sigsafe;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  /* Not inside the thread-stack handler: both may use libunwind. */
+  /* Not inside the thread-stack handler: a stack captured there would show
+   * this handler's frames rather than the program's. */
   if (cprof__threads_signal())
     sigaddset(&sa.sa_mask, cprof__threads_signal());
   /* The program's own SIGPROF handler: not ours to take either. */
@@ -250,8 +263,10 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   unwinder = how;
   period_ns = 1000000000L / hz;
   lost = 0;
-  if (how == CPROF_UNWIND_FP)
-    refresh_maps();
+  cprof__heap_guard_enter();
+  cprof__stack_bounds_learn();
+  cprof__heap_guard_leave();
+  refresh_maps();
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
   track_locked();
@@ -263,6 +278,13 @@ out:
 int cprof__cpu_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
 
 void cprof__cpu_thread_started(void) {
+  if (!cprof__cpu_running())
+    return;
+  /* Before its first sample: its walks need no snapshot that has it.
+   * (pthread_getattr_np allocates: not the program's allocation.) */
+  cprof__heap_guard_enter();
+  cprof__stack_bounds_learn();
+  cprof__heap_guard_leave();
   pthread_mutex_lock(&lock);
   if (running)
     add_timer((pid_t)syscall(SYS_gettid));

@@ -70,12 +70,21 @@ static cprof__unwinder_t unwinder;
 
 static int signo;
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+/* getpid(), set before each capture's requests are sent: the handler
+ * compares without a system call (glibc has not cached the pid since 2.25). */
+static pid_t self_pid;
 
+/* The handler makes no system call. It does not check that it runs on the
+ * slot's thread either: rt_tgsigqueueinfo(2) queues the signal for that one
+ * thread, and only that thread can take it. A request from another process
+ * would need the right generation and slot, and a process of our user, the
+ * only kind the kernel lets queue such a signal to us, could as well
+ * ptrace(2) us. */
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   int saved = errno;
   /* Only our own requests: a kill(1) of this signal from outside, or a
    * sigqueue from another process, carries no slot for us. */
-  if (info->si_code != SI_QUEUE || info->si_pid != getpid())
+  if (info->si_code != SI_QUEUE || info->si_pid != __atomic_load_n(&self_pid, __ATOMIC_RELAXED))
     goto out;
   uint64_t token = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
   uint32_t gen = (uint32_t)(token >> 32);
@@ -88,10 +97,9 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   if (!__atomic_compare_exchange_n(&s->state, &expect, STATE(gen, WRITING), 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     goto out;
-  if (s->tid == (pid_t)syscall(SYS_gettid))
-    s->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
-                                     __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs,
-                                     CPROF_MAX_DEPTH);
+  s->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
+                                   __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs,
+                                   CPROF_MAX_DEPTH);
   __atomic_store_n(&s->state, STATE(gen, DONE), __ATOMIC_RELEASE);
 out:
   errno = saved;
@@ -322,7 +330,7 @@ static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
   memset(&si, 0, sizeof si);
   si.si_signo = signo;
   si.si_code = SI_QUEUE;
-  si.si_pid = getpid();
+  si.si_pid = self_pid;
   si.si_uid = getuid();
   si.si_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)gen << 32) | idx);
   return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &si);
@@ -372,6 +380,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   if (gen == 0)
     gen = ++generation;
   unwinder = how;
+  __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED); /* a fork child's is its own */
   __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
 
   cprof__thread_stack_t *res = calloc((size_t)n, sizeof *res);

@@ -5,43 +5,24 @@
  * doc/internals.md). */
 #include "unwind/caller.h"
 
-#include <pthread.h>
 #include <unwind.h>
 
+#include "unwind/bounds.h"
 #include "unwind/cfa.h"
 
-/* Per thread, initial-exec: one %fs-relative access, never an allocation. */
-typedef struct caller_tls {
-  uintptr_t stack_hi;     /* the top of this thread's stack; 1: unknown */
-  cprof__cfa_memo_t memo; /* the DWARF walker's rules for this thread's last stack */
-} caller_tls_t;
-
-static __thread caller_tls_t tls __attribute__((tls_model("initial-exec")));
-
-/* The top of this thread's stack, found once per thread: the frame-pointer
- * walk never reads above it. pthread_getattr_np may allocate (the guard is
- * up) and, for the main thread, reads /proc/self/maps: once. */
-static uintptr_t stack_hi(caller_tls_t *s) {
-  if (!s->stack_hi) {
-    pthread_attr_t a;
-    void *addr;
-    size_t size;
-    s->stack_hi = 1; /* unknown: the walk stops at once */
-    if (pthread_getattr_np(pthread_self(), &a) == 0) {
-      if (pthread_attr_getstack(&a, &addr, &size) == 0)
-        s->stack_hi = (uintptr_t)addr + size;
-      pthread_attr_destroy(&a);
-    }
-  }
-  return s->stack_hi;
-}
+/* The DWARF walker's rules for this thread's last stack, per thread,
+ * initial-exec: one %fs-relative access, never an allocation. Written only
+ * here, outside signal context; the signal handlers' walk never reads it
+ * (see cfa.c). */
+static __thread cprof__cfa_memo_t memo __attribute__((tls_model("initial-exec")));
 
 /* Walks the frame-pointer chain from here, keeping the frames from the
  * allocating call's return address `ret` on. Every frame must lie above the
  * last one and below the stack's top, so a frame pointer used as a general
  * register by code built without them ends the walk instead of faulting. */
-__attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max, uintptr_t ret) {
-  uintptr_t hi = stack_hi(&tls);
+CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max,
+                                                                 uintptr_t ret) {
+  uintptr_t hi = cprof__stack_hi();
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   int n = 0, started = 0;
   while (n < max && (fp & 7) == 0 && fp + 16 <= hi) {
@@ -81,7 +62,7 @@ int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr
   int n;
   if (how == CPROF_UNWIND_FP) {
     n = unwind_fp(pcs, max, ret);
-  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, stack_hi(&tls), &tls.memo)) <= 0) {
+  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, cprof__stack_hi(), &memo)) <= 0) {
     walk_t w = {pcs, 0, max, 0, ret};
     _Unwind_Backtrace(walk_frame, &w);
     n = w.n;
@@ -93,4 +74,3 @@ int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr
   pcs[0] -= 1;
   return n;
 }
-

@@ -1,4 +1,6 @@
-/* The cached DWARF unwinder (see cfa.h).
+/* The cached DWARF unwinder (see cfa.h): the heap sampler's walk from
+ * its own frames, and the signal handlers' walk from an interrupted
+ * context.
  *
  * For a pc, the rule comes from the module's .eh_frame_hdr (found with
  * _dl_find_object): a sorted table of (first pc, FDE) pairs, searched by
@@ -14,22 +16,41 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "unwind/bounds.h"
+#include "unwind/pc.h"
+#include "unwind/unwind.h"
+
 /* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
-enum { REG_RBP = 6, REG_RSP = 7 };
+enum { DW_REG_RBP = 6, DW_REG_RSP = 7 };
 
 /* A rule, packed in a word so that the cache holds it whole:
- * bits 0-1 the kind, bit 2 whether %rbp is saved, bits 16-31 where (from
- * the CFA), bits 32-63 the CFA's offset from its base register. */
-enum kind { UNSUPPORTED = 0, FROM_RSP = 1, FROM_RBP = 2, OUTERMOST = 3 };
+ * bits 0-2 the kind, bits 3-4 where %rbp is saved, bits 5-9 the CFA's base
+ * register for FROM_REG, bits 16-31 where %rbp is saved (from the CFA, or
+ * from %rbp), bits 32-63 the CFA's offset from its base. For SIGNAL, bits
+ * 16-31 and 32-63 hold instead how far the pc is from the start and from
+ * the end of the trampoline's FDE. */
+enum kind {
+  UNSUPPORTED = 0, /* a rule beyond this walker: expressions, other registers */
+  FROM_RSP = 1,    /* CFA = %rsp + offset */
+  FROM_RBP = 2,    /* CFA = %rbp + offset */
+  OUTERMOST = 3,   /* the return address is undefined: the stack ends here */
+  NOT_FOUND = 4,   /* the pc is in no function the unwind tables describe */
+  SIGNAL = 5,      /* a signal trampoline: the FDE's CIE has augmentation 'S' */
+  DEREF_RBP = 6,   /* CFA = *(%rbp + offset): GCC's realigned frames (DRAP) */
+  FROM_REG = 7,    /* CFA = another register + offset: only where all are known */
+};
+enum rbp_rule { RBP_SAME = 0, RBP_AT_CFA = 1, RBP_AT_RBP = 2 };
 
-static uint64_t pack(enum kind k, int32_t cfa_off, int rbp_saved, int16_t rbp_off) {
-  return (uint64_t)k | (uint64_t)(rbp_saved != 0) << 2 | (uint64_t)(uint16_t)rbp_off << 16 |
-         (uint64_t)(uint32_t)cfa_off << 32;
+static uint64_t pack(enum kind k, int32_t cfa_off, enum rbp_rule rbp, int16_t rbp_off,
+                     unsigned reg) {
+  return (uint64_t)k | (uint64_t)rbp << 3 | (uint64_t)(reg & 31) << 5 |
+         (uint64_t)(uint16_t)rbp_off << 16 | (uint64_t)(uint32_t)cfa_off << 32;
 }
-static enum kind kind_of(uint64_t r) { return (enum kind)(r & 3); }
+static enum kind kind_of(uint64_t r) { return (enum kind)(r & 7); }
 static int64_t cfa_off_of(uint64_t r) { return (int32_t)(uint32_t)(r >> 32); }
-static int rbp_saved_of(uint64_t r) { return (r >> 2) & 1; }
+static enum rbp_rule rbp_rule_of(uint64_t r) { return (enum rbp_rule)((r >> 3) & 3); }
 static int64_t rbp_off_of(uint64_t r) { return (int16_t)(uint16_t)(r >> 16); }
+static unsigned reg_of(uint64_t r) { return (r >> 5) & 31; }
 
 /* ---- reading .eh_frame ---- */
 
@@ -171,18 +192,37 @@ static int parse_cie(const uint8_t *c, cie_t *out) {
 
 /* ---- running the call-frame program ---- */
 
-enum how { SAME = 0, AT, UNDEFINED, OTHER };
+enum how { SAME = 0, AT, UNDEFINED, OTHER, AT_RBP };
+enum cfa_expr { NO_EXPR = 0, OTHER_EXPR, DEREF_RBP_EXPR };
 
 typedef struct state {
   uint64_t cfa_reg;
   int64_t cfa_off;
-  int cfa_expr;
+  enum cfa_expr cfa_expr;
   enum how rbp, ra;
   int64_t rbp_off, ra_off;
 } state_t;
 
+/* DWARF expression opcodes (DWARF 5, section 7.7.1). */
+enum { DW_OP_deref = 0x06, DW_OP_breg6 = 0x76 };
+
+/* Whether the expression [p, end) is exactly "DW_OP_breg6 off" (with
+ * `deref` 0) or "DW_OP_breg6 off; DW_OP_deref" (with `deref` 1): the two
+ * that GCC writes for a frame it realigns with a dynamic realignment
+ * argument pointer (DRAP), as the CFA (*(%rbp + off)) and as where %rbp is
+ * saved (%rbp + 0). The others (the PLT's, the signal trampoline's) are
+ * left to the caller's fallbacks. */
+static int breg6_expr(const uint8_t *p, const uint8_t *end, int deref, int64_t *off) {
+  if (p >= end || *p++ != DW_OP_breg6)
+    return 0;
+  *off = sleb(&p, end);
+  if (deref && (p >= end || *p++ != DW_OP_deref))
+    return 0;
+  return p == end;
+}
+
 static void set_rule(state_t *s, const cie_t *c, uint64_t reg, enum how how, int64_t off) {
-  if (reg == REG_RBP)
+  if (reg == DW_REG_RBP)
     s->rbp = how, s->rbp_off = off;
   else if (reg == c->ra_reg)
     s->ra = how, s->ra_off = off;
@@ -244,20 +284,34 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
     case 0x0c:
       s->cfa_reg = uleb(&p, end);
       s->cfa_off = (int64_t)uleb(&p, end);
-      s->cfa_expr = 0;
+      s->cfa_expr = NO_EXPR;
       continue;
-    case 0x0d: s->cfa_reg = uleb(&p, end), s->cfa_expr = 0; continue;
+    case 0x0d:
+      s->cfa_reg = uleb(&p, end), s->cfa_expr = NO_EXPR;
+      continue;
     case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); continue;
-    case 0x0f: /* DW_CFA_def_cfa_expression */
-      p += uleb(&p, end);
-      s->cfa_expr = 1;
+    case 0x0f: { /* DW_CFA_def_cfa_expression */
+      uint64_t len = uleb(&p, end);
+      if (len > (uint64_t)(end - p))
+        return 0;
+      s->cfa_expr = breg6_expr(p, p + len, 1, &off) ? DEREF_RBP_EXPR : OTHER_EXPR;
+      s->cfa_off = s->cfa_expr == DEREF_RBP_EXPR ? off : 0;
+      p += len;
       continue;
-    case 0x10: /* DW_CFA_expression */
-    case 0x16: /* DW_CFA_val_expression */
+    }
+    case 0x10:   /* DW_CFA_expression */
+    case 0x16: { /* DW_CFA_val_expression */
       reg = uleb(&p, end);
-      p += uleb(&p, end);
-      set_rule(s, c, reg, OTHER, 0);
+      uint64_t len = uleb(&p, end);
+      if (len > (uint64_t)(end - p))
+        return 0;
+      if (op == 0x10 && reg == DW_REG_RBP && breg6_expr(p, p + len, 0, &off))
+        set_rule(s, c, reg, AT_RBP, off);
+      else
+        set_rule(s, c, reg, OTHER, 0);
+      p += len;
       continue;
+    }
     case 0x11: /* DW_CFA_offset_extended_sf */
       reg = uleb(&p, end);
       set_rule(s, c, reg, AT, sleb(&p, end) * c->data_align);
@@ -265,7 +319,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
     case 0x12:
       s->cfa_reg = uleb(&p, end);
       s->cfa_off = sleb(&p, end) * c->data_align;
-      s->cfa_expr = 0;
+      s->cfa_expr = NO_EXPR;
       continue;
     case 0x13: s->cfa_off = sleb(&p, end) * c->data_align; continue;
     case 0x14: /* DW_CFA_val_offset */
@@ -293,7 +347,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
   restore:
     if (!init)
       return 0;
-    if (reg == REG_RBP)
+    if (reg == DW_REG_RBP)
       s->rbp = init->rbp, s->rbp_off = init->rbp_off;
     else if (reg == c->ra_reg)
       s->ra = init->ra, s->ra_off = init->ra_off;
@@ -301,8 +355,9 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
   return 1;
 }
 
-/* The rule of the FDE at `fde` for `pc`. */
-static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc) {
+/* The rule of the FDE at `fde` for `pc`; *start, when not NULL, is set to
+ * the first pc the FDE describes. */
+static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc, uintptr_t *start_out) {
   uint32_t len, cie_off;
   memcpy(&len, fde, sizeof len);
   if (len == 0 || len == 0xffffffff)
@@ -318,13 +373,18 @@ static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc) {
       !read_encoded(&p, end, c.fde_enc & 0x0f, 0, &range))
     return UNSUPPORTED;
   if (pc < start || pc - start >= range)
-    return OUTERMOST; /* in no function the tables describe */
+    return NOT_FOUND; /* in no function the tables describe */
+  if (start_out)
+    *start_out = start;
   if (c.augmented)
     p += uleb(&p, end);
-  if (c.signal)
-    return UNSUPPORTED;
+  if (c.signal) /* a trampoline: where it is in its FDE, for the walker's check */
+    return pc - start > 0xffff || range > 0xffffffff
+               ? UNSUPPORTED
+               : (uint64_t)SIGNAL | (uint64_t)(pc - start) << 16 |
+                     (uint64_t)(start + range - pc) << 32;
 
-  state_t s = {.cfa_reg = REG_RSP, .rbp = SAME, .ra = SAME}, init;
+  state_t s = {.cfa_reg = DW_REG_RSP, .rbp = SAME, .ra = SAME}, init;
   if (!run(c.insns, c.end, &c, start, pc, &s, NULL))
     return UNSUPPORTED;
   init = s;
@@ -333,22 +393,34 @@ static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc) {
 
   if (s.ra == UNDEFINED)
     return OUTERMOST; /* thread entry points mark the end of the stack so */
-  if (s.cfa_expr || (s.cfa_reg != REG_RSP && s.cfa_reg != REG_RBP) || s.ra != AT ||
-      s.ra_off != -8 || s.cfa_off != (int32_t)s.cfa_off)
+  if (s.ra != AT || s.ra_off != -8 || s.cfa_off != (int32_t)s.cfa_off)
     return UNSUPPORTED;
-  if (s.rbp != SAME && s.rbp != AT)
+  enum kind k;
+  if (s.cfa_expr == DEREF_RBP_EXPR)
+    k = DEREF_RBP;
+  else if (s.cfa_expr == NO_EXPR && s.cfa_reg == DW_REG_RSP)
+    k = FROM_RSP;
+  else if (s.cfa_expr == NO_EXPR && s.cfa_reg == DW_REG_RBP)
+    k = FROM_RBP;
+  else if (s.cfa_expr == NO_EXPR && s.cfa_reg < 16)
+    k = FROM_REG; /* %r10 in a realigning prologue, say */
+  else
     return UNSUPPORTED;
-  if (s.rbp == AT && s.rbp_off != (int16_t)s.rbp_off)
+  if (s.rbp != SAME && s.rbp != AT && s.rbp != AT_RBP)
     return UNSUPPORTED;
-  return pack(s.cfa_reg == REG_RSP ? FROM_RSP : FROM_RBP, (int32_t)s.cfa_off, s.rbp == AT,
-              (int16_t)s.rbp_off);
+  if (s.rbp != SAME && s.rbp_off != (int16_t)s.rbp_off)
+    return UNSUPPORTED;
+  enum rbp_rule rbp = s.rbp == AT ? RBP_AT_CFA : s.rbp == AT_RBP ? RBP_AT_RBP : RBP_SAME;
+  return pack(k, (int32_t)s.cfa_off, rbp, (int16_t)(rbp == RBP_SAME ? 0 : s.rbp_off),
+              k == FROM_REG ? (unsigned)s.cfa_reg : 0);
 }
 
-/* The rule for `pc`, from the tables of the module that holds it. */
-static uint64_t find_rule(uintptr_t pc) {
+/* The rule for `pc`, from the tables of the module that holds it; *start
+ * as for rule_in_fde. */
+static uint64_t find_rule(uintptr_t pc, uintptr_t *start) {
   struct dl_find_object o;
   if (_dl_find_object((void *)pc, &o) != 0 || !o.dlfo_eh_frame)
-    return OUTERMOST;
+    return NOT_FOUND;
   const uint8_t *hdr = o.dlfo_eh_frame, *p = hdr + 4, *end = p + 16;
   uintptr_t base = (uintptr_t)hdr, ignored, count;
   /* Version 1, and the table as every linker writes it: pairs of 4-byte
@@ -370,8 +442,8 @@ static uint64_t find_rule(uintptr_t pc) {
   memcpy(&first, p + lo * 8, sizeof first);
   memcpy(&fde, p + lo * 8 + 4, sizeof fde);
   if (base + (intptr_t)first > pc)
-    return OUTERMOST;
-  return rule_in_fde((const uint8_t *)(base + (intptr_t)fde), pc);
+    return NOT_FOUND;
+  return rule_in_fde((const uint8_t *)(base + (intptr_t)fde), pc, start);
 }
 
 /* ---- the cache ----
@@ -395,19 +467,12 @@ static slot_t *slot_of(uintptr_t pc) {
   return &cache[(pc * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS)];
 }
 
-static uint64_t rule_of(uintptr_t pc) {
-  slot_t *s = slot_of(pc);
-  uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-  if (!(seq & 1)) {
-    uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
-    uint64_t rule = __atomic_load_n(&s->rule, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (key == pc && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
-      return rule;
-  }
-  uint64_t rule = find_rule(pc);
-  if (!(seq & 1) && __atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED,
-                                                __ATOMIC_RELAXED)) {
+/* A miss: the rule from the tables, kept in the slot unless a writer (on
+ * another thread, or the code this handler interrupted) has it. */
+__attribute__((noinline)) static uint64_t rule_missed(uintptr_t pc, slot_t *s, uint32_t seq) {
+  uint64_t rule = find_rule(pc, NULL);
+  if (!(seq & 1) &&
+      __atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&s->pc, pc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->rule, rule, __ATOMIC_RELAXED);
@@ -416,49 +481,288 @@ static uint64_t rule_of(uintptr_t pc) {
   return rule;
 }
 
-/* ---- the walk ---- */
+/* Inlined in the walks: a hit is a probe of one slot. */
+static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t pc) {
+  slot_t *s = slot_of(pc);
+  uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(!(seq & 1), 1)) {
+    uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
+    uint64_t rule = __atomic_load_n(&s->rule, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__builtin_expect(key == pc, 1) && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
+      return rule;
+  }
+  return rule_missed(pc, s, seq);
+}
 
-__attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from,
-                                                     uintptr_t stack_hi, cprof__cfa_memo_t *memo) {
+/* ---- one step ---- */
+
+typedef struct regs {
   uintptr_t pc, sp, bp;
+} regs_t;
+
+/* A word of the stack, if all of it lies in [lo, hi) and it is aligned. */
+CPROF_READS_STACK static inline __attribute__((always_inline)) int
+peek(uintptr_t at, uintptr_t lo, uintptr_t hi, uintptr_t *out) {
+  if (at < lo || at > hi - 8 || hi < 8 || (at & 7))
+    return 0;
+  *out = *(const uintptr_t *)at;
+  return 1;
+}
+
+/* Where DWARF register n (System V psABI, figure 3.36) is in a gregset_t. */
+static const unsigned char greg_of_dwarf[16] = {
+    REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
+    REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
+
+/* Steps from the frame `r` to its caller with the frame's rule, reading only
+ * in [r->sp, hi): the caller's pc (a return address), sp and %rbp. `g` is
+ * every register of the frame, where known (a frame a signal interrupted),
+ * else NULL. 0 when the rule is not one to step with, or would read out of
+ * bounds: each frame lies above the last and below the stack's top. */
+CPROF_READS_STACK static inline __attribute__((always_inline)) int
+step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
+  uintptr_t cfa, ret, at = 0, bp = r->bp;
+  switch (kind_of(rule)) {
+  case FROM_RSP:
+    cfa = r->sp + (uintptr_t)cfa_off_of(rule);
+    break;
+  case FROM_RBP:
+    cfa = r->bp + (uintptr_t)cfa_off_of(rule);
+    break;
+  case FROM_REG:
+    if (!g || reg_of(rule) >= 16)
+      return 0;
+    cfa = (uintptr_t)g[greg_of_dwarf[reg_of(rule)]] + (uintptr_t)cfa_off_of(rule);
+    break;
+  case DEREF_RBP:
+    if (!peek(r->bp + (uintptr_t)cfa_off_of(rule), r->sp, hi, &cfa))
+      return 0;
+    break;
+  default: return 0;
+  }
+  if (cfa <= r->sp || cfa > hi || (cfa & 7))
+    return 0;
+  ret = ((const uintptr_t *)cfa)[-1];
+  switch (rbp_rule_of(rule)) {
+  case RBP_AT_CFA:
+    at = cfa + (uintptr_t)rbp_off_of(rule);
+    break;
+  case RBP_AT_RBP:
+    at = r->bp + (uintptr_t)rbp_off_of(rule);
+    break;
+  case RBP_SAME:
+    break;
+  }
+  /* A save slot below the stack pointer has been popped already: an
+   * epilogue's CFI moves the CFA as it pops but does not say the register
+   * is back (GCC writes no DW_CFA_restore there), and the register holds
+   * what the slot did. */
+  if (at >= r->sp && !peek(at, r->sp, hi, &bp))
+    return 0;
+  *r = (regs_t){ret, cfa, bp};
+  return 1;
+}
+
+/* ---- the walk from here (the heap sampler's) ---- */
+
+CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t *pcs, int max,
+                                                                 uintptr_t from, uintptr_t stack_hi,
+                                                                 cprof__cfa_memo_t *memo) {
+  regs_t r;
   /* Where we are: this function's own frame is the first to step over. */
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                   : "=r"(pc), "=r"(sp), "=r"(bp));
+                   : "=r"(r.pc), "=r"(r.sp), "=r"(r.bp));
   int n = 0, started = from == 0;
   for (int frames = 0; n < max && frames < 4 * max + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
-      rule = rule_of(pc);
-    } else if (memo->pc[frames] == pc) {
+      rule = rule_of(r.pc);
+    } else if (memo->pc[frames] == r.pc) {
       rule = memo->rule[frames];
     } else {
-      rule = rule_of(pc);
-      memo->pc[frames] = pc;
+      rule = rule_of(r.pc);
+      memo->pc[frames] = r.pc;
       memo->rule[frames] = rule;
     }
     enum kind k = kind_of(rule);
-    if (k == UNSUPPORTED)
-      return -1;
-    if (k == OUTERMOST)
+    if (k == UNSUPPORTED || k == SIGNAL || k == FROM_REG)
+      return -1; /* the caller has libgcc, outside signal context */
+    if (k == OUTERMOST || k == NOT_FOUND || !step(rule, &r, stack_hi, NULL) || r.pc == 0)
       break;
-    uintptr_t cfa = (k == FROM_RSP ? sp : bp) + (uintptr_t)cfa_off_of(rule);
-    /* Each frame lies above the last and below the stack's top. */
-    if (cfa <= sp || cfa > stack_hi || (cfa & 7))
-      break;
-    uintptr_t ret = ((const uintptr_t *)cfa)[-1];
-    if (rbp_saved_of(rule)) {
-      uintptr_t at = cfa + (uintptr_t)rbp_off_of(rule);
-      if (at < sp || at + 8 > stack_hi)
-        break;
-      bp = *(const uintptr_t *)at;
-    }
-    sp = cfa;
-    if (ret == 0)
-      break;
-    started |= ret == from;
+    started |= r.pc == from;
     if (started)
-      pcs[n++] = ret;
-    pc = ret - 1; /* inside the call, which may be a function's last instruction */
+      pcs[n++] = r.pc;
+    r.pc -= 1; /* inside the call, which may be a function's last instruction */
   }
+  return n;
+}
+
+/* ---- the walk from an interrupted context (the signal handlers') ----
+ *
+ * The memo of cprof__unwind_cfa_here is not used here. It belongs to the
+ * heap sampler, which writes it on the same thread outside signal context,
+ * word by word and without fences: a handler that interrupted such a write
+ * could read a pc with another pc's rule. The shared cache is safe to use:
+ * a handler that interrupts a writer of a slot on its own thread finds the
+ * slot's sequence odd and takes it for a miss (and leaves it alone), and a
+ * reader it interrupts sees the sequence change and discards what it read. */
+
+/* Whether `ret` is a return address: ret - 1 lies in a function the unwind
+ * tables describe, and the bytes before ret end in a call instruction. The
+ * bytes are read only where they are known to be mapped: in the same page
+ * as ret - 1 (which the tables place in a loaded module's code), or, when
+ * they straddle a page boundary, inside the function's own range. */
+static int is_return_address(uintptr_t ret) {
+  if (ret < 4096 || kind_of(rule_of(ret - 1)) == NOT_FOUND)
+    return 0;
+  uintptr_t start;
+  if (((ret - 8) ^ (ret - 1)) >= 4096 &&
+      (kind_of(find_rule(ret - 1, &start)) == NOT_FOUND || start > ret - 8))
+    return 0;
+  unsigned char b[8];
+  memcpy(b, (const void *)(ret - 8), sizeof b);
+  return cprof__ends_in_call(b);
+}
+
+/* What the walk does where the rules cannot go on: take the return address
+ * at the stack pointer, for a frame interrupted before it pushed anything
+ * (a leaf, a PLT stub, the first instructions of a function); or follow the
+ * frame-pointer chain one step. Each only when what it finds is a return
+ * address. */
+CPROF_READS_STACK static int leaf_step(regs_t *r, uintptr_t hi) {
+  uintptr_t ret;
+  if (!peek(r->sp, r->sp, hi, &ret) || !is_return_address(ret))
+    return 0;
+  *r = (regs_t){ret, r->sp + 8, r->bp};
+  return 1;
+}
+
+CPROF_READS_STACK static int fp_step(regs_t *r, uintptr_t hi) {
+  uintptr_t ret, bp;
+  if (!peek(r->bp + 8, r->sp, hi, &ret) || !peek(r->bp, r->sp, hi, &bp) || !is_return_address(ret))
+    return 0;
+  *r = (regs_t){ret, r->bp + 16, bp};
+  return 1;
+}
+
+/* The x86-64 Linux signal trampoline, glibc's __restore_rt: "mov $15,
+ * %rax; syscall" (rt_sigreturn), the bytes libgcc's fallback for x86-64
+ * Linux (linux-unwind.h) also recognises it by. */
+static const unsigned char restore_rt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+/* Steps over a signal frame. `at` is the pc the rule was found for (r->pc,
+ * or r->pc - 1 for a return address); the trampoline is looked for where
+ * the pc says the thread is in it, and only inside its FDE's range. The
+ * kernel's rt_sigframe then has the interrupted context's ucontext at the
+ * stack pointer (arch/x86/include/asm/sigframe.h: the return address was
+ * its first field, which the handler's return popped), whose
+ * general-purpose registers are laid out as glibc's gregset_t. */
+CPROF_READS_STACK static int signal_step(uint64_t rule, uintptr_t at, int exact, regs_t *r,
+                                         uintptr_t hi, const greg_t **regs) {
+  uintptr_t start = at - ((rule >> 16) & 0xffff), end = at + (rule >> 32);
+  uintptr_t candidates[2] = {r->pc, exact ? r->pc - 7 : 0}; /* at the mov, at the syscall */
+  int found = 0;
+  for (int i = 0; i < 2 && !found; i++) {
+    uintptr_t t = candidates[i];
+    found = t >= start && t + sizeof restore_rt <= end &&
+            memcmp((const void *)t, restore_rt, sizeof restore_rt) == 0;
+  }
+  if (!found)
+    return 0;
+  const ucontext_t *uc = (const ucontext_t *)r->sp;
+  size_t need = offsetof(ucontext_t, uc_mcontext) + sizeof uc->uc_mcontext.gregs;
+  if ((r->sp & 7) || r->sp > hi || hi - r->sp < need)
+    return 0;
+  const greg_t *g = uc->uc_mcontext.gregs;
+  *r = (regs_t){(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
+  *regs = g;
+  return 1;
+}
+
+CPROF_READS_STACK int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
+                                          uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  const greg_t *g = uc->uc_mcontext.gregs; /* all the registers, for exact frames */
+  regs_t r = {(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
+  const stack_t *alt = &uc->uc_stack;
+  uintptr_t hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
+  int n = 0;
+  int exact = 1;    /* r.pc is where the thread is, not a return address */
+  int validate = 0; /* the frame was reached by a fallback: check the rules' next step */
+  pcs[n++] = r.pc;
+  while (n < max) {
+    if (!hi)
+      goto cut; /* the stack's top is unknown: nothing above sp may be read */
+    /* Most frames, kept tight: a return address whose rule needs neither
+     * the other registers nor a check of what it gives. */
+    while (!exact && !validate && n < max) {
+      uint64_t rule = rule_of(r.pc - 1);
+      if (!((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)))
+        break;
+      if (!step(rule, &r, hi, NULL))
+        goto cut;
+      if (r.pc == 0)
+        return n; /* a zeroed return address also ends a stack */
+      pcs[n++] = r.pc;
+    }
+    if (n >= max)
+      break;
+    uintptr_t at = exact ? r.pc : r.pc - 1;
+    uint64_t rule = rule_of(at);
+    regs_t next = r;
+    switch (kind_of(rule)) {
+    case OUTERMOST:
+      return n;
+    case FROM_REG:
+      if (!exact)
+        break; /* only %rsp and %rbp are known above the first frame */
+      /* fall through */
+    case FROM_RSP:
+    case FROM_RBP:
+    case DEREF_RBP:
+      if (!step(rule, &next, hi, exact ? g : NULL))
+        goto cut;
+      if (next.pc == 0)
+        return n; /* a zeroed return address also ends a stack */
+      if (!validate || is_return_address(next.pc)) {
+        r = next;
+        exact = validate = 0;
+        pcs[n++] = r.pc;
+        continue;
+      }
+      next = r;
+      break;
+    case SIGNAL:
+      if (!signal_step(rule, at, exact, &next, hi, &g))
+        goto cut;
+      r = next;
+      exact = 1;
+      validate = 0;
+      /* An exact pc among return addresses: one past it, so that the
+       * convention's "one byte back" lands on it. */
+      pcs[n++] = r.pc + 1;
+      /* The thread's sigaltstack is the one the kernel gave the handler
+       * (uc), not the one this frame's ucontext claims: the walk trusts
+       * nothing it read from the stack with deciding where it may read. */
+      hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
+      continue;
+    default:
+      break; /* UNSUPPORTED, NOT_FOUND: the fallbacks below */
+    }
+    if ((exact && leaf_step(&next, hi)) || fp_step(&next, hi)) {
+      r = next;
+      exact = 0;
+      validate = 1;
+      pcs[n++] = r.pc;
+      continue;
+    }
+    goto cut;
+  }
+  return n;
+cut:
+  if (n < max)
+    pcs[n++] = CPROF_PC_STACK_CUT;
   return n;
 }

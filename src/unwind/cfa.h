@@ -1,27 +1,36 @@
-/* A DWARF unwinder of our own, for walking the calling thread's own stack
- * fast: the heap sampler's stacks.
+/* A DWARF unwinder of our own, for the heap sampler's stacks (walked from
+ * its own frames) and for every signal handler's (walked from the
+ * interrupted context the kernel saved).
  *
  * What any DWARF unwinder does per frame is find the frame's FDE in
  * .eh_frame and run its call-frame program up to the pc, to learn where the
  * frame's caller's registers are: libgcc's _Unwind_Backtrace does it anew
  * for every frame of every walk, about 140 ns a frame. But on x86-64 the
  * answer, for almost every pc of compiled code, fits in a word: the CFA
- * (the caller's stack pointer) is %rsp or %rbp plus a constant, the return
- * address is at CFA-8, and %rbp is either unchanged or saved at CFA plus a
- * constant. So this walker computes that rule once per pc and keeps it in
- * a cache; a warm frame costs a cache probe and two loads from the stack.
+ * (the caller's stack pointer) is %rsp or %rbp plus a constant (or, in a
+ * frame GCC realigns, the word at %rbp plus a constant), the return address
+ * is at CFA-8, and %rbp is either unchanged or saved at a constant offset.
+ * So this walker computes that rule once per pc and keeps it in a cache; a
+ * warm frame costs a cache probe and two loads from the stack.
  *
- * A pc whose rule does not fit (signal trampolines, stack realignment with
- * DW_CFA_def_cfa_expression, other registers as the CFA's base) makes the
- * walk give up with -1, and the caller walks with libgcc instead.
+ * Where a pc's rule does not fit (signal trampolines, the PLT's
+ * DW_CFA_def_cfa_expression, other registers as the CFA's base), the walk
+ * from here gives up with -1, and its caller walks with libgcc instead. The
+ * walk from a signal cannot call libgcc (dl_iterate_phdr takes a lock in a
+ * handler), so it steps over signal frames itself, falls back to a checked
+ * leaf or frame-pointer step, or ends the stack with CPROF_PC_STACK_CUT.
  *
- * Lock-free and allocation-free: unwind tables are found with glibc's
- * _dl_find_object (async-signal-safe, no locks), and the cache is a table of
- * seqlocked slots that a writer skips rather than waits for. */
+ * Lock-free, allocation-free and free of system calls: unwind tables are
+ * found with glibc's _dl_find_object (async-signal-safe, no locks), and the
+ * cache is a table of seqlocked slots that a writer skips rather than waits
+ * for. */
 #ifndef CPROF_UNWIND_CFA_H
 #define CPROF_UNWIND_CFA_H
 
 #include <stdint.h>
+#include <ucontext.h>
+
+#include "symbol/maps.h"
 
 /* The rules of a thread's last walk, frame by frame: a thread that walks
  * the same stack again (a loop that allocates) finds them here, in a few
@@ -41,5 +50,16 @@ typedef struct cprof__cfa_memo {
  * another way. */
 int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from, uintptr_t stack_hi,
                            cprof__cfa_memo_t *memo);
+
+/* Walks the stack of the context a signal interrupted, `uc` as the kernel
+ * handed it to the handler, into pcs[0..max): pcs[0] the interrupted pc,
+ * then return addresses (an exact pc found past a signal frame is stored
+ * one past itself, so that "one byte back" lands on it). Reads stay within
+ * the bounds cprof__stack_top_sigsafe gives (`stacks` may be NULL); a stack
+ * that goes on where the walk cannot ends with CPROF_PC_STACK_CUT. Returns
+ * the depth, at least 1 when max is. Async-signal-safe; on the thread that
+ * was interrupted. */
+int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
+                              int max);
 
 #endif

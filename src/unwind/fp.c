@@ -3,12 +3,13 @@
  * On x86-64 code built with -fno-omit-frame-pointer, each frame starts with
  * the caller's %rbp saved at [rbp] and the return address at [rbp+8]. We
  * follow that chain from the interrupted registers, checking every frame
- * pointer before reading through it: it must be 8-byte aligned, lie inside
- * the mapping that holds the interrupted stack pointer, and move strictly
- * up the stack. Code without frame pointers (much of libc) leaves %rbp as a
- * general register, which the checks catch: the walk ends early instead of
- * faulting. That is the trade: fast and safe, but shallower stacks than
- * libunwind through such code.
+ * pointer before reading through it: it must be 8-byte aligned, lie
+ * between the interrupted stack pointer and the top of its stack
+ * (bounds.h), and move strictly up the stack. Code without frame pointers
+ * (much of libc) leaves %rbp as a general register, which the checks catch:
+ * the walk ends early instead of faulting. That is the trade: fast and
+ * safe, but shallower stacks than the DWARF walker (cfa.c) gives through
+ * such code.
  *
  * One case is common enough to handle: a leaf function with no frame of
  * its own (GCC gives leaves none even with -fno-omit-frame-pointer, and
@@ -22,6 +23,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "unwind/bounds.h"
+#include "unwind/cfa.h"
+
 /* Whether ret is a return address: inside an executable mapping, just
  * after a call instruction. Reads only inside that mapping. */
 static int after_call_sigsafe(const cprof__maps_t *maps, uintptr_t ret) {
@@ -33,8 +37,8 @@ static int after_call_sigsafe(const cprof__maps_t *maps, uintptr_t ret) {
   return cprof__ends_in_call(b);
 }
 
-int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
-                             int max) {
+CPROF_READS_STACK int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
+                                               uintptr_t *pcs, int max) {
   const greg_t *r = uc->uc_mcontext.gregs;
   uintptr_t pc = (uintptr_t)r[REG_RIP];
   uintptr_t sp = (uintptr_t)r[REG_RSP];
@@ -44,13 +48,13 @@ int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, 
     return 0;
   pcs[n++] = pc;
 
-  const cprof__map_entry_t *stack = stacks ? cprof__maps_find_sigsafe(stacks, sp) : NULL;
-  if (!stack)
+  uintptr_t lo = sp, hi = cprof__stack_top_sigsafe(sp, &uc->uc_stack, stacks);
+  if (hi < 2 * sizeof(uintptr_t))
     return n;
-  uintptr_t lo = sp, hi = stack->end;
 
-  /* The leaf without a frame, described above. */
-  if (sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
+  /* The leaf without a frame, described above (its test of the code
+   * needs the snapshot's permissions). */
+  if (stacks && sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
     uintptr_t top = *(const uintptr_t *)sp;
     int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
     uintptr_t first = chain_ok ? ((const uintptr_t *)fp)[1] : 0;
@@ -77,6 +81,6 @@ int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, 
 int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
                           uintptr_t *pcs, int max) {
   if (how == CPROF_UNWIND_DWARF)
-    return cprof__unwind_dwarf_sigsafe(uc, pcs, max);
+    return cprof__unwind_cfa_sigsafe(uc, stacks, pcs, max);
   return cprof__unwind_fp_sigsafe(uc, stacks, pcs, max);
 }

@@ -3,9 +3,10 @@
  * Both unwinders start from the interrupted context the kernel handed the
  * handler (its ucontext_t), so the first pc is the exact pc the thread was
  * at, and the handler's own frames never appear. Output follows cprof's stack
- * convention: pcs[0] exact, pcs[1..] return addresses.
+ * convention: pcs[0] exact, pcs[1..] return addresses, and CPROF_PC_STACK_CUT
+ * (pc.h) last where a stack was cut short.
  *
- * Async-signal-safe: no allocation, no locks of ours, no stdio. */
+ * Async-signal-safe: no allocation, no locks, no stdio, no system call. */
 #ifndef CPROF_UNWIND_UNWIND_H
 #define CPROF_UNWIND_UNWIND_H
 
@@ -13,29 +14,37 @@
 #include <ucontext.h>
 
 #include "symbol/maps.h"
+#include "unwind/pc.h"
 
 #define CPROF_MAX_DEPTH 128
 
+/* The walkers read words of the stack above the frames they start from:
+ * return addresses, saved registers, a signal frame's ucontext, the word at
+ * an interrupted leaf's stack pointer. Under AddressSanitizer some of them
+ * lie in the redzones of instrumented frames, mapped and readable but
+ * poisoned, and a report from a signal handler would be the end of the
+ * program: the functions that read the stack are not instrumented. */
+#ifdef __SANITIZE_ADDRESS__
+#define CPROF_READS_STACK __attribute__((no_sanitize("address")))
+#else
+#define CPROF_READS_STACK
+#endif
+
 typedef enum cprof__unwinder {
-  CPROF_UNWIND_DWARF = 0, /* libunwind, reading .eh_frame: works without frame pointers */
+  CPROF_UNWIND_DWARF = 0, /* unwind tables, cfa.c's cached walker: works without frame pointers */
   CPROF_UNWIND_FP = 1,    /* frame pointers: fast, needs -fno-omit-frame-pointer code */
 } cprof__unwinder_t;
 
-/* Prepares the unwinder outside signal context (loads libunwind, warms its
- * caches). Returns 0, or a negative errno when it cannot, after which the
- * caller falls back to CPROF_UNWIND_FP. Idempotent. */
-int cprof__unwind_dwarf_init(void);
-
-/* Walks the stack of the interrupted context into pcs[0..max). `stacks` is a
- * snapshot of the address space taken before the signal was sent; the
- * frame-pointer walker only follows frames inside the mapping that holds the
- * interrupted stack pointer (so a bad frame pointer ends the walk instead of
- * faulting). Returns the depth (at least 1). */
+/* Walks the stack of the interrupted context into pcs[0..max), on the
+ * thread that was interrupted. `stacks` is a snapshot of the address space
+ * taken before the signal was sent (may be NULL): with the thread's own
+ * stack bounds in TLS and the sigaltstack the context records, it bounds
+ * every read of the stack (bounds.h), so a bad frame ends the walk instead
+ * of faulting. Returns the depth (at least 1). */
 int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
                           uintptr_t *pcs, int max);
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
                              int max);
-int cprof__unwind_dwarf_sigsafe(const ucontext_t *uc, uintptr_t *pcs, int max);
 
 /* Whether the 8 bytes before a return address, b[0..7] with b[7] the byte
  * just before it, end in an x86-64 call: e8 rel32, or ff /2 with a

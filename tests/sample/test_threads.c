@@ -131,7 +131,6 @@ static int stack_has(const cprof__thread_stack_t *t, const char *fn) {
 int main(void) {
   CHECK_EQ_INT(cprof__threads_init(), 0);
   CHECK(cprof__threads_signal() >= SIGRTMIN);
-  CHECK_EQ_INT(cprof__unwind_dwarf_init(), 0);
 
   pthread_t target, blocker, churn, sleeper, waiter;
   pthread_create(&target, NULL, target_main, NULL);

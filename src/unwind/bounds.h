@@ -1,0 +1,55 @@
+/* Where a thread's stack ends, for walkers that must never read past it.
+ *
+ * A walker reads words above the stack pointer it starts from, up to the top
+ * of that stack. The top is learnt, in order of trust:
+ * - the alternate signal stack, when the stack pointer is on it: the kernel
+ *   saves the thread's sigaltstack(2) settings in every signal frame's
+ *   ucontext (uc_stack; flags SS_ONSTACK when the interrupted code ran on
+ *   it), so a handler knows it without asking;
+ * - this thread's own stack, learnt once per thread outside signal context
+ *   (cprof__stack_bounds_learn, with pthread_getattr_np(3)) and kept in
+ *   initial-exec TLS, which a signal handler reads with one %fs-relative
+ *   load;
+ * - a snapshot of /proc/self/maps taken before the signals were sent: the
+ *   end of the mapping that holds the stack pointer.
+ * A stack pointer none of them places has no known top, and the walk stops
+ * there: a short stack, never a fault. */
+#ifndef CPROF_UNWIND_BOUNDS_H
+#define CPROF_UNWIND_BOUNDS_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "symbol/maps.h"
+
+/* The calling thread's stack, [lo, hi), per thread in initial-exec TLS:
+ * one %fs-relative access, never an allocation, and so readable from a
+ * signal handler. A new thread's TLS starts zeroed: hi == 0 is "not learnt
+ * yet", hi == 1 "cannot be known" (pthread_getattr_np failed). */
+typedef struct cprof__stack_bounds {
+  uintptr_t lo, hi;
+} cprof__stack_bounds_t;
+extern __thread cprof__stack_bounds_t cprof__stack_bounds
+    __attribute__((tls_model("initial-exec")));
+
+/* Learns the calling thread's stack bounds, once per thread. Outside
+ * signal context: pthread_getattr_np allocates, and for the main thread
+ * reads /proc/self/maps (callers hold cprof's re-entrancy guard). */
+void cprof__stack_bounds_learn(void);
+
+/* The top of the calling thread's stack (exclusive), learning it on first
+ * use; 1 when it cannot be known, so that no read is ever at or above it.
+ * Outside signal context, as cprof__stack_bounds_learn. */
+static inline uintptr_t cprof__stack_hi(void) {
+  if (__builtin_expect(!cprof__stack_bounds.hi, 0))
+    cprof__stack_bounds_learn();
+  return cprof__stack_bounds.hi;
+}
+
+/* The top (exclusive) of the stack that holds `sp`, on the calling thread,
+ * or 0 when unknown. `alt` is the thread's sigaltstack as a signal frame
+ * saved it (NULL: none known); `maps` a snapshot (NULL: none). Reads only
+ * TLS and the arguments: async-signal-safe. */
+uintptr_t cprof__stack_top_sigsafe(uintptr_t sp, const stack_t *alt, const cprof__maps_t *maps);
+
+#endif
