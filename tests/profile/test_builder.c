@@ -993,6 +993,8 @@ static void test_quick_flags(void) {
     CHECK_EQ_INT(ml->has_filenames, has_dwarf);
   }
 out:
+  if (d)
+    dprof_free(d);
   free(d);
   cprof__builder_free(b);
 }
