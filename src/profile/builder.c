@@ -15,6 +15,7 @@
 #include "profile/gzip.h"
 #include "profile/protobuf.h"
 #include "symbol/symbolize.h"
+#include "unwind/pc.h"
 
 /* message Profile */
 enum {
@@ -527,7 +528,13 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
        * point after the call: one byte back lands inside the call
        * instruction, so file:line and inlining are the call site's. */
       uint64_t address = j == 0 ? s->pcs[0] : s->pcs[j] - 1;
-      int64_t l = location_for(b, r, sym, tallies, address, 0);
+      int64_t cut = 0;
+      /* Where the unwinder had to stop short (unwind/pc.h): a frame that
+       * says so, as Go's lost-samples frame does, not a bare address. */
+      if (s->pcs[j] == CPROF_PC_STACK_CUT && (cut = intern(&b->strings, "[stack cut]")) < 0)
+        goto out;
+      int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut)
+                      : location_for(b, r, sym, tallies, address, 0);
       if (l < 0)
         goto out;
       r->stack_locs[pos++] = (uint32_t)l;
