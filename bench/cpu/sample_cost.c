@@ -1,25 +1,31 @@
 /* sample_cost: nanoseconds per stack walk for cprof's two unwinders, at
- * stack depths 10 and 100.
+ * stack depths 10 and 100, through code with and without frame pointers.
  *
- *   sample_cost [--depth D] [--only CASE] [--batches B] [--scale S]
+ *   sample_cost [--depth D] [--code fp|nofp] [--only CASE] [--batches B] [--scale S]
  *
- * A recursion of depth D (recurse(), one frame per level, frame pointers
- * on) ends in bench_bottom(), which captures a ucontext_t with getcontext()
- * and then, while those frames are still live, times each case in batches;
- * it prints the median ns per operation, and the fastest batch:
+ * A recursion of depth D (one frame per level; built with frame pointers,
+ * or without them, --code) ends in bench_bottom(), which captures a
+ * ucontext_t with getcontext() and then, while those frames are still
+ * live, times each case in batches; it prints the median ns per operation,
+ * and the fastest batch:
  *
- *   direct-fp      cprof__unwind_fp_sigsafe on the captured context
- *   direct-dwarf   cprof__unwind_dwarf_sigsafe on it (libunwind, warmed)
+ *   direct-fp      cprof__unwind_sigsafe(CPROF_UNWIND_FP) on the captured context
+ *   direct-dwarf   cprof__unwind_sigsafe(CPROF_UNWIND_DWARF) on it: cfa.c's
+ *                  walker, its rule cache warm after the first batch
  *   signal-none    tgkill() of this thread with SIGPROF, empty handler: what
  *                  the kernel's signal delivery and return alone cost
  *   signal-fp      the same, the handler walking the interrupted context
- *   signal-dwarf   with frame pointers / libunwind, as a profiler's does
+ *   signal-dwarf   with frame pointers / the DWARF walker, as cprof's CPU
+ *                  profiler does
  *
- * The signal cases are the sampling path a CPU profiler runs per sample,
- * minus cprof's own recording of the stack (a copy into a preallocated
- * buffer); signal-X minus signal-none is the walk from a real signal frame.
- * --only runs one case (for `strace -c`, to count system calls per walk).
- * --scale multiplies the operations per batch. */
+ * Both walkers get the stack's bounds from a snapshot of /proc/self/maps
+ * taken before, as the CPU profiler's handler does for a thread that has
+ * not learnt its own (src/unwind/bounds.h). The signal cases are the
+ * sampling path a CPU profiler runs per sample, minus cprof's own recording
+ * of the stack (a copy into a preallocated buffer); signal-X minus
+ * signal-none is the walk from a real signal frame. --only runs one case
+ * (for `strace -c`, to count system calls per walk). --scale multiplies the
+ * operations per batch. With no --depth or --code, every combination. */
 #include "symbol/maps.h"
 #include "unwind/unwind.h"
 
@@ -39,8 +45,8 @@
 enum how { DIRECT_FP, DIRECT_DWARF, SIGNAL_NONE, SIGNAL_FP, SIGNAL_DWARF, NCASES };
 static const char *case_names[NCASES] = {"direct-fp", "direct-dwarf", "signal-none", "signal-fp",
                                          "signal-dwarf"};
-/* Operations per batch: about 5-20 ms each on a current core. */
-static const long base_ops[NCASES] = {20000, 2000, 5000, 5000, 2000};
+/* Operations per batch: about 2-10 ms each on a current core. */
+static const long base_ops[NCASES] = {20000, 5000, 5000, 5000, 5000};
 
 static cprof__maps_t maps;
 static uintptr_t pcs[CPROF_MAX_DEPTH];
@@ -49,6 +55,7 @@ static volatile int handler_depth;
 static int batches = 11;
 static double scale = 1;
 static int only = -1;
+static const char *code = "fp"; /* how the recursion being walked was built */
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -62,9 +69,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
   int saved = errno;
   const ucontext_t *uc = ucv;
   if (handler_how == SIGNAL_FP)
-    handler_depth = cprof__unwind_fp_sigsafe(uc, &maps, pcs, CPROF_MAX_DEPTH);
+    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_FP, uc, &maps, pcs, CPROF_MAX_DEPTH);
   else if (handler_how == SIGNAL_DWARF)
-    handler_depth = cprof__unwind_dwarf_sigsafe(uc, pcs, CPROF_MAX_DEPTH);
+    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, uc, &maps, pcs, CPROF_MAX_DEPTH);
   errno = saved;
 }
 
@@ -75,6 +82,7 @@ static int cmp_double(const void *a, const void *b) {
 
 BENCH_FN void bench_bottom(int depth) {
   ucontext_t uc;
+  memset(&uc, 0, sizeof uc); /* getcontext leaves uc_stack alone: no sigaltstack */
   if (getcontext(&uc) != 0) {
     perror("getcontext");
     exit(1);
@@ -93,9 +101,9 @@ BENCH_FN void bench_bottom(int depth) {
       int64_t t0 = now_ns();
       for (long i = 0; i < ops; i++) {
         if (c == DIRECT_FP)
-          got = cprof__unwind_fp_sigsafe(&uc, &maps, pcs, CPROF_MAX_DEPTH);
+          got = cprof__unwind_sigsafe(CPROF_UNWIND_FP, &uc, &maps, pcs, CPROF_MAX_DEPTH);
         else if (c == DIRECT_DWARF)
-          got = cprof__unwind_dwarf_sigsafe(&uc, pcs, CPROF_MAX_DEPTH);
+          got = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, &uc, &maps, pcs, CPROF_MAX_DEPTH);
         else
           syscall(SYS_tgkill, pid, tid, SIGPROF);
       }
@@ -105,8 +113,8 @@ BENCH_FN void bench_bottom(int depth) {
     if (c >= SIGNAL_NONE)
       got = c == SIGNAL_NONE ? 0 : handler_depth;
     qsort(ns, (size_t)batches, sizeof ns[0], cmp_double);
-    printf("depth=%d case=%s frames=%d ns_median=%.1f ns_min=%.1f batches=%d ops=%ld\n", depth,
-           case_names[c], got, ns[batches / 2], ns[0], batches, ops);
+    printf("depth=%d code=%s case=%s frames=%d ns_median=%.1f ns_min=%.1f batches=%d ops=%ld\n",
+           depth, code, case_names[c], got, ns[batches / 2], ns[0], batches, ops);
     fflush(stdout);
   }
 }
@@ -123,14 +131,28 @@ BENCH_FN int recurse(int level, int depth) {
   return recurse(level + 1, depth) + mine;
 }
 
+/* The same without frame pointers: %rbp is a general register here, and
+ * only the unwind tables say where each frame's caller is. */
+__attribute__((noipa, optimize("omit-frame-pointer"))) int recurse_nofp(int level, int depth) {
+  volatile int mine = level;
+  if (level >= depth) {
+    bench_bottom(depth);
+    return mine;
+  }
+  return recurse_nofp(level + 1, depth) + mine;
+}
+
 static void usage(void) {
-  fprintf(stderr, "usage: sample_cost [--depth D] [--only CASE] [--batches B] [--scale S]\n"
+  fprintf(stderr, "usage: sample_cost [--depth D] [--code fp|nofp] [--only CASE] [--batches B] "
+                  "[--scale S]\n"
                   "CASE: direct-fp direct-dwarf signal-none signal-fp signal-dwarf\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   int depths[2] = {10, 100}, ndepths = 2;
+  const char *codes[2] = {"fp", "nofp"};
+  int ncodes = 2;
   for (int i = 1; i < argc; i++) {
     if (i + 1 >= argc)
       usage();
@@ -138,6 +160,11 @@ int main(int argc, char **argv) {
       depths[0] = atoi(argv[++i]);
       ndepths = 1;
       if (depths[0] < 1 || depths[0] > CPROF_MAX_DEPTH - 8)
+        usage();
+    } else if (strcmp(argv[i], "--code") == 0) {
+      codes[0] = argv[++i];
+      ncodes = 1;
+      if (strcmp(codes[0], "fp") != 0 && strcmp(codes[0], "nofp") != 0)
         usage();
     } else if (strcmp(argv[i], "--batches") == 0) {
       batches = atoi(argv[++i]);
@@ -160,15 +187,10 @@ int main(int argc, char **argv) {
   }
 
   /* What a profiler prepares before sending signals: the address-space
-   * snapshot for the frame-pointer walker, libunwind loaded and warm. */
+   * snapshot that bounds the walks. */
   int err = cprof__maps_read(&maps);
   if (err != 0) {
     fprintf(stderr, "cprof__maps_read: %s\n", strerror(-err));
-    return 1;
-  }
-  err = cprof__unwind_dwarf_init();
-  if (err != 0) {
-    fprintf(stderr, "cprof__unwind_dwarf_init: %s\n", strerror(-err));
     return 1;
   }
   struct sigaction sa;
@@ -178,8 +200,15 @@ int main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGPROF, &sa, NULL);
 
-  for (int d = 0; d < ndepths; d++)
-    recurse(0, depths[d]);
+  for (int k = 0; k < ncodes; k++) {
+    code = codes[k];
+    for (int d = 0; d < ndepths; d++) {
+      if (strcmp(code, "fp") == 0)
+        recurse(0, depths[d]);
+      else
+        recurse_nofp(0, depths[d]);
+    }
+  }
   cprof__maps_free(&maps);
   return 0;
 }
