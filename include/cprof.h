@@ -19,7 +19,7 @@
  *                 empty = no server. Default 127.0.0.1:6060.
  *   CPROF_PREFIX  path prefix for every endpoint, e.g. "/auth" serves
  *                 /auth/debug/pprof/. Default empty.
- *   CPROF_UNWIND  "dwarf" (libunwind, default) or "fp" (frame pointers).
+ *   CPROF_UNWIND  "dwarf" (unwind tables, default) or "fp" (frame pointers).
  *   CPROF_AUTH    "user:password": require HTTP Basic authentication.
  *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
  *                 accepted when both are set).

@@ -37,13 +37,14 @@ check "pipeline: same exit code (3)" same plain pre rc
 check "pipeline: same stdout" same plain pre out
 check "pipeline: stderr holds only cprof's lines" cprof_lines_only pre
 
-# C++ exceptions: cprof's libunwind must not take over _Unwind_*.
+# C++ exceptions: nothing cprof brings may take over _Unwind_* (it once
+# loaded libunwind, which exports them all).
 run cxx -- "$B/tests/integration/exceptions"
 run cxx_pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- "$B/tests/integration/exceptions"
 check "C++ exceptions: same exit code (7)" bash -c "[ \$(cat '$T/cxx_pre.rc') = 7 ] && cmp -s '$T/cxx.rc' '$T/cxx_pre.rc'"
 check "C++ exceptions: same output" same cxx cxx_pre out
 # ld.so says where each symbol binds: _Unwind_RaiseException must bind to
-# libgcc_s, never to the libunwind that cprof loads.
+# libgcc_s, never to a libunwind.
 unwind_binds_to_libgcc() {
   LD_PRELOAD="$LIB" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$T/ld" CPROF_ADDR=127.0.0.1:0 \
     "$B/tests/integration/exceptions" >/dev/null 2>&1 || true
