@@ -90,7 +90,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   if (info->si_code != SI_TIMER || (value & ~(uint64_t)UINT32_MAX) != cookie()) {
     __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
     errno = saved;
-    cprof__sigprof_forward(sig, info, uctx);
+    cprof__sigprof_forward_sigsafe(sig, info, uctx);
     return;
   }
   if (r) {

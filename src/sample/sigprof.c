@@ -85,7 +85,7 @@ out:
   return rc;
 }
 
-void cprof__sigprof_forward(int sig, siginfo_t *info, void *uctx) {
+void cprof__sigprof_forward_sigsafe(int sig, siginfo_t *info, void *uctx) {
   uint64_t w = __atomic_load_n(&program_word, __ATOMIC_ACQUIRE);
   uintptr_t fn = (uintptr_t)(w & ~SIGINFO_BIT);
   if (fn == (uintptr_t)SIG_IGN)

@@ -13,6 +13,6 @@ int cprof__sigprof_take(const struct sigaction *ours);
 
 /* For our handler, with a SIGPROF that was not our timers': does what the
  * program's action says. Async-signal-safe. */
-void cprof__sigprof_forward(int sig, siginfo_t *info, void *uctx);
+void cprof__sigprof_forward_sigsafe(int sig, siginfo_t *info, void *uctx);
 
 #endif
