@@ -612,14 +612,23 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
  * tables describe, and the bytes before ret end in a call instruction. The
  * bytes are read only where they are known to be mapped: in the same page
  * as ret - 1 (which the tables place in a loaded module's code), or, when
- * they straddle a page boundary, inside the function's own range. */
+ * they straddle a page boundary, inside the function's own range. Every
+ * kind of rule but UNSUPPORTED and NOT_FOUND says ret - 1 is inside an
+ * FDE's range; UNSUPPORTED may also mean tables we could not read, so
+ * there the range is looked up again (uncached: fallbacks are rare). */
 static int is_return_address(uintptr_t ret) {
-  if (ret < 4096 || kind_of(rule_of(ret - 1)) == NOT_FOUND)
+  if (ret < 4096)
     return 0;
-  uintptr_t start;
-  if (((ret - 8) ^ (ret - 1)) >= 4096 &&
-      (kind_of(find_rule(ret - 1, &start)) == NOT_FOUND || start > ret - 8))
+  enum kind k = kind_of(rule_of(ret - 1));
+  if (k == NOT_FOUND)
     return 0;
+  int straddles = ((ret - 8) ^ (ret - 1)) >= 4096;
+  if (k == UNSUPPORTED || straddles) {
+    uintptr_t start = UINTPTR_MAX; /* set only once ret - 1 is in the FDE's range */
+    find_rule(ret - 1, &start);
+    if (start == UINTPTR_MAX || (straddles && start > ret - 8))
+      return 0;
+  }
   unsigned char b[8];
   memcpy(b, (const void *)(ret - 8), sizeof b);
   return cprof__ends_in_call(b);
