@@ -3,7 +3,7 @@
 # side in the same run with the profilers a user would otherwise pick, as
 # markdown tables for README.md ("Matrix"). One command:
 #
-#   make -C bench matrix         or: bench/matrix.sh      (about 17 minutes on 2 quiet CPUs)
+#   make -C bench matrix         or: bench/matrix.sh      (about 19 minutes on 2 quiet CPUs)
 #   QUICK=1 bench/matrix.sh      every cell once, tiny runs: a smoke test of about 30 s
 #   SECTIONS=cpu CPU_REPS=3 bench/matrix.sh
 #
