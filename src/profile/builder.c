@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "profile/builder_internal.h"
 #include "profile/gzip.h"
 #include "profile/protobuf.h"
@@ -206,16 +207,7 @@ static int sample_eq(const void *ctx, uint32_t value, const void *key) {
 static uint64_t sample_hash(const sample_key_t *k) {
   uint64_t h = cprof__hash_u64(CPROF_HASH_SEED, (uint64_t)k->pseudo);
   h = cprof__hash_u64(h, (uint64_t)k->depth);
-  /* The pcs, which are most of the work on deep stacks: one multiply and
-   * rotate each (a bijection of the state, so no pc is lost from it) and
-   * the full avalanche once after them, which is what the table's low
-   * bits need. */
-  uint64_t x = 0;
-  for (int i = 0; i < k->depth; i++) {
-    x = (x ^ k->pcs[i]) * UINT64_C(0x9e3779b97f4a7c15);
-    x = x << 29 | x >> 35;
-  }
-  h = cprof__hash_u64(h, x);
+  h = cprof__hash_u64(h, cprof__hash_pcs(k->pcs, k->depth));
   for (int i = 0; i < k->nlabels; i++) {
     const cprof__label_rec_t *l = &k->labels[i];
     h = cprof__hash_u64(h, (uint64_t)l->key);

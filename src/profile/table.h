@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash.h"
+
 typedef struct cprof__table_slot {
   uint64_t hash;
   uint32_t value_plus_1; /* 0: an empty slot */
@@ -47,13 +49,7 @@ uint64_t cprof__hash_bytes(uint64_t h, const void *p, size_t n);
  * table indexes with. Inline, because the builder calls it for every
  * location lookup, millions of times for a large heap profile. */
 static inline uint64_t cprof__hash_u64(uint64_t h, uint64_t x) {
-  h ^= x + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
-  h ^= h >> 33;
-  h *= UINT64_C(0xff51afd7ed558ccd);
-  h ^= h >> 33;
-  h *= UINT64_C(0xc4ceb9fe1a85ec53);
-  h ^= h >> 33;
-  return h;
+  return cprof__hash_avalanche(h ^ (x + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2)));
 }
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/pages.h"
 
 #define CHUNK ((size_t)256 << 10)
@@ -43,18 +44,8 @@ static void unmap(cprof__stack_table_t *t, void *p, size_t bytes) {
   t->mapped -= bytes;
 }
 
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 static uint64_t hash_stack(const uintptr_t *pcs, int depth) {
-  uint64_t h = (uint64_t)depth;
-  for (int i = 0; i < depth; i++)
-    h = splitmix(h ^ pcs[i]);
-  return h;
+  return cprof__hash_avalanche(cprof__hash_pcs(pcs, depth) ^ (uint64_t)depth);
 }
 
 static void index_put(cprof__stack_index_slot_t *index, size_t cap, uint64_t hash, size_t id) {
