@@ -365,7 +365,7 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
   const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs, depth);
   bucket_t *b = stack ? (bucket_t *)stack->payload : &overflow;
   slot_t *slot = slot_of(b, stack, size);
-  int counted = 1;
+  out->slot = slot;
   if (cprof__heap_at_page_start(p)) {
     /* A block we still hold at this address was freed where we did not
      * see it: count it freed. */
@@ -373,16 +373,14 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
     if (old != SIZE_MAX)
       free_locked(old);
     if ((live.n + 1) * 2 <= live.cap || grow_live() == 0) {
-      out->slot = slot;
       live_put(live.v, live.cap, (live_t){(uintptr_t)p, offset, *out});
       live.n++;
       filter_add((uintptr_t)p, 1);
     } else {
-      counted = 0;
+      out->slot = NULL; /* free could not tell it: not counted */
     }
   }
-  if (counted) {
-    out->slot = slot;
+  if (out->slot) {
     slot->allocs++;
     slot->alloc_bytes += size;
     slot->alloc_weight += out->weight;
