@@ -89,6 +89,24 @@ http() {
   curl -s -o "$T/body" -D "$T/headers" -w '%{http_code}' "$@" "$url"
 }
 
+# run NAME [ENV=VAL...] -- COMMAND...: runs to completion (killed after
+# $RUN_TIMEOUT seconds, default 60: a hang is then exit code 124 or 137),
+# keeping stdout, stderr and the exit code in $T/NAME.{out,err,rc}.
+run() {
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local rc=0
+  timeout -k 5 "${RUN_TIMEOUT:-60}" env "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null || rc=$?
+  echo $rc >"$T/$name.rc"
+}
+# same A B out|err|rc: two runs printed or exited the same.
+same() { cmp -s "$T/$1.$3" "$T/$2.$3"; }
+# rc_is NAME CODE: the run exited with CODE.
+rc_is() { [ "$(cat "$T/$1.rc")" = "$2" ]; }
+
 finish() {
   echo "$(basename "$0" .sh): $PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]

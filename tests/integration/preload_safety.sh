@@ -3,19 +3,6 @@
 # only when something needs saying.
 . "$(dirname "$0")/lib.sh"
 
-# run NAME [ENV=VAL...] -- COMMAND...: runs to completion, keeping stdout,
-# stderr and the exit code in $T/NAME.{out,err,rc}.
-run() {
-  local name=$1
-  shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  local rc=0
-  env "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null || rc=$?
-  echo $rc >"$T/$name.rc"
-}
-same() { cmp -s "$T/$1.$3" "$T/$2.$3"; }
 cprof_lines_only() { ! grep -qv '^cprof: ' "$T/$1.err"; }
 
 # /bin/sleep, successful and failing.
