@@ -15,6 +15,15 @@
  * thread-local subtract, a branch and an indirect jump to the real malloc;
  * free checks the 16 bytes before the pointer against its seal and jumps.
  *
+ * Each function answers as the allocator under us does, errno included:
+ * an unsampled call is the real function with the program's arguments,
+ * and a call we cannot or need not sample (an alignment that is not a
+ * power of two, a size whose header would overflow, a larger block the
+ * allocator refuses) becomes that same real call. Only a block we could
+ * get is ever handed out as sampled, so the edge cases (sizes past
+ * PTRDIFF_MAX, odd or huge alignments, pvalloc's rounding) are the
+ * allocator's to judge, never ours.
+ *
  * Sanitizer builds keep their own allocator (ASan and TSan interpose malloc
  * themselves), so there these wrappers are left out and the sampler is
  * tested through heap.h directly. */
@@ -155,6 +164,10 @@ static void *first_realloc(void *p, size_t size);
 static void first_free(void *p);
 static int first_posix_memalign(void **out, size_t align, size_t size);
 static size_t first_usable_size(void *p);
+static void *first_memalign(size_t align, size_t size);
+static void *first_aligned_alloc(size_t align, size_t size);
+static void *first_valloc(size_t size);
+static void *first_pvalloc(size_t size);
 
 typedef struct functions {
   void *(*malloc)(size_t);
@@ -163,10 +176,16 @@ typedef struct functions {
   void (*free)(void *);
   int (*posix_memalign)(void **, size_t, size_t);
   size_t (*malloc_usable_size)(void *);
+  void *(*memalign)(size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
 } functions_t;
 
-static functions_t real = {first_malloc,         first_calloc,         first_realloc, first_free,
-                           first_posix_memalign, first_usable_size};
+static functions_t real = {first_malloc,      first_calloc,         first_realloc,
+                           first_free,        first_posix_memalign, first_usable_size,
+                           first_memalign,    first_aligned_alloc,  first_valloc,
+                           first_pvalloc};
 static __thread int resolving __attribute__((tls_model("initial-exec")));
 #define REAL(name) __atomic_load_n(&real.name, __ATOMIC_RELAXED)
 
@@ -184,8 +203,12 @@ static void die(const char *what) {
       die(#name);                                                                                 \
   } while (0)
 
-/* All six are found before any is used: while this thread is in dlsym, its
- * calls must all go to the arena. Threads that race here find the same. */
+/* All are found before any is used: while this thread is in dlsym, its
+ * calls must all go to the arena. Threads that race here find the same.
+ * The aligned ones are the allocator's own, not posix_memalign dressed up:
+ * each has its own rules for odd alignments and sizes (glibc 2.36's
+ * aligned_alloc rounds an alignment of 3 up, 2.38's refuses it), and the
+ * program must get the rules it would get without us. */
 static void resolve(void) {
   functions_t found;
   draw_secret();
@@ -196,6 +219,10 @@ static void resolve(void) {
   RESOLVE(free);
   RESOLVE(posix_memalign);
   RESOLVE(malloc_usable_size);
+  RESOLVE(memalign);
+  RESOLVE(aligned_alloc);
+  RESOLVE(valloc);
+  RESOLVE(pvalloc);
   resolving = 0;
   __atomic_store_n(&real.malloc, found.malloc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.calloc, found.calloc, __ATOMIC_RELAXED);
@@ -203,6 +230,10 @@ static void resolve(void) {
   __atomic_store_n(&real.free, found.free, __ATOMIC_RELAXED);
   __atomic_store_n(&real.posix_memalign, found.posix_memalign, __ATOMIC_RELAXED);
   __atomic_store_n(&real.malloc_usable_size, found.malloc_usable_size, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.memalign, found.memalign, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.aligned_alloc, found.aligned_alloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.valloc, found.valloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.pvalloc, found.pvalloc, __ATOMIC_RELAXED);
 }
 
 /* Resolves early, before the program's threads start: the library's first
@@ -220,8 +251,10 @@ static void *first_malloc(size_t size) {
 }
 
 static void *first_calloc(size_t n, size_t size) {
-  if (resolving)
-    return boot_alloc(n * size, 16); /* the wrapper checked the product */
+  if (resolving) {
+    size_t total;
+    return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total, 16);
+  }
   resolve();
   return REAL(calloc)(n, size);
 }
@@ -257,9 +290,46 @@ static size_t first_usable_size(void *p) {
   return REAL(malloc_usable_size)(p);
 }
 
+static int power_of_two(size_t a) { return a && !(a & (a - 1)); }
+
+/* dlsym asks for none of these; were one called from inside it, the arena
+ * serves what it can align. */
+static void *boot_aligned(size_t align, size_t size) {
+  return power_of_two(align) && align <= 4096 ? boot_alloc(size, align) : NULL;
+}
+
+static void *first_memalign(size_t align, size_t size) {
+  if (resolving)
+    return boot_aligned(align, size);
+  resolve();
+  return REAL(memalign)(align, size);
+}
+
+static void *first_aligned_alloc(size_t align, size_t size) {
+  if (resolving)
+    return boot_aligned(align, size);
+  resolve();
+  return REAL(aligned_alloc)(align, size);
+}
+
+static void *first_valloc(size_t size) {
+  if (resolving)
+    return boot_aligned(4096, size);
+  resolve();
+  return REAL(valloc)(size);
+}
+
+static void *first_pvalloc(size_t size) {
+  if (resolving)
+    return boot_aligned(4096, size);
+  resolve();
+  return REAL(pvalloc)(size);
+}
+
 enum kind { PLAIN, ZEROED, ALIGNED };
 
-/* The allocation the program asked for, unsampled. */
+/* A sampled block's allocation, with room for its header: `align` is a
+ * power of two of at least 32. */
 static void *allocate(enum kind kind, size_t align, size_t size) {
   if (kind == PLAIN)
     return REAL(malloc)(size);
@@ -269,14 +339,12 @@ static void *allocate(enum kind kind, size_t align, size_t size) {
   return REAL(posix_memalign)(&p, align, size) == 0 ? p : NULL;
 }
 
-/* The slow path of an allocation whose size crossed the countdown. */
-__attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align, size_t size,
-                                                    uintptr_t ret) {
-  if (!cprof__heap_should_sample(size))
-    return allocate(kind, align, size);
+/* A block of size bytes, aligned to align (a power of two), counted as
+ * sampled and sealed with its header; NULL if it cannot be had. */
+static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t ret) {
   size_t offset = align > sizeof(sampled_header_t) ? align : sizeof(sampled_header_t);
-  if (size > SIZE_MAX - offset || offset > UINT32_MAX)
-    return allocate(kind, align, size); /* it will fail as it would have */
+  if (offset > UINT32_MAX || size > SIZE_MAX - offset)
+    return NULL;
   char *base = allocate(kind, offset, size + offset);
   if (!base)
     return NULL;
@@ -285,12 +353,31 @@ __attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align
   cprof__heap_record(p, size, (uint32_t)offset, ret, &s);
   if (!s.slot && cprof__heap_at_page_start(p)) { /* free could not tell it */
     REAL(free)(base);
-    return allocate(kind, align, size);
+    return NULL;
   }
   sampled_header_t *h = sampled_header_of(p);
   h->size = s.size;
   h->weight = s.weight;
   put_header(p, (uint64_t)(uintptr_t)s.slot | (uint64_t)__builtin_ctzll(offset) << 56);
+  return p;
+}
+
+/* The slow path of an allocation whose size crossed the countdown: a
+ * sampled block of `size` bytes aligned to `align`, or NULL, and then the
+ * caller makes the real call the program made. NULL when the allocation is
+ * not sampled, when the alignment is not a power of two (the allocator
+ * decides whether it rounds it up or refuses it), when size, header and
+ * alignment do not fit in a size_t, and when the allocator refuses the
+ * larger block: the real call then fails, or succeeds, as it would have,
+ * and sets errno as it would have. errno is left as the program left it,
+ * since a successful allocation does not touch it. */
+__attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align, size_t size,
+                                                    uintptr_t ret) {
+  int saved = errno;
+  void *p = NULL;
+  if (cprof__heap_should_sample(size) && power_of_two(align))
+    p = sample_block(kind, align, size, ret);
+  errno = saved;
   return p;
 }
 
@@ -327,19 +414,35 @@ static size_t usable_tagged(void *p) {
 
 #define RET ((uintptr_t)__builtin_return_address(0))
 
+/* Each wrapper: if the size crosses the countdown and the block can be
+ * sampled, p is the sampled block; otherwise the real call follows, with
+ * the program's own arguments. */
+#define SAMPLED(p, kind, align, size) \
+  (cprof__heap_crossing(size) && ((p) = sample_alloc(kind, align, size, RET)))
+
+/* malloc and calloc, the hot ones, keep their fallback out of line, so
+ * that their fast path needs no frame: a subtract, a branch, a jump. */
+__attribute__((noinline)) static void *malloc_crossed(size_t size, uintptr_t ret) {
+  void *p = sample_alloc(PLAIN, 16, size, ret);
+  return p ? p : REAL(malloc)(size);
+}
+
 CPROF_EXTERN void *malloc(size_t size) {
   if (cprof__heap_crossing(size))
-    return sample_alloc(PLAIN, 16, size, RET);
+    return malloc_crossed(size, RET);
   return REAL(malloc)(size);
 }
 
+__attribute__((noinline)) static void *calloc_crossed(size_t n, size_t size, uintptr_t ret) {
+  void *p = sample_alloc(ZEROED, 16, n * size, ret);
+  return p ? p : REAL(calloc)(n, size);
+}
+
+/* A product that overflows is the allocator's to refuse. */
 CPROF_EXTERN void *calloc(size_t n, size_t size) {
-  if (n && size > SIZE_MAX / n) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  if (cprof__heap_crossing(n * size))
-    return sample_alloc(ZEROED, 16, n * size, RET);
+  size_t total;
+  if (!__builtin_mul_overflow(n, size, &total) && cprof__heap_crossing(total))
+    return calloc_crossed(n, size, RET);
   return REAL(calloc)(n, size);
 }
 
@@ -350,28 +453,57 @@ CPROF_EXTERN void free(void *p) {
     REAL(free)(p);
 }
 
+/* The allocator's realloc of a block of its own, when malloc cannot
+ * serve: so that realloc of one of our blocks fails, and sets errno, as
+ * the allocator's realloc would (jemalloc's leaves errno alone where its
+ * malloc sets ENOMEM). */
+static void *realloc_probe(size_t size) {
+  void *t = REAL(malloc)(1), *r;
+  if (!t)
+    return NULL;
+  if (!(r = REAL(realloc)(t, size))) {
+    int e = errno;
+    REAL(free)(t);
+    errno = e;
+  }
+  return r;
+}
+
+/* An unsampled block of size bytes for realloc to move one of ours into. */
+static void *unsampled_for_realloc(size_t size) {
+  int saved = errno;
+  void *q = REAL(malloc)(size);
+  if (!q) {
+    errno = saved;
+    q = realloc_probe(size);
+  }
+  return q;
+}
+
 /* A block moves: the old one is freed (and, if sampled, counted freed) and
  * the new one counts as an allocation of its full size, as Go counts a
  * grown slice. */
 static void *realloc_at(void *p, size_t size, uintptr_t ret) {
+  void *q;
   if (!p) {
-    if (cprof__heap_crossing(size))
-      return sample_alloc(PLAIN, 16, size, ret);
+    if (cprof__heap_crossing(size) && (q = sample_alloc(PLAIN, 16, size, ret)))
+      return q;
     return REAL(realloc)(NULL, size);
   }
   int was_tagged = ours(p);
-  if (size == 0 && was_tagged) { /* realloc(p, 0) frees, as glibc's does */
+  if (size == 0) { /* realloc(p, 0) frees and returns NULL in glibc */
+    if (!was_tagged)
+      return REAL(realloc)(p, 0);
     free_tagged(p);
     return NULL;
   }
-  int crossed = cprof__heap_crossing(size);
-  if (!was_tagged && !crossed)
+  q = cprof__heap_crossing(size) ? sample_alloc(PLAIN, 16, size, ret) : NULL;
+  if (!q && !was_tagged)
     return REAL(realloc)(p, size);
   /* Either end is sampled, or p is the arena's: move the bytes ourselves. */
-  size_t old = was_tagged ? usable_tagged(p) : REAL(malloc_usable_size)(p);
-  void *q = crossed ? sample_alloc(PLAIN, 16, size, ret) : REAL(malloc)(size);
-  if (!q)
+  if (!q && !(q = unsampled_for_realloc(size)))
     return NULL; /* p is untouched, as realloc promises */
+  size_t old = was_tagged ? usable_tagged(p) : REAL(malloc_usable_size)(p);
   memcpy(q, p, old < size ? old : size);
   if (was_tagged)
     free_tagged(p);
@@ -382,56 +514,62 @@ static void *realloc_at(void *p, size_t size, uintptr_t ret) {
 
 CPROF_EXTERN void *realloc(void *p, size_t size) { return realloc_at(p, size, RET); }
 
+/* glibc's reallocarray is realloc behind this same check (ENOMEM, and p
+ * untouched), and an allocator that lacks one gets glibc's. */
 CPROF_EXTERN void *reallocarray(void *p, size_t n, size_t size) {
-  if (n && size > SIZE_MAX / n) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
     errno = ENOMEM;
     return NULL;
   }
-  return realloc_at(p, n * size, RET);
+  return realloc_at(p, total, RET);
 }
 
-/* The aligned ones: alignment as the caller asked (at least 16, a power of
- * two, is what posix_memalign needs underneath). */
-static void *aligned_at(size_t align, size_t size, uintptr_t ret) {
-  if (align < 16)
-    align = 16;
-  if (cprof__heap_crossing(size))
-    return sample_alloc(ALIGNED, align, size, ret);
-  return allocate(ALIGNED, align, size);
-}
-
+/* The aligned ones sample power-of-two alignments, which every allocator
+ * accepts; posix_memalign also wants a multiple of sizeof(void *). Other
+ * alignments go to the allocator, which rounds them up or refuses them by
+ * its own rules. */
 CPROF_EXTERN int posix_memalign(void **out, size_t align, size_t size) {
-  if (align < sizeof(void *) || (align & (align - 1)))
-    return EINVAL;
-  void *p = aligned_at(align, size, RET);
-  if (!p)
-    return ENOMEM;
-  *out = p;
-  return 0;
+  void *p;
+  if (align >= sizeof(void *) && SAMPLED(p, ALIGNED, align, size)) {
+    *out = p;
+    return 0;
+  }
+  return REAL(posix_memalign)(out, align, size);
 }
 
 CPROF_EXTERN void *aligned_alloc(size_t align, size_t size) {
-  if (align == 0 || (align & (align - 1))) {
-    errno = EINVAL;
-    return NULL;
-  }
-  return aligned_at(align, size, RET);
+  void *p;
+  if (SAMPLED(p, ALIGNED, align, size))
+    return p;
+  return REAL(aligned_alloc)(align, size);
 }
 
 CPROF_EXTERN void *memalign(size_t align, size_t size) {
-  if (align & (align - 1)) { /* glibc rounds up to a power of two */
-    size_t a = 1;
-    while (a < align)
-      a <<= 1;
-    align = a;
-  }
-  return aligned_at(align, size, RET);
+  void *p;
+  if (SAMPLED(p, ALIGNED, align, size))
+    return p;
+  return REAL(memalign)(align, size);
 }
 
-CPROF_EXTERN void *valloc(size_t size) { return aligned_at(4096, size, RET); }
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
+CPROF_EXTERN void *valloc(size_t size) {
+  void *p;
+  if (SAMPLED(p, ALIGNED, page_size(), size))
+    return p;
+  return REAL(valloc)(size);
+}
+
+/* pvalloc hands out whole pages: a sampled block has the rounded size; a
+ * size that cannot be rounded is the allocator's to refuse. */
 CPROF_EXTERN void *pvalloc(size_t size) {
-  return aligned_at(4096, (size + 4095) & ~(size_t)4095, RET);
+  size_t page = page_size(), rounded;
+  void *p;
+  if (!__builtin_add_overflow(size, page - 1, &rounded) &&
+      SAMPLED(p, ALIGNED, page, rounded & ~(page - 1)))
+    return p;
+  return REAL(pvalloc)(size);
 }
 
 CPROF_EXTERN size_t malloc_usable_size(void *p) {

@@ -29,6 +29,7 @@ static size_t v(size_t x) {
 }
 
 static size_t page;
+static int no_pvalloc; /* jemalloc has none: glibc's would hand it a block it cannot free */
 
 /* The smallest power of two at least a, capped at 2^63 (then 0: no
  * promise to check). */
@@ -125,10 +126,12 @@ static void plain_family(void) {
     p = valloc(s);
     report(call, p, errno, s, page);
 
-    snprintf(call, sizeof call, "pvalloc(%s)", sizes[i].name);
-    errno = SENTINEL;
-    p = pvalloc(s);
-    report(call, p, errno, s, page);
+    if (!no_pvalloc) {
+      snprintf(call, sizeof call, "pvalloc(%s)", sizes[i].name);
+      errno = SENTINEL;
+      p = pvalloc(s);
+      report(call, p, errno, s, page);
+    }
 
     snprintf(call, sizeof call, "realloc(NULL, %s)", sizes[i].name);
     errno = SENTINEL;
@@ -264,8 +267,9 @@ static void misc(void) {
   printf("2000 blocks: errno=%d\n", errno);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   page = (size_t)sysconf(_SC_PAGESIZE);
+  no_pvalloc = argc > 1 && strcmp(argv[1], "--no-pvalloc") == 0;
   setvbuf(stdout, NULL, _IOLBF, 0); /* every line out, even if a call crashes */
   plain_family();
   aligned_family();
