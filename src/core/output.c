@@ -42,6 +42,7 @@ static pthread_cond_t wake;
 static pthread_t collector;
 static int armed;              /* a directory was given: write at exit */
 static int recording, stopping; /* the CPU profile */
+static int parked; /* recording, with the collector ended for a while */
 static pid_t owner; /* the process that records: not a forked child */
 static cprof__cpu_profile_t *profile;
 static char dir[512];
@@ -73,14 +74,46 @@ static void *collect(void *arg) {
 
 /* Stops the collector and the CPU profiler; what is left in the buffer goes
  * into the profile. Returns the count of samples lost on the way. */
-static uint64_t stop_recording(void) {
+static void end_collector(void) {
   pthread_mutex_lock(&wake_lock);
   stopping = 1;
   pthread_cond_signal(&wake);
   pthread_mutex_unlock(&wake_lock);
   pthread_join(collector, NULL);
+}
+
+static int start_collector(void) {
+  stopping = 0;
+  return pthread_create(&collector, NULL, collect, NULL);
+}
+
+static uint64_t stop_recording(void) {
+  if (!parked)
+    end_collector();
+  parked = 0;
   pthread_cond_destroy(&wake);
   return cprof__cpu_stop(cprof__cpu_profile_add, profile);
+}
+
+/* The collector thread ends, and the CPU profile records on into its
+ * buffer; what does not fit is counted as lost. For the moments when cprof
+ * must have no thread of its own (start.c): a credential change, the
+ * program's last thread gone. */
+void cprof__output_park(void) {
+  pthread_mutex_lock(&lock);
+  if (recording && !parked && getpid() == owner) {
+    end_collector();
+    cprof__cpu_drain(cprof__cpu_profile_add, profile);
+    parked = 1;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__output_unpark(void) {
+  pthread_mutex_lock(&lock);
+  if (parked && start_collector() == 0)
+    parked = 0;
+  pthread_mutex_unlock(&lock);
 }
 
 static void write_file(const char *name, const cprof__buf_t *b) {
@@ -178,8 +211,7 @@ void cprof__output_start(const cprof__config_t *cfg) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&wake, &attr);
   pthread_condattr_destroy(&attr);
-  stopping = 0;
-  if (pthread_create(&collector, NULL, collect, NULL) != 0) {
+  if (start_collector() != 0) {
     cprof__cpu_stop(cprof__cpu_profile_add, profile);
     cprof__cpu_profile_free(profile);
     profile = NULL;
@@ -197,5 +229,6 @@ void cprof__output_atfork_child(void) {
   pthread_mutex_init(&wake_lock, NULL);
   armed = 0;
   recording = 0;
+  parked = 0;
   profile = NULL;
 }

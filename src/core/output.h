@@ -13,5 +13,9 @@ void cprof__output_start(const cprof__config_t *cfg);
  * in a forked child (the file is the parent's). */
 void cprof__output_finish(void);
 void cprof__output_atfork_child(void);
+/* Ends the collector thread while the CPU profile goes on recording, and
+ * starts it again: see start.c's park. */
+void cprof__output_park(void);
+void cprof__output_unpark(void);
 
 #endif

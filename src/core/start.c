@@ -1,11 +1,18 @@
 /* cprof's lifecycle: cprof_start, cprof_stop, fork handling, and the
  * constructor that starts cprof in a program it was LD_PRELOADed into. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "core/config.h"
+#include "core/creds.h"
 #include "core/log.h"
 #include "core/output.h"
 #include "cprof.h"
@@ -15,6 +22,7 @@
 #include "sample/heap.h"
 #include "sample/malloc.h"
 #include "sample/stack_table.h"
+#include "sample/thread_start.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 #include "unwind/unwind.h"
@@ -23,6 +31,7 @@ static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
 static int running;
 static int serving;
 static char bound[300];
+static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void atfork_child(void) {
@@ -34,6 +43,7 @@ static void atfork_child(void) {
   cprof__threads_atfork_child();
   cprof__cpu_atfork_child();
   cprof__output_atfork_child();
+  cprof__thread_count_atfork_child();
   cprof__symbolizer_atfork_child();
   if (serving)
     cprof__server_atfork_child();
@@ -43,6 +53,9 @@ static void atfork_child(void) {
 }
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
+
+static void follow_credentials(void);
+static void last_program_thread_gone(void);
 
 /* Everything cprof_start does, and every thread it starts (which inherit
  * the guard, see thread_start.c), allocates without being sampled. */
@@ -80,6 +93,8 @@ static int start(const cprof_options_t *opts) {
   cprof__block_set_rate(cfg.block_rate);
   cprof__mutex_set_fraction(cfg.mutex_fraction);
   cprof__config_set(&cfg);
+  __atomic_store_n(&cprof__follow_credentials_hook, follow_credentials, __ATOMIC_RELEASE);
+  __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
   running = 1;
   cprof__output_start(&cfg);
 
@@ -87,6 +102,10 @@ static int start(const cprof_options_t *opts) {
     int serr = cprof__server_start(&cfg.addr, bound, sizeof bound);
     if (serr == 0) {
       serving = 1;
+      served = cfg.addr;
+      const char *colon = strrchr(bound, ':');
+      if (colon)
+        served.port = atoi(colon + 1);
       if (cfg.addr.port == 0) /* the user asked for any free port: say which */
         cprof__log("serving http://%s%s/debug/pprof/", bound, cfg.prefix);
     } else {
@@ -113,6 +132,60 @@ void cprof_stop(void) {
   serving = 0;
   running = 0;
   bound[0] = '\0';
+  pthread_mutex_unlock(&life_lock);
+  cprof__heap_guard_leave();
+}
+
+/* cprof's own threads (the server's, the output collector) ended, then
+ * started again. Credentials that Linux keeps per thread (capabilities,
+ * PR_SET_KEEPCAPS, securebits) are copied to a thread from its creator, so
+ * threads started again by the program's thread that changed them follow
+ * the program exactly (creds.c). The listening socket is opened again on
+ * the same port. */
+static int server_parked;
+
+static void park_locked(void) {
+  cprof__output_park();
+  if (serving) {
+    cprof__server_stop();
+    serving = 0;
+    server_parked = 1;
+  }
+}
+
+static void unpark_locked(void) {
+  if (server_parked) {
+    server_parked = 0;
+    int err = cprof__server_start(&served, bound, sizeof bound);
+    if (err == 0)
+      serving = 1;
+    else
+      cprof__log("cannot listen again on %s after the program changed its credentials: %s; "
+                 "the profiling server is off", bound, cprof_strerror(err));
+  }
+  cprof__output_unpark();
+}
+
+static void follow_credentials(void) {
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&life_lock);
+  if (running) {
+    park_locked();
+    unpark_locked();
+  }
+  pthread_mutex_unlock(&life_lock);
+  cprof__heap_guard_leave();
+}
+
+/* The program's last thread is ending (main called pthread_exit, and the
+ * threads it left have ended too). Without cprof the process would end
+ * now; so our threads end, and the last thread out calls exit(0), as glibc
+ * does, which runs the program's atexit handlers and ours (CPROF_OUTPUT
+ * writes its files there). */
+static void last_program_thread_gone(void) {
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&life_lock);
+  park_locked();
   pthread_mutex_unlock(&life_lock);
   cprof__heap_guard_leave();
 }
@@ -159,7 +232,70 @@ static int preloaded(void) {
   return 0;
 }
 
+/* Whether our parent process has this library loaded: then we are a
+ * program it ran (a shell's command, a server's helper), which inherited
+ * LD_PRELOAD and CPROF_* with the rest of its environment. Read from the
+ * parent's /proc maps, not from a mark in the environment, which the
+ * program would see (and print, with env(1)). A program that replaced the
+ * parent by exec keeps the parent's parent, and starts as the parent
+ * would have. A parent gone before we look (an orphan's parent is init or
+ * a subreaper) or whose maps we may not read is taken for one without
+ * cprof. */
+static int parent_runs_cprof(void) {
+  Dl_info info;
+  struct stat st;
+  if (!dladdr((void *)cprof_start, &info) || !info.dli_fname || stat(info.dli_fname, &st) != 0)
+    return 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)getppid());
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  /* Lines: "start-end perms offset MAJOR:MINOR INODE path", the device
+   * numbers in hex. */
+  char buf[8192];
+  size_t have = 0;
+  int found = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+    if (n <= 0)
+      break;
+    have += (size_t)n;
+    buf[have] = '\0';
+    char *line = buf, *nl;
+    while (!found && (nl = strchr(line, '\n'))) {
+      unsigned maj, min;
+      unsigned long ino;
+      *nl = '\0';
+      if (sscanf(line, "%*s %*s %*s %x:%x %lu", &maj, &min, &ino) == 3 && ino == st.st_ino &&
+          maj == major(st.st_dev) && min == minor(st.st_dev))
+        found = 1;
+      line = nl + 1;
+    }
+    if (found)
+      break;
+    have = (size_t)(buf + have - line);
+    memmove(buf, line, have);
+    if (have == sizeof buf - 1)
+      have = 0; /* a line longer than the buffer: not one of ours */
+  }
+  close(fd);
+  return found;
+}
+
+/* CPROF_CHILDREN=1: programs the profiled program runs start cprof too. */
+static int children_wanted(void) {
+  const char *v = getenv("CPROF_CHILDREN");
+  return v && strcmp(v, "1") == 0;
+}
+
 __attribute__((constructor)) static void preload_start(void) {
-  if (preloaded())
-    cprof_start(NULL);
+  if (!preloaded())
+    return;
+  const char *v = getenv("CPROF_CHILDREN");
+  if (!children_wanted() && parent_runs_cprof())
+    return; /* exec'd by a program under cprof: be silent, serve and write nothing */
+  if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+    cprof__log("CPROF_CHILDREN=%s: want 0 or 1; programs this one runs will not start cprof", v);
+  cprof_start(NULL);
 }

@@ -11,7 +11,7 @@ void cprof__serve_cmdline(const cprof_request_t *req, const cprof__config_t *cfg
                           cprof_response_t *resp) {
   cprof__buf_t b;
   cprof__buf_init(&b);
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     cprof__resp_error(resp, 500, "cannot read /proc/self/cmdline");
     return;

@@ -57,7 +57,7 @@ static void append_stats(const cprof__heap_snapshot_t *now, cprof__buf_t *out) {
   cprof__buf_printf(out, "# Releasable = %zu\n", mi.keepcost);
 
   cprof__buf_puts(out, "#\n# process memory (/proc/self/status)\n");
-  FILE *f = fopen("/proc/self/status", "re");
+  FILE *f = fopen("/proc/thread-self/status", "re");
   char line[256];
   while (f && fgets(line, sizeof line, f)) {
     static const char *const keys[] = {"VmRSS", "VmHWM", "VmSize", "VmPeak"};

@@ -398,7 +398,7 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
 /* ---- the memory map ---- */
 
 void cprof__text_append_maps(cprof__buf_t *out) {
-  FILE *f = fopen("/proc/self/maps", "re");
+  FILE *f = fopen("/proc/thread-self/maps", "re");
   if (!f)
     return;
   cprof__buf_puts(out, "\n--- Memory map: ---\n");

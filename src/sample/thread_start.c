@@ -1,21 +1,33 @@
-/* pthread_create, interposed, for two things a thread must have before it
- * runs a line of its own:
+/* pthread_create, interposed, for what a thread must have before it runs a
+ * line of its own, and for knowing when the program's last thread ends:
  * - created while a CPU profile runs, its CPU timer, as Go's threads set
  *   theirs when they start. Without this, the profile's periodic look at
  *   /proc/self/task would miss threads that live less than that.
  * - created by cprof's own work (the HTTP server's threads, the output
  *   collector), the heap sampler's guard: what cprof's threads allocate is
- *   never sampled.
+ *   never sampled. And every signal blocked, from its first instruction:
+ *   signals sent to the process are the program's, and the kernel hands
+ *   one to any thread that does not block it.
+ * - created by the program, a count of the program's threads. The process
+ *   ends when its last thread does, and cprof's threads would keep it alive
+ *   for ever after a main that calls pthread_exit. When the count reaches
+ *   zero, cprof ends its threads (start.c), and glibc ends the process as
+ *   it would without us: exit(0) on the last thread out.
  * And, once it is made, the threadcreate profile counts the creating stack
  * (cprof's own threads are not counted).
  *
  * The wrapper is exported from libcprof, so it comes first in the lookup
  * order both under LD_PRELOAD and when a program links -lcprof; the real
- * function is the next one, found with dlsym(RTLD_NEXT). Otherwise it
- * is two loads and a direct call: nothing is wrapped. */
+ * function is the next one, found with dlsym(RTLD_NEXT). */
+#include "sample/thread_start.h"
+
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/next.h"
 #include "cprof.h"
@@ -36,12 +48,63 @@ static create_fn real_create(void) {
   return (create_fn)cprof__next(&real, "pthread_create");
 }
 
-/* The first frame of a thread created during a CPU profile. */
+/* The program's threads alive: main, and every thread it made with
+ * pthread_create that has not ended. A thread's end is seen by the
+ * destructor of a thread-specific key, which runs however it ends (return,
+ * pthread_exit, cancellation) and only for threads that set it. */
+static int program_threads = 1;
+static pthread_key_t ended_key;
+static int have_key;
+
+void (*cprof__last_program_thread_hook)(void);
+
+static void program_thread_ended(void *unused) {
+  void (*hook)(void) = __atomic_load_n(&cprof__last_program_thread_hook, __ATOMIC_ACQUIRE);
+  if (__atomic_sub_fetch(&program_threads, 1, __ATOMIC_ACQ_REL) == 0 && hook)
+    hook();
+}
+
+/* Before main: the constructors of libraries loaded at start run on the
+ * main thread. (Loaded later with dlopen, the count would be wrong; a
+ * thread that ends with the count at zero only ends cprof's threads.) */
+__attribute__((constructor(101))) static void count_main_thread(void) {
+  if (pthread_key_create(&ended_key, program_thread_ended) == 0) {
+    have_key = 1;
+    pthread_setspecific(ended_key, &program_threads);
+  }
+}
+
+void cprof__thread_count_atfork_child(void) {
+  /* Only the thread that forked lives on in the child; its key is set. */
+  program_threads = 1;
+}
+
+/* Every signal, but the two glibc needs on every thread: SIGCANCEL (32)
+ * for pthread_cancel, and SIGSETXID (33), with which setuid and friends
+ * change the credentials of all threads; blocking that one would hang the
+ * program's setuid. A raw system call: sigprocmask itself may be
+ * interposed, and glibc's would not let us name the set exactly. */
+#define ALL_BUT_GLIBCS (~((1ull << (32 - 1)) | (1ull << (33 - 1))))
+
+static void block_signals(uint64_t *old) {
+  uint64_t all = ALL_BUT_GLIBCS;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, sizeof all);
+}
+
+static void restore_signals(const uint64_t *old) {
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
+}
+
+/* The first frame of every thread. */
 static void *cprof_thread_start(void *p) {
   start_t s = *(start_t *)p;
   if (s.internal)
     cprof__heap_guard_enter();
+  else if (have_key)
+    pthread_setspecific(ended_key, &program_threads);
+  cprof__heap_guard_enter();
   free(p);
+  cprof__heap_guard_leave();
   cprof__cpu_thread_started();
   return s.fn(s.arg);
 }
@@ -52,22 +115,33 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   if (!real)
     return EAGAIN; /* no pthread_create below us: cannot happen with glibc */
   int internal = cprof__heap_guarded();
-  if (!internal && !cprof__cpu_running()) {
-    int rc = real(thread, attr, fn, arg);
-    if (rc == 0)
-      cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
-    return rc;
-  }
+  cprof__heap_guard_enter();
   start_t *s = malloc(sizeof *s);
+  cprof__heap_guard_leave();
   if (!s)
-    return real(thread, attr, fn, arg);
+    return EAGAIN;
   s->fn = fn;
   s->arg = arg;
   s->internal = internal;
-  int rc = real(thread, attr, cprof_thread_start, s);
-  if (rc != 0)
+  uint64_t mask;
+  int rc;
+  if (internal) {
+    /* The new thread starts with the mask its creator has. */
+    block_signals(&mask);
+    rc = real(thread, attr, cprof_thread_start, s);
+    restore_signals(&mask);
+  } else {
+    __atomic_add_fetch(&program_threads, 1, __ATOMIC_ACQ_REL);
+    rc = real(thread, attr, cprof_thread_start, s);
+    if (rc != 0)
+      __atomic_sub_fetch(&program_threads, 1, __ATOMIC_ACQ_REL);
+    else
+      cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
+  }
+  if (rc != 0) {
+    cprof__heap_guard_enter();
     free(s);
-  else if (!internal)
-    cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
+    cprof__heap_guard_leave();
+  }
   return rc;
 }

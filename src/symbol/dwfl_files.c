@@ -26,13 +26,13 @@ static int ends_deleted(const char *path) {
  * opens the file we run, with its symbol table and DWARF. */
 static int open_deleted_exe(const char *name, char **file_name) {
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
   if (n <= 0)
     return -1;
   exe[n] = '\0';
   if (strcmp(exe, name) != 0)
     return -1;
-  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  int fd = open("/proc/thread-self/exe", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
   /* The name without the marker, so that the debuglink search looks in the

@@ -139,7 +139,7 @@ int cprof__maps_parse(cprof__maps_t *m, char *text) {
 
 int cprof__maps_read(cprof__maps_t *m) {
   memset(m, 0, sizeof *m);
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = open("/proc/thread-self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -errno;
 

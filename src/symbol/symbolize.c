@@ -233,7 +233,7 @@ static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
 
 /* The path of the main program as /proc/self/maps spells it. */
 static void exe_path(char *buf, size_t size) {
-  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  ssize_t n = readlink("/proc/thread-self/exe", buf, size - 1);
   if (n < 0)
     n = 0;
   buf[n] = '\0';

@@ -5,7 +5,8 @@ set -euo pipefail
 : "${CPROF_BUILD_DIR:?run through ctest, or set CPROF_BUILD_DIR}"
 : "${CPROF_SOURCE_DIR:?run through ctest, or set CPROF_SOURCE_DIR}"
 B=$CPROF_BUILD_DIR
-LIB=$B/libcprof.so
+# CPROF_LIB: another build of the library, e.g. an older one, to see a test fail.
+LIB=${CPROF_LIB:-$B/libcprof.so}
 T=$(mktemp -d)
 # go tool pprof keeps fetched profiles under $PPROF_TMPDIR (default ~/pprof).
 export PPROF_TMPDIR=$T/pprof HOME=$T

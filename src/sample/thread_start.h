@@ -1,0 +1,16 @@
+/* The pthread_create interposer (thread_start.c): the count of the
+ * program's own threads, and what happens when the last one ends. */
+#ifndef CPROF_SAMPLE_THREAD_START_H
+#define CPROF_SAMPLE_THREAD_START_H
+
+/* In a forked child: one program thread, the one that forked. */
+void cprof__thread_count_atfork_child(void);
+
+/* Set by start.c, called on the program's last thread as it ends, from a
+ * thread-specific destructor: cprof ends its own threads, so that the
+ * process ends as it would without them. (A hook rather than a call, so
+ * that a test linking the static library for the interposer alone does not
+ * pull in all of cprof.) */
+extern void (*cprof__last_program_thread_hook)(void);
+
+#endif

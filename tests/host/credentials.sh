@@ -1,0 +1,34 @@
+# Credentials Linux keeps per thread: cprof's threads follow the program's.
+# A program that drops privileges as setpriv(1) does must not abort, and
+# once it has dropped every capability no thread of the process, cprof's
+# HTTP threads included, may hold one.
+. "$(dirname "$0")/../integration/lib.sh"
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: needs root to drop privileges"
+  exit 77
+fi
+P=$B/tests/host/host_drop_privileges
+
+run plain -- "$P"
+check "without cprof: every step succeeds" bash -c "! grep -q -- '-1' '$T/plain.out' && grep -q dropped '$T/plain.out'"
+run pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- "$P"
+check "under cprof: no abort, exit code 0 (was 134)" rc_is pre 0
+check "under cprof: same output" same plain pre out
+
+# While it waits after dropping: every thread's capabilities are none.
+env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 "$P" >"$T/live.out" 2>"$T/live.err" &
+pid=$!
+for _ in $(seq 1 100); do has "$T/live.out" '^dropped$' && break; sleep 0.02; done
+grep -H '^Cap\(Eff\|Prm\)' /proc/$pid/task/*/status >"$T/caps" 2>/dev/null || true
+grep -H . /proc/$pid/task/*/comm >"$T/comms" 2>/dev/null || true
+wait $pid || true
+check "cprof's server threads are there to be checked" grep -q MHD-listen "$T/comms"
+check "no thread holds a capability after capset(none)" \
+  bash -c "[ -s '$T/caps' ] && ! grep -v ':\s*0000000000000000$' '$T/caps' | grep -q ."
+check "the server answers after the threads were made again" bash -c "grep -q '^cprof: serving ' '$T/live.err'"
+
+# setpriv itself, under the preload.
+run setpriv_plain -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true
+run setpriv_pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true
+check "setpriv under cprof: same exit code (0; was 134)" same setpriv_plain setpriv_pre rc
+finish
