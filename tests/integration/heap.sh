@@ -26,9 +26,18 @@ print("%s %s: %.0f bytes, want %.0f +- %d%%" % (fn, col, got, want, tol * 100))
 sys.exit(0 if abs(got - want) <= want * tol else 1)
 PY
 }
-absent() { ! grep -Eq " $2( |$)" "$1"; }
+# absent TOP FUNCTION: the listing is pprof's (so an empty or missing file,
+# from a fetch or a pprof that failed, cannot pass) and does not name it.
+absent() { has "$1" '^Type: ' && ! grep -Eq " $2( |$)" "$1"; }
+# lacks FILE REGEX: the file exists and has no line matching the regex.
+lacks() { [ -f "$1" ] && ! grep -Eq -- "$2" "$1"; }
+# fetch FILE URL: the body of a 200 response into $T/FILE.
+fetch() { curl -sf -o "$T/$1" "$2"; }
 # top ARGS...: every function, in bytes.
 top() { pprof -top -unit=B -nodecount=1000 -nodefraction=0 "$@"; }
+# top_to FILE ARGS..., pprof_to FILE ARGS...: the same, into $T/FILE.
+top_to() { local out=$1; shift; top "$@" >"$T/$out"; }
+pprof_to() { local out=$1; shift; pprof "$@" >"$T/$out"; }
 
 for mode in preload linked; do
   for unwind in dwarf fp; do
@@ -37,8 +46,8 @@ for mode in preload linked; do
     prog=$P/heap_target_linked
     if [ $mode = preload ]; then pre=(LD_PRELOAD="$LIB"); prog=$P/heap_target; fi
     start target --ready "${pre[@]}" CPROF_HEAP_RATE=4096 CPROF_UNWIND=$unwind -- "$prog"
-    curl -sf -o "$T/heap.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "$t: fetch /heap"
-    top "$T/heap.pb.gz" >"$T/top" || fail "$t: pprof -top"
+    check "$t: fetch /heap" fetch heap.pb.gz "http://$ADDR/debug/pprof/heap"
+    check "$t: pprof -top" top_to top "$T/heap.pb.gz"
     check "$t: /heap shows inuse_space first" has "$T/top" '^Type: inuse_space$'
     check "$t: leak_big holds 3 MiB" within "$T/top" leak_big $((3 * MiB)) 0.25
     check "$t: leak_small holds 1 MiB" within "$T/top" leak_small $MiB 0.25
@@ -50,12 +59,12 @@ for mode in preload linked; do
     check "$t: threads that exited left 1 MiB" within "$T/top" thread_alloc $MiB 0.25
     check "$t: main reaches all but the threads' 7 MiB" within "$T/top" main $((7 * MiB)) 0.15 cum
 
-    curl -sf -o "$T/allocs.pb.gz" "http://$ADDR/debug/pprof/allocs" || fail "$t: fetch /allocs"
-    top "$T/allocs.pb.gz" >"$T/atop" || fail "$t: pprof allocs"
+    check "$t: fetch /allocs" fetch allocs.pb.gz "http://$ADDR/debug/pprof/allocs"
+    check "$t: pprof allocs" top_to atop "$T/allocs.pb.gz"
     check "$t: /allocs shows alloc_space first" has "$T/atop" '^Type: alloc_space$'
     check "$t: churn allocated 8 MiB" within "$T/atop" churn $((8 * MiB)) 0.25
     check "$t: realloc_start allocated its 4 KiB blocks" has "$T/atop" ' realloc_start$'
-    pprof -sample_index=inuse_objects -top "$T/heap.pb.gz" >"$T/objects" || fail "$t: objects"
+    check "$t: objects" pprof_to objects -sample_index=inuse_objects -top "$T/heap.pb.gz"
     check "$t: leak_small holds about 1024 objects" python3 - "$T/objects" <<'PY'
 import sys
 n = [float(l.split()[0]) for l in open(sys.argv[1]) if l.rstrip().endswith(" leak_small")]
@@ -69,37 +78,40 @@ done
 # The profile as pprof reads it: four sample types, the period, Go's labels.
 start target --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/heap_target" --fork
 check "fork: the child allocated, freed and exited cleanly" has "$T/target.out" '^child ok$'
-curl -sf -o "$T/heap.pb.gz" "http://$ADDR/debug/pprof/heap?gc=1" || fail "fetch heap?gc=1"
-pprof -raw "$T/heap.pb.gz" >"$T/raw" || fail "pprof -raw"
-check "sample types are Go's four, inuse_space the default" \
-  has "$T/raw" '^Samples:$' && grep -A1 '^Samples:$' "$T/raw" | grep -q 'alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes\[dflt\]'
+check "fetch heap?gc=1" fetch heap.pb.gz "http://$ADDR/debug/pprof/heap?gc=1"
+check "pprof -raw" pprof_to raw -raw "$T/heap.pb.gz"
+sample_types() {
+  grep -A1 '^Samples:$' "$T/raw" >"$T/types" &&
+    has "$T/types" 'alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes\[dflt\]'
+}
+check "sample types are Go's four, inuse_space the default" sample_types
 check "the period is the rate in space/bytes" has "$T/raw" '^PeriodType: space bytes$'
 check "the period is 4096" has "$T/raw" '^Period: 4096$'
 check "samples carry the block size as Go's bytes label" has "$T/raw" 'bytes:\[32768\]'
 
 # debug=1: Go's text heap format, which pprof parses (it scales by the rate itself).
-curl -sf -o "$T/heap.txt" "http://$ADDR/debug/pprof/heap?debug=1" || fail "fetch debug=1"
+check "fetch debug=1" fetch heap.txt "http://$ADDR/debug/pprof/heap?debug=1"
 check "debug=1 starts as Go's heap profile, with twice the rate" \
   has "$T/heap.txt" '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/8192$'
 check "debug=1 names the frames" has "$T/heap.txt" $'^#\t0x[0-9a-f]+\tleak_big\\+0x[0-9a-f]+\t.*heap_target.c:[0-9]+$'
 check "debug=1 ends with memory statistics" has "$T/heap.txt" '^# VmRSS = [0-9]+$'
 check "debug=1 counts the sampled blocks" has "$T/heap.txt" '^# SampledLive = [0-9]+$'
-top -sample_index=inuse_space "$T/heap.txt" >"$T/ttop" || fail "pprof debug=1"
+check "pprof debug=1" top_to ttop -sample_index=inuse_space "$T/heap.txt"
 check "pprof reads debug=1: leak_big holds 3 MiB" within "$T/ttop" leak_big $((3 * MiB)) 0.25
 
 # seconds=N: a delta holds only what happened meanwhile.
 curl -sf -o "$T/delta.pb.gz" "http://$ADDR/debug/pprof/heap?seconds=2" &
 fetch=$!
 sleep 0.5
-kill -USR1 "$PID"
-wait $fetch || fail "fetch heap?seconds=2"
-top "$T/delta.pb.gz" >"$T/dtop" || fail "pprof delta"
+check "the target takes SIGUSR1 (allocate late)" kill -USR1 "$PID"
+check "fetch heap?seconds=2" wait $fetch
+check "pprof delta" top_to dtop "$T/delta.pb.gz"
 check "delta: late_alloc's 2 MiB" within "$T/dtop" late_alloc $((2 * MiB)) 0.25
 check "delta: nothing from before" absent "$T/dtop" leak_big
 check "delta: it lasted 2 s" has "$T/dtop" '^Duration: 2(\.[0-9]+)?s'
 check "late allocation ran" has "$T/target.out" '^late done$'
-curl -sf -o "$T/adelta.pb.gz" "http://$ADDR/debug/pprof/allocs?seconds=1" || fail "fetch allocs?seconds=1"
-pprof -top "$T/adelta.pb.gz" >"$T/adtop" || fail "pprof allocs delta"
+check "fetch allocs?seconds=1" fetch adelta.pb.gz "http://$ADDR/debug/pprof/allocs?seconds=1"
+check "pprof allocs delta" pprof_to adtop -top "$T/adelta.pb.gz"
 check "allocs delta of a quiet second: nothing from before" absent "$T/adtop" leak_big
 
 check "seconds with debug=1 is refused" [ "$(http "http://$ADDR/debug/pprof/heap?seconds=1&debug=1")" = 400 ]
@@ -108,42 +120,43 @@ check "a bad seconds is refused" [ "$(http "http://$ADDR/debug/pprof/allocs?seco
 # cprof's own allocations (serving these profiles, symbolizing, the HTTP
 # server's threads) are never sampled: no frame of cprof's or its
 # libraries' in any stack, after all the fetches above.
-curl -sf -o /dev/null "http://$ADDR/debug/pprof/goroutine?debug=2" || fail "goroutine"
-curl -sf -o "$T/all.pb.gz" "http://$ADDR/debug/pprof/allocs" || fail "fetch allocs"
-pprof -traces "$T/all.pb.gz" >"$T/traces" || fail "pprof -traces"
+check "fetch goroutine?debug=2" curl -sf -o /dev/null "http://$ADDR/debug/pprof/goroutine?debug=2"
+check "fetch allocs" fetch all.pb.gz "http://$ADDR/debug/pprof/allocs"
+check "pprof -traces" pprof_to traces -traces "$T/all.pb.gz"
 check "no stack passes through cprof, libmicrohttpd, libdw or zlib" \
-  bash -c "! grep -Eq 'cprof_|MHD_|dwfl_|dwarf_|deflate|libmicrohttpd|libdw' '$T/traces'"
+  lacks "$T/traces" 'cprof_|MHD_|dwfl_|dwarf_|deflate|libmicrohttpd|libdw'
 check "the program's own stacks are there" has "$T/traces" 'leak_big'
 stop
 
 # C++: operator new and delete reach malloc and free.
 start cxx --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc" --wait
-curl -sf -o "$T/cxx.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch cxx heap"
-top "$T/cxx.pb.gz" >"$T/ctop" || fail "pprof cxx"
+check "fetch cxx heap" fetch cxx.pb.gz "http://$ADDR/debug/pprof/heap"
+check "pprof cxx" top_to ctop "$T/cxx.pb.gz"
 check "C++: make_nodes keeps its 4 MiB of Nodes" within "$T/ctop" make_nodes $((1024 * 4000)) 0.25 cum
 stop
 
 # Another allocator first in the lookup order: cprof says so and stays out
 # of the way; after cprof, it is profiled.
-JE=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)
+JE=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+check "jemalloc is installed" [ -e "$JE" ]
 start je_first --ready LD_PRELOAD="$JE:$LIB" CPROF_HEAP_RATE=4096 -- "$P/heap_target"
 check "jemalloc first: one line says heap profiling is off, and why" \
   has "$T/je_first.err" '^cprof: heap profiling is off: malloc comes from .*libjemalloc\.so\.2, ahead of libcprof'
-curl -sf -o "$T/je.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch je heap"
-pprof -top "$T/je.pb.gz" >"$T/jtop" || fail "pprof je"
+check "fetch je heap" fetch je.pb.gz "http://$ADDR/debug/pprof/heap"
+check "pprof je" pprof_to jtop -top "$T/je.pb.gz"
 check "jemalloc first: the profile is empty, not wrong" absent "$T/jtop" leak_big
 stop
 start je_after --ready LD_PRELOAD="$LIB:$JE" CPROF_HEAP_RATE=4096 -- "$P/heap_target"
-check "jemalloc after cprof: nothing said" bash -c "! grep -q 'heap profiling' '$T/je_after.err'"
-curl -sf -o "$T/je2.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch je2 heap"
-top "$T/je2.pb.gz" >"$T/j2top" || fail "pprof je2"
+check "jemalloc after cprof: nothing said" lacks "$T/je_after.err" 'heap profiling'
+check "fetch je2 heap" fetch je2.pb.gz "http://$ADDR/debug/pprof/heap"
+check "pprof je2" top_to j2top "$T/je2.pb.gz"
 check "jemalloc after cprof: leak_big holds 3 MiB" within "$T/j2top" leak_big $((3 * MiB)) 0.25
 stop
 
 # CPROF_HEAP_RATE=0: off; a bad value: one line, and the default.
 start off --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=0 -- "$P/heap_target"
-curl -sf -o "$T/off.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "fetch off heap"
-pprof -top "$T/off.pb.gz" >"$T/otop" || fail "pprof off"
+check "fetch off heap" fetch off.pb.gz "http://$ADDR/debug/pprof/heap"
+check "pprof off" pprof_to otop -top "$T/off.pb.gz"
 check "CPROF_HEAP_RATE=0: nothing sampled" absent "$T/otop" leak_big
 stop
 start bad --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=lots -- "$P/heap_target"
@@ -159,10 +172,10 @@ stop
 for limit in 32M 1M; do
   start stacks_$limit --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=1 CPROF_MAX_MEMORY=$limit -- "$P/many_stacks"
   mixed=$(sed -n 's/^mixed_bytes //p' "$T/stacks_$limit.out")
-  curl -sf -o "$T/stacks.pb.gz" "http://$ADDR/debug/pprof/heap" || fail "$limit: fetch /heap"
-  top "$T/stacks.pb.gz" >"$T/stop" || fail "$limit: pprof -top"
+  check "$limit: fetch /heap" fetch stacks.pb.gz "http://$ADDR/debug/pprof/heap"
+  check "$limit: pprof -top" top_to stop "$T/stacks.pb.gz"
   check "$limit: mixed_site holds exactly what it asked for" within "$T/stop" mixed_site "$mixed" 0
-  pprof -tagfocus=bytes=16B -top -unit=B "$T/stacks.pb.gz" >"$T/s16" || fail "$limit: tagfocus"
+  check "$limit: tagfocus" pprof_to s16 -tagfocus=bytes=16B -top -unit=B "$T/stacks.pb.gz"
   check "$limit: the site's first size keeps Go's bytes label" within "$T/s16" mixed_site 16 0
   if [ $limit = 32M ]; then
     check "$limit: leaf_alloc holds 16 MiB" within "$T/stop" leaf_alloc $((16 * MiB)) 0
@@ -187,8 +200,9 @@ stop
 
 # CPROF_OUTPUT: heap.pb.gz at exit, with what was still in use.
 mkdir -p "$T/out"
-LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" CPROF_HEAP_RATE=4096 "$P/cxx_alloc" >/dev/null
-top -sample_index=alloc_space "$T/out/heap.pb.gz" >"$T/xtop" || fail "pprof heap.pb.gz"
+run out LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc"
+check "CPROF_OUTPUT: the program exits 0" rc_is out 0
+check "pprof heap.pb.gz" top_to xtop -sample_index=alloc_space "$T/out/heap.pb.gz"
 check "CPROF_OUTPUT: heap.pb.gz has build_map's allocations" has "$T/xtop" ' build_map$'
 
 finish

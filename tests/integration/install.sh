@@ -2,16 +2,23 @@
 # pkg-config alone, as a user outside this tree would build one.
 . "$(dirname "$0")/lib.sh"
 
-cmake --install "$B" --prefix "$T/usr" >/dev/null
+# Every step is a check: a step that fails is counted and named, and the
+# script goes on to say what else holds.
+check "cmake --install succeeds" bash -c "cmake --install '$B' --prefix '$T/usr' >/dev/null"
 check "installs the header" [ -f "$T/usr/include/cprof.h" ]
-check "installs the shared library" [ -e "$T/usr/lib/libcprof.so" ] || [ -e "$T/usr/lib/x86_64-linux-gnu/libcprof.so" ]
-pc=$(dirname "$(find "$T/usr" -name cprof.pc | head -1)")
-check "installs cprof.pc" [ -n "$pc" ]
-export PKG_CONFIG_PATH=$pc
+installed_lib() { [ -e "$T/usr/lib/libcprof.so" ] || [ -e "$T/usr/lib/x86_64-linux-gnu/libcprof.so" ]; }
+check "installs the shared library" installed_lib
+pc_file=$(find "$T/usr" -name cprof.pc | head -1)
+check "installs cprof.pc" [ -n "$pc_file" ]
+export PKG_CONFIG_PATH=${pc_file%/*}
 check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md).
+check "nm lists the shared library's exports" \
+  bash -c "nm -D --defined-only '$B/libcprof.so' | awk '{print \$3}' >'$T/exports'"
+check "the exports include cprof_start and malloc (the list is real)" \
+  bash -c "grep -qx cprof_start '$T/exports' && grep -qx malloc '$T/exports'"
 check "the shared library exports only cprof_ names and its interposers" bash -c \
-  "! nm -D --defined-only '$B/libcprof.so' | awk '{print \$3}' | grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' | grep -q ."
+  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' '$T/exports'"
 
 cat >"$T/app.c" <<'C'
 #include <cprof.h>
@@ -27,5 +34,8 @@ C
 # shellcheck disable=SC2046
 check "a program builds with pkg-config --cflags --libs cprof" \
   gcc -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs cprof) -Wl,-rpath,"$(pkg-config --variable=libdir cprof)"
-check "and runs, serving and stopping" bash -c "'$T/app' 2>/dev/null | grep -Eq '^127\.0\.0\.1:[0-9]+$'"
+run app -- "$T/app"
+check "and runs, serving and stopping (exit 0)" rc_is app 0
+check "it served on the address it printed" has "$T/app.out" '^127\.0\.0\.1:[0-9]+$'
+
 finish

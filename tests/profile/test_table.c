@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "profile/table.h"
@@ -42,10 +43,31 @@ int main(void) {
   CHECK_EQ_INT(cprof__table_find(&t, bad_hash(absent), eq, NULL, &absent), -1);
   CHECK_EQ_INT(cprof__table_insert(&t, 1, UINT32_MAX), -EOVERFLOW);
 
-  /* Hashes of different strings and words differ, and are deterministic. */
+  /* Hashes of different strings and words differ. */
   CHECK(cprof__hash_bytes(CPROF_HASH_SEED, "a", 1) != cprof__hash_bytes(CPROF_HASH_SEED, "b", 1));
   CHECK(cprof__hash_u64(CPROF_HASH_SEED, 0x401000) != cprof__hash_u64(CPROF_HASH_SEED, 0x401001));
-  CHECK_EQ_INT(cprof__hash_u64(1, 2), cprof__hash_u64(1, 2));
+  /* A string hashes by its bytes, not by where they are: the builder
+   * finds a function name again from a copy of it. */
+  char one[] = "main.c:42", two[sizeof one];
+  memcpy(two, one, sizeof one);
+  CHECK_EQ_INT(cprof__hash_bytes(CPROF_HASH_SEED, one, sizeof one),
+               cprof__hash_bytes(CPROF_HASH_SEED, two, sizeof two));
+  /* The seed and the order of chained words count: (name, file) is not
+   * (file, name). */
+  CHECK(cprof__hash_u64(1, 2) != cprof__hash_u64(3, 2));
+  CHECK(cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, 1), 2) !=
+        cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, 2), 1));
+  /* The low bits, the table's index, spread consecutive keys (addresses a
+   * few bytes apart) over the slots: 4096 keys fill most of 4096 slots, as
+   * a random function would (1 - 1/e, 63 %). */
+  static unsigned char used[4096];
+  int slots = 0;
+  for (uint64_t k = 0; k < 4096; k++) {
+    size_t i = cprof__hash_u64(CPROF_HASH_SEED, 0x401000 + 4 * k) & 4095;
+    slots += !used[i];
+    used[i] = 1;
+  }
+  CHECK(slots > 4096 / 2);
 
   cprof__table_free(&t);
   CHECK_EQ_INT(t.cap, 0);

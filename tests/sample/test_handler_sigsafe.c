@@ -208,9 +208,8 @@ static void run(cprof__unwinder_t how, const char *name) {
 
 int main(void) {
 #ifdef __SANITIZE_THREAD__
-  fprintf(stderr, "test_handler_sigsafe: skipped: ThreadSanitizer's runtime delivers signals "
-                  "itself, with system calls of its own around each\n");
-  return 0;
+  return check_skip("test_handler_sigsafe", "ThreadSanitizer's runtime delivers signals "
+                                            "itself, with system calls of its own around each");
 #endif
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
