@@ -266,6 +266,7 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   cprof__heap_guard_enter();
   cprof__stack_bounds_learn();
   cprof__heap_guard_leave();
+  cprof__unwind_bind_now();
   refresh_maps();
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);

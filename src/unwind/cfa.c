@@ -153,7 +153,9 @@ static int parse_cie(const uint8_t *c, cie_t *out) {
   if (version != 1 && version != 3)
     return 0;
   const char *aug = (const char *)p;
-  size_t n = strnlen(aug, (size_t)(end - p));
+  size_t n = 0; /* strnlen, without a call out of this file in signal context */
+  while (p + n < end && aug[n])
+    n++;
   p += n + 1;
   *out = (cie_t){.fde_enc = 0};
   out->code_align = uleb(&p, end);
@@ -195,13 +197,20 @@ static int parse_cie(const uint8_t *c, cie_t *out) {
 enum how { SAME = 0, AT, UNDEFINED, OTHER, AT_RBP };
 enum cfa_expr { NO_EXPR = 0, OTHER_EXPR, DEREF_RBP_EXPR };
 
+/* Kept small: it is copied for every DW_CFA_remember_state, on the stack of
+ * whatever thread a signal interrupted (see STATE_STACK). Offsets beyond
+ * 32 bits and registers beyond 255 are saturated: no rule that uses them
+ * passes the checks at the end of rule_in_fde. */
 typedef struct state {
-  uint64_t cfa_reg;
   int64_t cfa_off;
-  enum cfa_expr cfa_expr;
-  enum how rbp, ra;
-  int64_t rbp_off, ra_off;
+  int32_t rbp_off, ra_off;
+  uint8_t cfa_reg;
+  uint8_t cfa_expr; /* enum cfa_expr */
+  uint8_t rbp, ra;  /* enum how */
 } state_t;
+
+static int32_t sat32(int64_t v) { return v == (int32_t)v ? (int32_t)v : INT32_MIN; }
+static uint8_t reg8(uint64_t r) { return r > 255 ? 255 : (uint8_t)r; }
 
 /* DWARF expression opcodes (DWARF 5, section 7.7.1). */
 enum { DW_OP_deref = 0x06, DW_OP_breg6 = 0x76 };
@@ -223,9 +232,9 @@ static int breg6_expr(const uint8_t *p, const uint8_t *end, int deref, int64_t *
 
 static void set_rule(state_t *s, const cie_t *c, uint64_t reg, enum how how, int64_t off) {
   if (reg == DW_REG_RBP)
-    s->rbp = how, s->rbp_off = off;
+    s->rbp = (uint8_t)how, s->rbp_off = sat32(off);
   else if (reg == c->ra_reg)
-    s->ra = how, s->ra_off = off;
+    s->ra = (uint8_t)how, s->ra_off = sat32(off);
 }
 
 /* Runs the instructions in [p, end) from `loc`, stopping before the first
@@ -234,7 +243,10 @@ static void set_rule(state_t *s, const cie_t *c, uint64_t reg, enum how how, int
  * not know. */
 static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t loc, uintptr_t pc,
                state_t *s, const state_t *init) {
-  state_t saved[8];
+  /* GCC nests DW_CFA_remember_state one deep (an epilogue in the middle of
+   * a function); deeper nesting is left to the fallbacks. */
+  enum { STATE_STACK = 4 };
+  state_t saved[STATE_STACK];
   int nsaved = 0;
   while (p < end) {
     uint8_t op = *p++;
@@ -272,7 +284,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
       set_rule(s, c, reg, OTHER, 0);
       continue;
     case 0x0a:
-      if (nsaved == (int)(sizeof saved / sizeof *saved))
+      if (nsaved == STATE_STACK)
         return 0;
       saved[nsaved++] = *s;
       continue;
@@ -282,12 +294,12 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
       *s = saved[--nsaved];
       continue;
     case 0x0c:
-      s->cfa_reg = uleb(&p, end);
+      s->cfa_reg = reg8(uleb(&p, end));
       s->cfa_off = (int64_t)uleb(&p, end);
       s->cfa_expr = NO_EXPR;
       continue;
     case 0x0d:
-      s->cfa_reg = uleb(&p, end), s->cfa_expr = NO_EXPR;
+      s->cfa_reg = reg8(uleb(&p, end)), s->cfa_expr = NO_EXPR;
       continue;
     case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); continue;
     case 0x0f: { /* DW_CFA_def_cfa_expression */
@@ -317,7 +329,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
       set_rule(s, c, reg, AT, sleb(&p, end) * c->data_align);
       continue;
     case 0x12:
-      s->cfa_reg = uleb(&p, end);
+      s->cfa_reg = reg8(uleb(&p, end));
       s->cfa_off = sleb(&p, end) * c->data_align;
       s->cfa_expr = NO_EXPR;
       continue;
@@ -415,13 +427,32 @@ static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc, uintptr_t *start_o
               k == FROM_REG ? (unsigned)s.cfa_reg : 0);
 }
 
+/* A module as the dynamic linker lists it now. */
+typedef struct module {
+  uintptr_t start, end;    /* its mapped range */
+  const uint8_t *eh_frame; /* its .eh_frame_hdr, or NULL */
+} module_t;
+
+/* The loaded module that holds `pc`, from _dl_find_object (lock-free and
+ * async-signal-safe in glibc's manual; it lists only objects that are
+ * loaded). Its own frame, which holds glibc's 96-byte answer, is gone
+ * before the caller runs a call-frame program: the handler's stack use on
+ * a cache miss stays small (doc/internals.md). 0 when no module does. */
+__attribute__((noinline)) static int module_of(uintptr_t pc, module_t *out) {
+  struct dl_find_object o;
+  if (_dl_find_object((void *)pc, &o) != 0)
+    return 0;
+  *out = (module_t){(uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end, o.dlfo_eh_frame};
+  return 1;
+}
+
 /* The rule for `pc`, from the tables of the module that holds it; *start
  * as for rule_in_fde. */
 static uint64_t find_rule(uintptr_t pc, uintptr_t *start) {
-  struct dl_find_object o;
-  if (_dl_find_object((void *)pc, &o) != 0 || !o.dlfo_eh_frame)
+  module_t mod;
+  if (!module_of(pc, &mod) || !mod.eh_frame)
     return NOT_FOUND;
-  const uint8_t *hdr = o.dlfo_eh_frame, *p = hdr + 4, *end = p + 16;
+  const uint8_t *hdr = mod.eh_frame, *p = hdr + 4, *end = p + 16;
   uintptr_t base = (uintptr_t)hdr, ignored, count;
   /* Version 1, and the table as every linker writes it: pairs of 4-byte
    * signed offsets from the header's start (DW_EH_PE_datarel|sdata4). */
@@ -660,6 +691,15 @@ CPROF_READS_STACK static int fp_step(regs_t *r, uintptr_t hi) {
  * Linux (linux-unwind.h) also recognises it by. */
 static const unsigned char restore_rt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
+/* memcmp(a, b, n) == 0, without a call out of this file in signal context
+ * (a program linking cprof statically may bind its calls lazily). */
+static int same_bytes(uintptr_t a, const unsigned char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (((const unsigned char *)a)[i] != b[i])
+      return 0;
+  return 1;
+}
+
 /* Steps over a signal frame. `at` is the pc the rule was found for (r->pc,
  * or r->pc - 1 for a return address); the trampoline is looked for where
  * the pc says the thread is in it, and only inside its FDE's range. The
@@ -674,8 +714,7 @@ CPROF_READS_STACK static int signal_step(uint64_t rule, uintptr_t at, int exact,
   int found = 0;
   for (int i = 0; i < 2 && !found; i++) {
     uintptr_t t = candidates[i];
-    found = t >= start && t + sizeof restore_rt <= end &&
-            memcmp((const void *)t, restore_rt, sizeof restore_rt) == 0;
+    found = t >= start && t + sizeof restore_rt <= end && same_bytes(t, restore_rt, sizeof restore_rt);
   }
   if (!found)
     return 0;

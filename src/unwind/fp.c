@@ -78,9 +78,55 @@ CPROF_READS_STACK int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof
   return n;
 }
 
+/* How many bytes of the stack that holds `here` lie below it, on the
+ * calling thread: from the alternate signal stack the kernel recorded, the
+ * thread's own stack (learnt), or the mapping a snapshot places it in.
+ * UINTPTR_MAX when none of them knows. */
+static uintptr_t room_below_sigsafe(uintptr_t here, const stack_t *alt,
+                                    const cprof__maps_t *maps) {
+  if (alt && !(alt->ss_flags & SS_DISABLE) && alt->ss_size > 0) {
+    uintptr_t lo = (uintptr_t)alt->ss_sp;
+    if (here >= lo && here - lo < alt->ss_size)
+      return here - lo;
+  }
+  const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
+  uintptr_t hi = __atomic_load_n(&mine->hi, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_ACQUIRE);
+  if (hi > 1 && here >= mine->lo && here < hi)
+    return here - mine->lo;
+  const cprof__map_entry_t *m = maps ? cprof__maps_find_sigsafe(maps, here) : NULL;
+  return m ? here - m->start : UINTPTR_MAX;
+}
+
 int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
                           uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  /* The walkers run on the interrupted thread's stack, below the kernel's
+   * signal frame. Where what is left is less than they may use, the sample
+   * keeps its exact pc and says the stack was cut, rather than overflow a
+   * small stack (a PTHREAD_STACK_MIN thread, a coroutine's). */
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  if (room_below_sigsafe(here, &uc->uc_stack, stacks) < CPROF_UNWIND_STACK_USE) {
+    pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (max < 2)
+      return 1;
+    pcs[1] = CPROF_PC_STACK_CUT;
+    return 2;
+  }
   if (how == CPROF_UNWIND_DWARF)
     return cprof__unwind_cfa_sigsafe(uc, stacks, pcs, max);
   return cprof__unwind_fp_sigsafe(uc, stacks, pcs, max);
+}
+
+void cprof__unwind_bind_now(void) {
+  ucontext_t uc;
+  memset(&uc, 0, sizeof uc);
+  uc.uc_stack.ss_flags = SS_DISABLE;
+  greg_t *g = uc.uc_mcontext.gregs;
+  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                   : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
+  uintptr_t pcs[4];
+  cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, &uc, NULL, pcs, 4);
+  cprof__unwind_sigsafe(CPROF_UNWIND_FP, &uc, NULL, pcs, 4);
 }

@@ -43,6 +43,20 @@ typedef enum cprof__unwinder {
  * of faulting. Returns the depth (at least 1). */
 int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
                           uintptr_t *pcs, int max);
+
+/* The most stack, in bytes, the walkers use below cprof__unwind_sigsafe's
+ * frame: the DWARF walker's cache miss, its deepest path, with a margin.
+ * Measured by tests/sample/test_handler_stack.c (doc/internals.md,
+ * "Stack"). With less room than this below it, cprof__unwind_sigsafe
+ * gives the exact pc and CPROF_PC_STACK_CUT, and walks nothing. */
+#define CPROF_UNWIND_STACK_USE 1024
+
+/* Walks once from here with each unwinder, outside signal context, so that
+ * every function the walkers call from another object (_dl_find_object) is
+ * bound before a signal needs it: libcprof.so binds at load (-z now), but
+ * a program linking libcprof.a may bind lazily, and a lazy binding in a
+ * handler runs the dynamic linker's resolver on the interrupted stack. */
+void cprof__unwind_bind_now(void);
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
                              int max);
 
