@@ -4,8 +4,7 @@
 # HTTP threads included, may hold one.
 . "$(dirname "$0")/../integration/lib.sh"
 if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: needs root to drop privileges"
-  exit 77
+  skip "needs root to drop privileges"
 fi
 P=$B/tests/host/host_drop_privileges
 
