@@ -1,0 +1,90 @@
+# Threads waiting in calls a signal would cut short (recv and accept with
+# SO_RCVTIMEO, msgrcv, semtimedop, io_uring_enter, epoll_wait, nanosleep),
+# a sleep the kernel resumes through restart_syscall after a stop and a
+# continue, and sleeps after the program dropped root: /goroutine is fetched
+# in every form while they wait, and the program prints the same as without
+# cprof. The waiting threads' stacks are in the profile, unwound from outside.
+. "$(dirname "$0")/../integration/lib.sh"
+H=$B/tests/host
+
+# fetch ROUNDS: the goroutine profile as text, as a dump and as a proto,
+# ROUNDS times, from the program at $ADDR. The last dump is kept in $T/dump.
+fetch() {
+  local i q
+  for i in $(seq 1 "$1"); do
+    for q in debug=1 debug=2 debug=0; do
+      curl -sf -o "$T/g.$q" "http://$ADDR/debug/pprof/goroutine?$q" || fail "fetch goroutine?$q"
+    done
+  done
+  cp "$T/g.debug=2" "$T/dump"
+}
+
+# await NAME: waits for the program start began ($PID) to end, at most 30 s
+# (then it is killed with SIGKILL: exit code 137), keeping its exit code in
+# $T/NAME.rc.
+await() {
+  local rc=0
+  timeout 30 tail --pid="$PID" -s 0.1 -f /dev/null || kill -9 "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || rc=$?
+  echo $rc >"$T/$1.rc"
+}
+
+# compare NAME: the preloaded run printed and exited as the plain one.
+compare() {
+  check "$1: same output as without cprof" same "$1.plain" "$1.pre" out
+  check "$1: same exit code as without cprof" same "$1.plain" "$1.pre" rc
+  if ! same "$1.plain" "$1.pre" out; then
+    echo "--- without cprof" >&2; cat "$T/$1.plain.out" >&2
+    echo "--- under cprof" >&2; cat "$T/$1.pre.out" >&2
+  fi
+}
+
+# The calls, each in its own thread, 5 s each. Each plain run goes on
+# beside its run under cprof, to keep the test short.
+run waits.plain -- "$H/host_eintr_waits" &
+plain=$!
+start waits.pre --ready LD_PRELOAD="$LIB" -- "$H/host_eintr_waits"
+fetch 3
+await waits.pre
+wait $plain
+compare waits
+check "waits: every call waited (no EINTR, nothing early)" \
+  bash -c "! grep -Eq 'EINTR|early' '$T/waits.pre.out'"
+for fn in wait_in_recv wait_in_accept wait_in_msgrcv wait_in_semtimedop wait_in_epoll \
+  wait_in_nanosleep send_later; do
+  check "waits: the thread in $fn is in the dump" has "$T/dump" "^$fn\("
+done
+if has "$T/waits.plain.out" '^io_uring_enter: skipped'; then
+  echo "skip: io_uring is not available here ($(grep io_uring "$T/waits.plain.out"))"
+else
+  check "waits: the thread in io_uring_enter is in the dump" has "$T/dump" "^wait_in_io_uring\("
+fi
+
+# A sleep stopped and continued: the kernel resumes it in restart_syscall.
+"$H/host_sleeper" 5 >"$T/stopped.plain.out" 2>"$T/stopped.plain.err" &
+plain=$!
+until has "$T/stopped.plain.out" '^ready$'; do sleep 0.05; done
+start stopped.pre --ready LD_PRELOAD="$LIB" -- "$H/host_sleeper" 5
+kill -STOP $plain $PID; sleep 0.3; kill -CONT $plain $PID
+fetch 3
+await stopped.pre
+PID=$plain await stopped.plain
+compare stopped
+check "stopped: the sleep is in the dump" has "$T/dump" '^sleep_in_nanosleep\('
+
+# Sleeps after setgid/setuid from root: /proc/self/task/TID/syscall is
+# root's now, and threads whose state cannot be read are never signalled.
+if [ "$(id -u)" != 0 ]; then
+  echo "skip: the privilege drop needs root"
+else
+  run setuid.plain -- "$H/host_setuid_sleep" &
+  plain=$!
+  start setuid.pre --ready LD_PRELOAD="$LIB" -- "$H/host_setuid_sleep"
+  fetch 3
+  await setuid.pre
+  wait $plain
+  compare setuid
+  check "setuid: sleeping threads are reported as of unknown state" \
+    has "$T/dump" '^\[thread state unknown: .*syscall'
+fi
+finish
