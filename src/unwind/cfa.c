@@ -18,6 +18,7 @@
 
 #include "unwind/bounds.h"
 #include "unwind/pc.h"
+#include "unwind/unload.h"
 #include "unwind/unwind.h"
 
 /* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
@@ -482,13 +483,17 @@ static uint64_t find_rule(uintptr_t pc, uintptr_t *start) {
  * Direct-mapped, each slot guarded by a sequence number: odd while a writer
  * fills it. A reader that sees it odd, or changed across its reads, treats
  * the slot as a miss; a writer that finds it odd leaves it to the other. So
- * nobody waits, and a fork in the middle of a write costs only that slot. */
+ * nobody waits, and a fork in the middle of a write costs only that slot.
+ *
+ * A slot's key is the pc tagged with the generation of unloads
+ * (unload.h): after a dlclose, rules of the pcs of whatever it unmapped
+ * miss, and a library loaded at the same addresses later gets its own. */
 
 #define CACHE_BITS 12
 
 typedef struct slot {
   uint32_t seq;
-  uintptr_t pc;
+  uint64_t key; /* pc | cprof__unload_tag() */
   uint64_t rule;
 } slot_t;
 
@@ -500,12 +505,13 @@ static slot_t *slot_of(uintptr_t pc) {
 
 /* A miss: the rule from the tables, kept in the slot unless a writer (on
  * another thread, or the code this handler interrupted) has it. */
-__attribute__((noinline)) static uint64_t rule_missed(uintptr_t pc, slot_t *s, uint32_t seq) {
+__attribute__((noinline)) static uint64_t rule_missed(uintptr_t pc, uint64_t key, slot_t *s,
+                                                      uint32_t seq) {
   uint64_t rule = find_rule(pc, NULL);
   if (!(seq & 1) &&
       __atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&s->pc, pc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->key, key, __ATOMIC_RELAXED);
     __atomic_store_n(&s->rule, rule, __ATOMIC_RELAXED);
     __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
   }
@@ -515,15 +521,16 @@ __attribute__((noinline)) static uint64_t rule_missed(uintptr_t pc, slot_t *s, u
 /* Inlined in the walks: a hit is a probe of one slot. */
 static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t pc) {
   slot_t *s = slot_of(pc);
+  uint64_t want = pc | cprof__unload_tag();
   uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
   if (__builtin_expect(!(seq & 1), 1)) {
-    uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
+    uint64_t key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
     uint64_t rule = __atomic_load_n(&s->rule, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__builtin_expect(key == pc, 1) && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
+    if (__builtin_expect(key == want, 1) && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
       return rule;
   }
-  return rule_missed(pc, s, seq);
+  return rule_missed(pc, want, s, seq);
 }
 
 /* ---- one step ---- */
@@ -605,15 +612,16 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                    : "=r"(r.pc), "=r"(r.sp), "=r"(r.bp));
   int n = 0, started = from == 0;
+  uint64_t tag = cprof__unload_tag(); /* the memo's keys are tagged as the cache's */
   for (int frames = 0; n < max && frames < 4 * max + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
       rule = rule_of(r.pc);
-    } else if (memo->pc[frames] == r.pc) {
+    } else if (memo->pc[frames] == (r.pc | tag)) {
       rule = memo->rule[frames];
     } else {
       rule = rule_of(r.pc);
-      memo->pc[frames] = r.pc;
+      memo->pc[frames] = r.pc | tag;
       memo->rule[frames] = rule;
     }
     enum kind k = kind_of(rule);
@@ -646,9 +654,15 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
  * they straddle a page boundary, inside the function's own range. Every
  * kind of rule but UNSUPPORTED and NOT_FOUND says ret - 1 is inside an
  * FDE's range; UNSUPPORTED may also mean tables we could not read, so
- * there the range is looked up again (uncached: fallbacks are rare). */
+ * there the range is looked up again (uncached: fallbacks are rare).
+ *
+ * The word tested is any word of the stack, which may point into a library
+ * unloaded since (a stale word, or a cached rule older than the unload):
+ * so, first, the dynamic linker must list a module holding ret - 1 now,
+ * asked afresh. unload.h says why that holds until the read is done. */
 static int is_return_address(uintptr_t ret) {
-  if (ret < 4096)
+  module_t mod;
+  if (ret < 4096 || !module_of(ret - 1, &mod) || ret - 1 < mod.start || ret > mod.end)
     return 0;
   enum kind k = kind_of(rule_of(ret - 1));
   if (k == NOT_FOUND)
@@ -706,9 +720,14 @@ static int same_bytes(uintptr_t a, const unsigned char *b, size_t n) {
  * kernel's rt_sigframe then has the interrupted context's ucontext at the
  * stack pointer (arch/x86/include/asm/sigframe.h: the return address was
  * its first field, which the handler's return popped), whose
- * general-purpose registers are laid out as glibc's gregset_t. */
-CPROF_READS_STACK static int signal_step(uint64_t rule, uintptr_t at, int exact, regs_t *r,
-                                         uintptr_t hi, const greg_t **regs) {
+ * general-purpose registers are laid out as glibc's gregset_t. The rule
+ * is looked up again, uncached (signal frames are rare): the trampoline's
+ * range is then that of a module loaded now, whatever the cache held. */
+CPROF_READS_STACK static int signal_step(uintptr_t at, int exact, regs_t *r, uintptr_t hi,
+                                         const greg_t **regs) {
+  uint64_t rule = find_rule(at, NULL);
+  if (kind_of(rule) != SIGNAL)
+    return 0;
   uintptr_t start = at - ((rule >> 16) & 0xffff), end = at + (rule >> 32);
   uintptr_t candidates[2] = {r->pc, exact ? r->pc - 7 : 0}; /* at the mov, at the syscall */
   int found = 0;
@@ -728,10 +747,8 @@ CPROF_READS_STACK static int signal_step(uint64_t rule, uintptr_t at, int exact,
   return 1;
 }
 
-CPROF_READS_STACK int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
+CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
                                           uintptr_t *pcs, int max) {
-  if (max <= 0)
-    return 0;
   const greg_t *g = uc->uc_mcontext.gregs; /* all the registers, for exact frames */
   regs_t r = {(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
   const stack_t *alt = &uc->uc_stack;
@@ -783,7 +800,7 @@ CPROF_READS_STACK int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cpro
       next = r;
       break;
     case SIGNAL:
-      if (!signal_step(rule, at, exact, &next, hi, &g))
+      if (!signal_step(at, exact, &next, hi, &g))
         goto cut;
       r = next;
       exact = 1;
@@ -814,3 +831,23 @@ cut:
     pcs[n++] = CPROF_PC_STACK_CUT;
   return n;
 }
+
+int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
+                              int max) {
+  if (max <= 0)
+    return 0;
+  unsigned e = cprof__unload_enter_sigsafe();
+  int n;
+  if (!cprof__unload_busy_sigsafe()) {
+    n = walk_sigsafe(uc, stacks, pcs, max);
+  } else { /* a dlclose is unmapping: no unwind table or code may be read */
+    n = 0;
+    pcs[n++] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (n < max)
+      pcs[n++] = CPROF_PC_STACK_CUT;
+  }
+  cprof__unload_leave_sigsafe(e);
+  return n;
+}
+
+int cprof__cfa_is_return_address_sigsafe(uintptr_t ret) { return is_return_address(ret); }

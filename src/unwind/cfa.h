@@ -58,8 +58,16 @@ int cprof__unwind_cfa_here(uintptr_t *pcs, int max, uintptr_t from, uintptr_t st
  * the bounds cprof__stack_top_sigsafe gives (`stacks` may be NULL); a stack
  * that goes on where the walk cannot ends with CPROF_PC_STACK_CUT. Returns
  * the depth, at least 1 when max is. Async-signal-safe; on the thread that
- * was interrupted. */
+ * was interrupted. Reads no module while a dlclose unmaps one (unload.h):
+ * the stack is then the exact pc and CPROF_PC_STACK_CUT. */
 int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
                               int max);
+
+/* Whether `ret` is a return address: ret - 1 lies in a function the unwind
+ * tables of a module loaded now describe, and the bytes before ret end in
+ * a call instruction, read only where they are mapped. For a walker from a
+ * signal, between cprof__unload_enter_sigsafe and _leave, while
+ * cprof__unload_busy_sigsafe() is false (unload.h). */
+int cprof__cfa_is_return_address_sigsafe(uintptr_t ret);
 
 #endif

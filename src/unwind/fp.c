@@ -15,9 +15,14 @@
  * its own (GCC gives leaves none even with -fno-omit-frame-pointer, and
  * glibc's system-call wrappers have none), where %rbp still holds the
  * caller's frame and following it would skip the caller. There the return
- * address is the word at %rsp. We take that word only when it points into
- * executable memory just after a call instruction, the same test that
- * keeps a stray code pointer on the stack from being taken for a frame. */
+ * address is the word at %rsp. We take that word only when it points just
+ * after a call instruction in a function the unwind tables of a module
+ * loaded now describe (cfa.h), the same test that keeps a stray code
+ * pointer on the stack from being taken for a frame. That test reads code,
+ * so it is skipped while a dlclose unmaps a module (unload.h); the chain
+ * itself reads only the stack. It once tested the word against a snapshot
+ * of /proc/self/maps up to a second old, and read the code of a library
+ * closed since: a fault. */
 #include "unwind/unwind.h"
 
 #include <stddef.h>
@@ -25,20 +30,10 @@
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/unload.h"
 
-/* Whether ret is a return address: inside an executable mapping, just
- * after a call instruction. Reads only inside that mapping. */
-static int after_call_sigsafe(const cprof__maps_t *maps, uintptr_t ret) {
-  const cprof__map_entry_t *m = cprof__maps_find_sigsafe(maps, ret);
-  if (!m || m->perms[0] != 'r' || m->perms[2] != 'x' || ret - 8 < m->start || ret > m->end)
-    return 0;
-  unsigned char b[8];
-  memcpy(b, (const void *)(ret - 8), sizeof b);
-  return cprof__ends_in_call(b);
-}
-
-CPROF_READS_STACK int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
-                                               uintptr_t *pcs, int max) {
+CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
+                                          uintptr_t *pcs, int max, int read_code) {
   const greg_t *r = uc->uc_mcontext.gregs;
   uintptr_t pc = (uintptr_t)r[REG_RIP];
   uintptr_t sp = (uintptr_t)r[REG_RSP];
@@ -52,13 +47,12 @@ CPROF_READS_STACK int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof
   if (hi < 2 * sizeof(uintptr_t))
     return n;
 
-  /* The leaf without a frame, described above (its test of the code
-   * needs the snapshot's permissions). */
-  if (stacks && sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
+  /* The leaf without a frame, described above. */
+  if (read_code && sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
     uintptr_t top = *(const uintptr_t *)sp;
     int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
     uintptr_t first = chain_ok ? ((const uintptr_t *)fp)[1] : 0;
-    if (top != first && after_call_sigsafe(stacks, top))
+    if (top != first && cprof__cfa_is_return_address_sigsafe(top))
       pcs[n++] = top;
   }
 
@@ -75,6 +69,14 @@ CPROF_READS_STACK int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof
     lo = fp + 2 * sizeof(uintptr_t);
     fp = next;
   }
+  return n;
+}
+
+int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
+                             int max) {
+  unsigned e = cprof__unload_enter_sigsafe();
+  int n = walk_sigsafe(uc, stacks, pcs, max, !cprof__unload_busy_sigsafe());
+  cprof__unload_leave_sigsafe(e);
   return n;
 }
 

@@ -1,0 +1,62 @@
+/* dlclose, interposed: no walk from a signal reads a module while it is
+ * unmapped (see unload.h). */
+#include "unwind/unload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <time.h>
+
+#include "core/next.h"
+#include "cprof.h"
+
+cprof__unload_t cprof__unload;
+
+/* One dlclose at a time moves the epoch and waits: a spin lock rather than
+ * a mutex, so that a forked child can simply clear it. Held for as long as
+ * the walks in flight take, microseconds. */
+static int flipping;
+
+static void pause_briefly(void) {
+  struct timespec ts = {0, 20 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Returns once every walk that began before the call has ended. Walks
+ * that begin later find `unloading` raised (the caller raised it first)
+ * and read only the stack, so they need no waiting for. */
+static void wait_for_walks(void) {
+  while (__atomic_exchange_n(&flipping, 1, __ATOMIC_ACQUIRE))
+    pause_briefly();
+  unsigned old = __atomic_fetch_add(&cprof__unload.epoch, 1, __ATOMIC_SEQ_CST) & 1;
+  while (__atomic_load_n(&cprof__unload.walks[old], __ATOMIC_SEQ_CST) != 0)
+    pause_briefly();
+  __atomic_store_n(&flipping, 0, __ATOMIC_RELEASE);
+}
+
+void cprof__unload_atfork_child(void) {
+  /* The child's only thread is the one that forked: no walk is in flight
+   * and no dlclose is half done in it. */
+  __atomic_store_n(&cprof__unload.walks[0], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&cprof__unload.walks[1], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&cprof__unload.unloading, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&flipping, 0, __ATOMIC_SEQ_CST);
+}
+
+#ifndef CPROF_NO_INTERPOSE
+
+CPROF_EXTERN int dlclose(void *handle) {
+  static void *real;
+  int (*next)(void *) = (int (*)(void *))cprof__next(&real, "dlclose");
+  int saved = errno;
+  __atomic_add_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
+  wait_for_walks();
+  errno = saved;
+  int rc = next(handle);
+  /* Whatever went, its rules go with it: pcs of a library loaded at the
+   * same address later must not find them. */
+  __atomic_add_fetch(&cprof__unload.generation, 1, __ATOMIC_RELEASE);
+  __atomic_sub_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
+  return rc;
+}
+
+#endif
