@@ -9,6 +9,7 @@
  *   debug=2  every thread on its own: tid, name, state, full stack.
  *   seconds=N  (debug=0 only) the change over N seconds, as Go's delta. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,9 +21,26 @@
 
 #define CAPTURE_TIMEOUT_MS 1000
 
-static const char *pseudo_frame(cprof__thread_status_t st) {
-  return st == CPROF_THREAD_TIMEOUT ? "[thread did not answer within 1s]"
-                                    : "[thread blocks cprof's signal]";
+/* The one frame of a thread whose stack is not known, saying why, as Go
+ * shows lost samples as a frame of their own. The text goes into buf. */
+static const char *pseudo_frame(const cprof__thread_stack_t *t, char *buf, size_t size) {
+  switch (t->status) {
+  case CPROF_THREAD_TIMEOUT:
+    return "[thread did not answer within 1s]";
+  case CPROF_THREAD_BLOCKED:
+    return "[thread blocks cprof's signal]";
+  case CPROF_THREAD_UNKNOWN:
+    /* One text for every thread with the same reason, so that they merge. */
+    snprintf(buf, size, "[thread state unknown: /proc/self/task/TID/%s unreadable: %s]",
+             t->unreadable ? t->unreadable : "syscall", strerror(t->err));
+    return buf;
+  case CPROF_THREAD_NO_SIGNAL:
+    return "[thread running: the program has taken cprof's signal]";
+  case CPROF_THREAD_KERNEL:
+    return "[kernel worker thread: no user stack]";
+  default:
+    return "[no stack]";
+  }
 }
 
 /* Adds every thread of d to b with the given weight (+1, or -1 for the
@@ -31,9 +49,11 @@ static int add_dump(cprof__builder_t *b, const cprof__thread_dump_t *d, int64_t 
   for (int i = 0; i < d->n; i++) {
     const cprof__thread_stack_t *t = &d->v[i];
     cprof__label_t label = {.key = "thread", .str = t->name};
+    char why[160];
     int err = t->status == CPROF_THREAD_OK
                   ? cprof__builder_add(b, t->pcs, t->depth, &weight, &label, 1)
-                  : cprof__builder_add_pseudo(b, pseudo_frame(t->status), &weight, &label, 1);
+                  : cprof__builder_add_pseudo(b, pseudo_frame(t, why, sizeof why), &weight,
+                                              &label, 1);
     if (err)
       return err;
   }
@@ -67,10 +87,11 @@ static void write_dump(const cprof__thread_dump_t *d, cprof__buf_t *out) {
   for (int i = 0; i < d->n; i++) {
     const cprof__thread_stack_t *t = &d->v[i];
     cprof__buf_printf(out, "thread %d \"%s\" [%s]:\n", (int)t->tid, t->name, state_name(t->state));
+    char why[160];
     if (t->status == CPROF_THREAD_OK)
       cprof__format_stack(out, t->pcs, t->depth);
     else
-      cprof__buf_printf(out, "%s\n", pseudo_frame(t->status));
+      cprof__buf_printf(out, "%s\n", pseudo_frame(t, why, sizeof why));
     cprof__buf_putc(out, '\n');
   }
 }

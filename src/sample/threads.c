@@ -1,12 +1,39 @@
 /* All-thread stack capture.
  *
- * The protocol, between the capturing thread (the collector) and each
- * signalled thread's handler:
+ * Which threads are signalled. A signal handler that runs while a thread
+ * waits in a system call ends many waits with EINTR whatever SA_RESTART
+ * says (signal(7): recv and accept with SO_RCVTIMEO, nanosleep, poll,
+ * epoll_wait, System V IPC, io_uring_enter, restart_syscall after a stop
+ * and a continue, ...), and a list of the calls that are safe would be
+ * wrong on the next kernel. So the rule is:
+ *
+ * - A thread in a system call, or stopped in the kernel outside one (a page
+ *   fault, a ptrace or job-control stop: /proc/self/task/TID/syscall says
+ *   "-1 sp pc"), is never signalled: it is unwound from outside, from the
+ *   registers that file shows (see src/symbol/blocked_unwind.c).
+ * - Only a thread known to be running gets a signal: that file says
+ *   "running", or, where it cannot be read, /proc/self/task/TID/stat says
+ *   state R. Both mean the kernel saw it runnable, not sleeping. The file
+ *   is looked at once more just before the signal goes; a thread that enters
+ *   a system call in the microseconds between that look and the signal's
+ *   arrival takes the signal there, as it would any signal of the
+ *   program's: that window is what remains.
+ * - A thread whose state cannot be read is never signalled, and is
+ *   reported as unknown, with the file and the reason. That is every
+ *   sleeping thread once a program has dropped root with setuid: the
+ *   process is no longer dumpable, /proc/self/task/TID/syscall belongs to
+ *   root (proc(5)), and nothing else shows a sleeping thread's registers.
+ * - The thread that captures unwinds itself where it is.
+ * - A kernel worker of the process (io_uring's iou-wrk) shows no user
+ *   registers at all (sp and pc 0) and is reported as such.
+ *
+ * The protocol with a running thread, between the capturing thread (the
+ * collector) and the signalled thread's handler:
  *
  * 1. The collector lists /proc/self/task, fills one slot per thread with its
- *    tid and state PENDING for a fresh generation, and sends each thread our
- *    signal with rt_tgsigqueueinfo(2), whose si_value carries (generation,
- *    slot index).
+ *    tid and state PENDING for a fresh generation, and sends each running
+ *    thread our signal with rt_tgsigqueueinfo(2), whose si_value carries
+ *    (generation, slot index).
  * 2. The handler, on the target thread, moves its slot PENDING -> WRITING
  *    with a compare-and-swap, unwinds into it, and marks it DONE.
  * 3. The collector waits until no slot is PENDING or the time is up; then it
@@ -14,27 +41,27 @@
  *    one side wins) and waits out any slot still WRITING, which is actively
  *    running and bounded.
  *
- * A signal delivered late (a thread that was stopped, or in a long
- * uninterruptible sleep) finds its slot ABANDONED or of another generation
- * and does nothing. Slot arrays are never freed, only replaced by larger
- * ones, so a late handler never touches freed memory.
+ * A signal delivered late (a thread that was preempted for the whole
+ * second, or stopped just after we looked) finds its slot ABANDONED or of
+ * another generation and does nothing. Slot arrays are never freed, only
+ * replaced by larger ones, so a late handler never touches freed memory.
  *
- * Threads that block our signal would leave it queued forever, and real-time
- * signals queue: asking again at every request would fill the process's
- * RLIMIT_SIGPENDING. So a thread whose /proc status shows our signal blocked
- * or already pending is not asked.
+ * Telling our signal from the program's. The program may send, queue or
+ * be sent the same signal number. Ours carry SI_QUEUE, our pid in si_pid,
+ * and in si_uid a secret drawn at init from getrandom(2): the kernel lets a
+ * process queue a signal to its own threads with any si_pid and si_uid
+ * (rt_tgsigqueueinfo(2)), and our handler is the only reader of ours. An
+ * arrival without all three is the program's, and goes where its own
+ * action says (signals.c): for SIG_DFL, the end of the process. If the
+ * program installs an action of its own on our signal, the program wins
+ * (signals.c, CPROF_SHARE_YIELD): captures then signal nobody, and running
+ * threads are reported as such.
  *
- * Nor is a thread blocked in a system call that a signal handler would make
- * fail with EINTR (nanosleep, poll, epoll_wait, pause, ...; signal(7)):
- * asking it would end its sleep early, or return a main thread parked in
- * pause() into an exit. Such threads, and threads that block our signal
- * while they wait in any system call, are unwound from outside instead,
- * from the registers /proc/self/task/TID/syscall shows (see
- * src/symbol/blocked_unwind.c). Only a thread that blocks our signal while
- * it runs is reported without a stack. */
+ * Real-time signals queue. A thread that blocks our signal would collect
+ * one more queued signal per request until the process hits
+ * RLIMIT_SIGPENDING. So a running thread whose /proc status shows our
+ * signal blocked or already pending is not asked. */
 #include "sample/threads.h"
-
-#include <linux/futex.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,11 +71,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/signals.h"
 #include "symbol/symbolize.h"
 
 enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
@@ -70,22 +100,28 @@ static cprof__unwinder_t unwinder;
 
 static int signo;
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
-/* getpid(), set before each capture's requests are sent: the handler
- * compares without a system call (glibc has not cached the pid since 2.25). */
+/* getpid(), set at init and before each capture's requests are sent: the
+ * handler compares without a system call (glibc has not cached the pid
+ * since 2.25), and a fork child's is its own. */
 static pid_t self_pid;
+/* The secret our requests carry in si_uid (see the top of this file). */
+static uint32_t cookie;
 
-/* The handler makes no system call. It does not check that it runs on the
- * slot's thread either: rt_tgsigqueueinfo(2) queues the signal for that one
- * thread, and only that thread can take it. A request from another process
- * would need the right generation and slot, and a process of our user, the
- * only kind the kernel lets queue such a signal to us, could as well
- * ptrace(2) us. */
+/* Whether an arrival of our signal is a request of ours. */
+static int is_request_sigsafe(const siginfo_t *info) {
+  return info->si_code == SI_QUEUE && info->si_pid == __atomic_load_n(&self_pid, __ATOMIC_RELAXED) &&
+         (uint32_t)info->si_uid == __atomic_load_n(&cookie, __ATOMIC_RELAXED);
+}
+
+/* The handler makes no system call for a request. It does not check that
+ * it runs on the slot's thread either: rt_tgsigqueueinfo(2) queues the
+ * signal for that one thread, and only that thread can take it. */
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
+  if (!is_request_sigsafe(info)) {
+    cprof__signal_forward_sigsafe(sig, info, uctx);
+    return;
+  }
   int saved = errno;
-  /* Only our own requests: a kill(1) of this signal from outside, or a
-   * sigqueue from another process, carries no slot for us. */
-  if (info->si_code != SI_QUEUE || info->si_pid != __atomic_load_n(&self_pid, __ATOMIC_RELAXED))
-    goto out;
   uint64_t token = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
   uint32_t gen = (uint32_t)(token >> 32);
   uint32_t idx = (uint32_t)token;
@@ -105,35 +141,44 @@ out:
   errno = saved;
 }
 
-static int installed(void) {
-  struct sigaction cur;
-  return signo && sigaction(signo, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-         cur.sa_sigaction == handler_sigsafe;
+/* A secret the program cannot guess: never 0, and with the top bit set,
+ * so that it is no uid a program's own sigqueue would carry in practice
+ * (real uids stay far below 2^31). */
+static uint32_t draw_cookie(void) {
+  uint32_t c = 0;
+  if (getrandom(&c, sizeof c, GRND_NONBLOCK) != (ssize_t)sizeof c) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    c = (uint32_t)(ts.tv_nsec ^ (uintptr_t)&ts ^ ((uint64_t)ts.tv_sec << 20));
+  }
+  return c | 0x80000000u;
+}
+
+/* Takes the highest real-time signal the program leaves at SIG_DFL.
+ * Programs that use real-time signals usually count up from SIGRTMIN. */
+static int take_signal(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler_sigsafe;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART; /* never make the program's syscalls fail with EINTR */
+  sigemptyset(&sa.sa_mask);
+  if (signo && cprof__signal_take(signo, &sa, CPROF_SHARE_YIELD) == 0)
+    return 0;
+  for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 2; sig--) {
+    if (cprof__signal_take(sig, &sa, CPROF_SHARE_YIELD) == 0) {
+      signo = sig;
+      return 0;
+    }
+  }
+  return -EBUSY;
 }
 
 int cprof__threads_init(void) {
-  int err = 0;
   pthread_mutex_lock(&capture_lock);
-  if (installed())
-    goto done;
-  /* Take the highest real-time signal nobody has claimed. Programs that use
-   * real-time signals usually count up from SIGRTMIN. */
-  for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 2; sig--) {
-    struct sigaction cur;
-    if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
-      continue;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = handler_sigsafe;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART; /* never make the program's syscalls fail with EINTR */
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, NULL) == 0) {
-      signo = sig;
-      goto done;
-    }
-  }
-  err = -EBUSY;
-done:
+  if (!__atomic_load_n(&cookie, __ATOMIC_RELAXED))
+    __atomic_store_n(&cookie, draw_cookie(), __ATOMIC_RELAXED);
+  __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+  int err = take_signal();
   pthread_mutex_unlock(&capture_lock);
   return err;
 }
@@ -176,14 +221,16 @@ int cprof__threads_count(void) {
   return n < 0 ? 0 : n;
 }
 
+/* Reads a small /proc file; returns its length, or a negative errno. */
 static int read_small(const char *path, char *buf, size_t size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return -1;
+    return -errno;
   ssize_t n = read(fd, buf, size - 1);
+  int err = errno;
   close(fd);
   if (n < 0)
-    return -1;
+    return -err;
   buf[n] = '\0';
   return (int)n;
 }
@@ -201,128 +248,180 @@ int cprof__thread_name(pid_t tid, char name[16]) {
   return 0;
 }
 
-/* Name and state of a thread; returns 0, or -1 when it has exited. */
-static int thread_info(pid_t tid, char name[16], char *state) {
+/* A thread's state letter from /proc/self/task/TID/stat, readable by
+ * everyone (proc(5)); returns 0, or a negative errno. */
+static int thread_state(pid_t tid, char *state) {
   char path[64], buf[512];
-  if (cprof__thread_name(tid, name) != 0)
-    return -1;
   snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-  if (read_small(path, buf, sizeof buf) < 0)
-    return -1;
+  int n = read_small(path, buf, sizeof buf);
+  if (n < 0)
+    return n;
   /* The state follows the last ')': the name in parentheses may hold any byte. */
   const char *p = strrchr(buf, ')');
   *state = p && p[1] == ' ' ? p[2] : '?';
   return 0;
 }
 
+/* Name and state of a thread; returns 0, or -1 when it has exited. */
+static int thread_info(pid_t tid, char name[16], char *state) {
+  return cprof__thread_name(tid, name) == 0 && thread_state(tid, state) == 0 ? 0 : -1;
+}
+
 /* Whether our signal is blocked or already pending for this thread, from
- * the SigBlk and SigPnd masks of /proc/self/task/TID/status (proc(5)). */
-static int cannot_ask(pid_t tid) {
+ * the SigBlk and SigPnd masks of /proc/self/task/TID/status (proc(5)):
+ * 1 if so, 0 if not, or a negative errno. */
+static int blocked_or_pending(pid_t tid) {
   char path[64], buf[2048];
   snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-  if (read_small(path, buf, sizeof buf) < 0)
-    return 1;
+  int n = read_small(path, buf, sizeof buf);
+  if (n < 0)
+    return n;
   uint64_t bit = 1ULL << (signo - 1);
-  const char *fields[] = {"\nSigBlk:\t", "\nSigPnd:\t", "\nShdPnd:\t"};
+  const char *fields[] = {"\nSigBlk:\t", "\nSigPnd:\t"};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     const char *p = strstr(buf, fields[i]);
-    if (p && (strtoull(p + strlen(fields[i]), NULL, 16) & bit))
+    if (!p)
+      return -EPROTO;
+    if (strtoull(p + strlen(fields[i]), NULL, 16) & bit)
       return 1;
   }
   return 0;
 }
 
 /* Where a thread is blocked, from /proc/self/task/TID/syscall (proc(5)):
- * "NR a1 a2 a3 a4 a5 a6 sp pc" while in a system call, "running" or
- * "-1 sp pc" otherwise. */
-typedef struct in_syscall {
+ * "NR a1 a2 a3 a4 a5 a6 sp pc" while in a system call, "-1 sp pc" while
+ * stopped in the kernel outside one, "running" otherwise. */
+typedef struct in_kernel {
   long nr; /* -1: not in a system call */
-  uint64_t args[6];
   uintptr_t sp, pc;
-} in_syscall_t;
+} in_kernel_t;
 
-static int read_syscall(pid_t tid, in_syscall_t *out) {
+enum { RUNNING, IN_KERNEL, NO_USER, UNREADABLE, EXITED };
+
+static int same_place(const in_kernel_t *a, const in_kernel_t *b) {
+  return a->nr == b->nr && a->sp == b->sp && a->pc == b->pc;
+}
+
+/* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
+ * for UNREADABLE, t says why. */
+static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t) {
   char path[64], buf[256];
   snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-  out->nr = -1;
-  if (read_small(path, buf, sizeof buf) < 0 || strncmp(buf, "running", 7) == 0)
-    return -1;
-  unsigned long long a[6], sp, pc;
-  if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &out->nr, &a[0], &a[1], &a[2],
-             &a[3], &a[4], &a[5], &sp, &pc) != 9) {
-    out->nr = -1;
-    return -1;
+  int n = read_small(path, buf, sizeof buf);
+  if (n >= 0 && strncmp(buf, "running", 7) == 0)
+    return RUNNING;
+  if (n >= 0) {
+    unsigned long long a[6], sp, pc;
+    int got = sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &k->nr, &a[0], &a[1],
+                     &a[2], &a[3], &a[4], &a[5], &sp, &pc);
+    if (got == 3 && k->nr == -1) { /* "-1 sp pc" */
+      sp = a[0];
+      pc = a[1];
+    } else if (got != 9) {
+      n = -EPROTO;
+    }
+    if (n >= 0) {
+      k->sp = (uintptr_t)sp;
+      k->pc = (uintptr_t)pc;
+      return k->sp == 0 && k->pc == 0 ? NO_USER : IN_KERNEL;
+    }
   }
-  for (int i = 0; i < 6; i++)
-    out->args[i] = a[i];
-  out->sp = (uintptr_t)sp;
-  out->pc = (uintptr_t)pc;
+  if (n == -ENOENT || n == -ESRCH)
+    return EXITED;
+  /* The file is there but cannot be read (EACCES after setuid): the state
+   * in stat, which everyone may read, still tells a running thread. */
+  char state;
+  int err = thread_state(tid, &state);
+  if (err == -ENOENT || err == -ESRCH)
+    return EXITED;
+  if (err == 0 && state == 'R')
+    return RUNNING;
+  t->unreadable = "syscall";
+  t->err = -n;
+  return UNREADABLE;
+}
+
+/* How a thread's stack is got, or why it is not. */
+enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, KERNEL, GONE, LATE };
+
+/* Walks a thread in the kernel from outside into t. Returns 1 when it
+ * stayed where *k says throughout (the registers are read again after the
+ * walk); otherwise 0, with *where (and *k) saying where it is now. */
+static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_stack_t *t,
+                        cprof__symbolizer_t **sym) {
+  if (!*sym)
+    *sym = cprof__symbolizer_acquire();
+  t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, k->sp, k->pc, t->pcs, CPROF_MAX_DEPTH);
+  in_kernel_t after;
+  *where = where_is(tid, &after, t);
+  if (*where == IN_KERNEL && same_place(&after, k))
+    return 1;
+  if (*where == IN_KERNEL)
+    *k = after;
   return 0;
 }
 
-/* The calls a signal handler makes fail with EINTR whatever SA_RESTART
- * says (signal(7), "Interruption of system calls and library functions by
- * signal handlers"), by x86-64 number. A timed futex wait belongs here too:
- * the kernel resumes it through a restart block that a handler cancels. */
-static int eintr_prone(const in_syscall_t *c) {
-  switch (c->nr) {
-  case SYS_poll:
-  case SYS_select:
-  case SYS_pause:
-  case SYS_nanosleep:
-  case SYS_semop:
-  case SYS_msgsnd:
-  case SYS_msgrcv:
-  case SYS_rt_sigtimedwait:
-  case SYS_rt_sigsuspend:
-  case SYS_io_getevents:
-  case SYS_semtimedop:
-  case SYS_clock_nanosleep:
-  case SYS_epoll_wait:
-  case SYS_pselect6:
-  case SYS_ppoll:
-  case SYS_epoll_pwait:
-  case SYS_io_pgetevents:
-  case 441: /* epoll_pwait2, newer than some headers */
-    return 1;
-  case SYS_futex: {
-    int cmd = (int)(c->args[1] & FUTEX_CMD_MASK);
-    return c->args[3] != 0 &&
-           (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET || cmd == FUTEX_WAIT_REQUEUE_PI);
-  }
-  default:
-    return 0;
+/* Decides how to get one thread's stack, and gets it when that means
+ * unwinding from outside. A thread that moves on while we look is looked
+ * at afresh, a few times at most; after that, a thread last seen in the
+ * kernel keeps the exact pc it was seen at. Returns ASK when the thread
+ * may be signalled now. *sym is the symbolizer, acquired on first need and
+ * released by the caller. */
+static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
+                    cprof__symbolizer_t **sym) {
+  in_kernel_t k = {-1, 0, 0};
+  int where = where_is(tid, &k, t);
+  for (int look = 0;; look++) {
+    switch (where) {
+    case EXITED:
+      return GONE;
+    case NO_USER:
+      return KERNEL;
+    case UNREADABLE:
+      return UNKNOWN;
+    case IN_KERNEL:
+      if (walk_outside(tid, &k, &where, t, sym))
+        return OUTSIDE;
+      if (look >= 2 && where == IN_KERNEL) {
+        t->pcs[0] = k.pc;
+        t->depth = 1;
+        return OUTSIDE;
+      }
+      break;
+    default: { /* RUNNING */
+      if (!can_signal)
+        return NO_SIGNAL;
+      int m = blocked_or_pending(tid);
+      if (m == -ENOENT || m == -ESRCH)
+        return GONE;
+      if (m < 0) {
+        t->unreadable = "status";
+        t->err = -m;
+        return UNKNOWN;
+      }
+      if (m > 0)
+        return BLOCKED;
+      /* The last look, just before the signal goes. */
+      where = where_is(tid, &k, t);
+      if (where == RUNNING)
+        return ASK;
+      if (look >= 2 && where == IN_KERNEL) {
+        t->pcs[0] = k.pc;
+        t->depth = 1;
+        return OUTSIDE;
+      }
+    }
+    }
   }
 }
 
-/* How a thread's stack is got. */
-enum { ASK, OUTSIDE, NONE, LATE };
-
-/* Decides how to get one thread's stack, and gets it when that means
- * unwinding from outside, which must happen while the thread stays where
- * /proc says it is: the registers are read again after the walk, and a
- * thread that has moved on is looked at afresh, three times at most (after
- * that, the exact pc it was last seen at is all we keep). Returns OUTSIDE
- * with t filled in, ASK when the thread may be signalled now, or NONE when
- * it blocks our signal while running, or is gone. *sym is the symbolizer,
- * acquired on first need and released by the caller. */
-static int outside_or_ask(pid_t tid, cprof__thread_stack_t *t, cprof__symbolizer_t **sym) {
-  int blocked = cannot_ask(tid);
-  in_syscall_t c;
-  for (int attempt = 0; attempt < 3; attempt++) {
-    if (read_syscall(tid, &c) != 0 || c.nr < 0 || (!blocked && !eintr_prone(&c)))
-      return blocked ? NONE : ASK;
-    if (!*sym)
-      *sym = cprof__symbolizer_acquire();
-    t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, c.sp, c.pc, t->pcs, CPROF_MAX_DEPTH);
-    in_syscall_t after;
-    if (read_syscall(tid, &after) == 0 && after.nr == c.nr && after.sp == c.sp &&
-        after.pc == c.pc)
-      return OUTSIDE;
-  }
-  t->pcs[0] = c.pc;
-  t->depth = 1;
-  return OUTSIDE;
+/* The capturing thread's own stack, from here. */
+__attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const cprof__maps_t *maps,
+                                                  cprof__thread_stack_t *t) {
+  ucontext_t uc;
+  t->depth = getcontext(&uc) == 0
+                 ? cprof__unwind_sigsafe(how, &uc, maps, t->pcs, CPROF_MAX_DEPTH)
+                 : 0;
 }
 
 static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
@@ -331,9 +430,9 @@ static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
   si.si_signo = signo;
   si.si_code = SI_QUEUE;
   si.si_pid = self_pid;
-  si.si_uid = getuid();
+  si.si_uid = cookie;
   si.si_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)gen << 32) | idx);
-  return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &si);
+  return (int)syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, signo, &si);
 }
 
 static int ensure_slots(int n) {
@@ -353,63 +452,9 @@ static int ensure_slots(int n) {
   return 0;
 }
 
-int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
-  memset(out, 0, sizeof *out);
-  int err = cprof__threads_init();
-  if (err)
-    return err;
-
-  pid_t *tids = NULL;
-  cprof__maps_t maps = {0};
-  int n = cprof__threads_list(&tids);
-  if (n < 0)
-    return n;
-  if ((err = cprof__maps_read(&maps)) != 0) {
-    free(tids);
-    return err;
-  }
-
-  pthread_mutex_lock(&capture_lock);
-  if (!installed()) {
-    err = -EBUSY; /* the program took the signal over after we installed */
-    goto unlock;
-  }
-  if ((err = ensure_slots(n)) != 0)
-    goto unlock;
-  uint32_t gen = ++generation;
-  if (gen == 0)
-    gen = ++generation;
-  unwinder = how;
-  __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED); /* a fork child's is its own */
-  __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
-
-  cprof__thread_stack_t *res = calloc((size_t)n, sizeof *res);
-  unsigned char *mode = calloc((size_t)n, 1);
-  if (!res || !mode) {
-    free(res);
-    free(mode);
-    err = -ENOMEM;
-    goto unlock;
-  }
-  for (int i = 0; i < n; i++) {
-    slots[i].tid = tids[i];
-    slots[i].depth = 0;
-    __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
-  }
-  cprof__symbolizer_t *sym = NULL;
-  for (int i = 0; i < n; i++) {
-    mode[i] = (unsigned char)outside_or_ask(tids[i], &res[i], &sym);
-    if (mode[i] == ASK && send_request(tids[i], gen, (uint32_t)i) == 0)
-      continue;
-    if (mode[i] == ASK)
-      mode[i] = NONE; /* gone (ESRCH) */
-    uint64_t expect = STATE(gen, PENDING);
-    __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
-                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-  }
-  if (sym)
-    cprof__symbolizer_release(sym);
-
+/* Waits until every thread asked has answered or timeout_ms has passed;
+ * then the threads that never started to answer are LATE. */
+static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms) {
   int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
   for (;;) {
     int waiting = 0;
@@ -419,7 +464,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
         waiting++;
     }
     if (!waiting)
-      break;
+      return;
     if (cprof__now_ms(CLOCK_MONOTONIC) >= deadline) {
       for (int i = 0; i < n; i++) {
         uint64_t expect = STATE(gen, PENDING);
@@ -433,35 +478,116 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
     struct timespec ts = {0, 200 * 1000};
     nanosleep(&ts, NULL);
   }
+}
+
+/* One thread's entry in the dump, from how its stack was got. */
+static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *got,
+                    cprof__thread_stack_t *t) {
+  t->status = CPROF_THREAD_OK;
+  switch (mode) {
+  case ASK:
+    t->depth = slot->depth;
+    memcpy(t->pcs, slot->pcs, (size_t)t->depth * sizeof t->pcs[0]);
+    return;
+  case OUTSIDE:
+  case SELF:
+    if (t != got) {
+      t->depth = got->depth;
+      memcpy(t->pcs, got->pcs, (size_t)t->depth * sizeof t->pcs[0]);
+    }
+    return;
+  case UNKNOWN:
+    t->status = CPROF_THREAD_UNKNOWN;
+    t->unreadable = got->unreadable;
+    t->err = got->err;
+    break;
+  case BLOCKED:
+    t->status = CPROF_THREAD_BLOCKED;
+    break;
+  case NO_SIGNAL:
+    t->status = CPROF_THREAD_NO_SIGNAL;
+    break;
+  case KERNEL:
+    t->status = CPROF_THREAD_KERNEL;
+    break;
+  default: /* LATE */
+    t->status = CPROF_THREAD_TIMEOUT;
+  }
+  t->depth = 0;
+}
+
+int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
+  memset(out, 0, sizeof *out);
+  /* Without a signal of our own, running threads cannot be asked; the
+   * others are still unwound from outside. */
+  cprof__threads_init();
+
+  pid_t *tids = NULL;
+  cprof__maps_t maps = {0};
+  int n = cprof__threads_list(&tids);
+  if (n < 0)
+    return n;
+  int err = cprof__maps_read(&maps);
+  if (err != 0) {
+    free(tids);
+    return err;
+  }
+
+  pthread_mutex_lock(&capture_lock);
+  cprof__thread_stack_t *res = calloc((size_t)n, sizeof *res);
+  unsigned char *mode = calloc((size_t)n, 1);
+  if (!res || !mode || (err = ensure_slots(n)) != 0) {
+    free(res);
+    free(mode);
+    err = err ? err : -ENOMEM;
+    goto unlock;
+  }
+  uint32_t gen = ++generation;
+  if (gen == 0)
+    gen = ++generation;
+  unwinder = how;
+  __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+  __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
+  for (int i = 0; i < n; i++) {
+    slots[i].tid = tids[i];
+    slots[i].depth = 0;
+    __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
+  }
+
+  /* From here until the answers are in, the program's sigaction of our
+   * signal waits (signals.c), so no request reaches a handler of its. */
+  int can_signal = signo && cprof__signal_use_begin(signo);
+  pid_t me = (pid_t)syscall(SYS_gettid);
+  cprof__symbolizer_t *sym = NULL;
+  for (int i = 0; i < n; i++) {
+    if (tids[i] == me) {
+      mode[i] = SELF;
+      unwind_self(how, &maps, &res[i]);
+    } else {
+      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], &sym);
+    }
+    if (mode[i] == ASK && send_request(tids[i], gen, (uint32_t)i) == 0)
+      continue;
+    if (mode[i] == ASK)
+      mode[i] = GONE; /* ESRCH */
+    uint64_t expect = STATE(gen, PENDING);
+    __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
+  if (sym)
+    cprof__symbolizer_release(sym);
+  await_answers(gen, n, mode, timeout_ms);
+  if (can_signal)
+    cprof__signal_use_end(signo);
   __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);
 
   /* Collect, in place: threads that exited meanwhile are left out. */
   for (int i = 0; i < n; i++) {
     cprof__thread_stack_t *t = &res[out->n];
-    if (thread_info(tids[i], t->name, &t->state) != 0)
+    if (mode[i] == GONE || thread_info(tids[i], t->name, &t->state) != 0)
       continue;
     t->tid = tids[i];
-    switch (mode[i]) {
-    case ASK:
-      t->status = CPROF_THREAD_OK;
-      t->depth = slots[i].depth;
-      memcpy(t->pcs, slots[i].pcs, (size_t)t->depth * sizeof t->pcs[0]);
-      break;
-    case OUTSIDE:
-      t->status = CPROF_THREAD_OK;
-      if (t != &res[i]) {
-        t->depth = res[i].depth;
-        memcpy(t->pcs, res[i].pcs, (size_t)t->depth * sizeof t->pcs[0]);
-      }
-      break;
-    case NONE:
-      t->status = CPROF_THREAD_BLOCKED;
-      t->depth = 0;
-      break;
-    default:
-      t->status = CPROF_THREAD_TIMEOUT;
-      t->depth = 0;
-    }
+    collect(mode[i], &slots[i], &res[i], t);
     out->n++;
   }
   out->v = res;
@@ -483,4 +609,5 @@ void cprof__threads_atfork_child(void) {
   /* The child has one thread; the lock may have been held by another
    * thread of the parent, which the child does not have. */
   pthread_mutex_init(&capture_lock, NULL);
+  __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
 }

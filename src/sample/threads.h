@@ -1,8 +1,11 @@
 /* Stacks of every thread of the process, for /debug/pprof/goroutine.
  *
- * Each thread is sent a real-time signal and unwinds itself into a slot
- * prepared for it; the caller waits a bounded time and reports the threads
- * that did not answer instead of waiting for them. */
+ * A thread in a system call (or otherwise stopped in the kernel) is unwound
+ * from outside, from the registers /proc shows; a thread known to be running
+ * is sent a real-time signal and unwinds itself into a slot prepared for it;
+ * the caller waits a bounded time and reports the threads that did not
+ * answer instead of waiting for them. A thread whose state cannot be read
+ * is never signalled. */
 #ifndef CPROF_SAMPLE_THREADS_H
 #define CPROF_SAMPLE_THREADS_H
 
@@ -14,7 +17,10 @@
 typedef enum cprof__thread_status {
   CPROF_THREAD_OK = 0,    /* the stack is in pcs */
   CPROF_THREAD_TIMEOUT,   /* signalled, did not answer in time */
-  CPROF_THREAD_BLOCKED,   /* blocks cprof's signal, so was not asked */
+  CPROF_THREAD_BLOCKED,   /* runs with cprof's signal blocked, so was not asked */
+  CPROF_THREAD_UNKNOWN,   /* its state could not be read (unreadable, err): never signalled */
+  CPROF_THREAD_NO_SIGNAL, /* runs, and the program has taken cprof's signal for itself */
+  CPROF_THREAD_KERNEL,    /* a kernel worker of the process (io_uring's): no user stack */
 } cprof__thread_status_t;
 
 typedef struct cprof__thread_stack {
@@ -22,6 +28,8 @@ typedef struct cprof__thread_stack {
   char name[16];  /* /proc/self/task/TID/comm */
   char state;     /* R, S, D, ... from /proc/self/task/TID/stat */
   cprof__thread_status_t status;
+  const char *unreadable; /* UNKNOWN: the file of /proc/self/task/TID/ that was not */
+  int err;                /* UNKNOWN: why, an errno */
   int depth;
   uintptr_t pcs[CPROF_MAX_DEPTH];
 } cprof__thread_stack_t;
@@ -31,13 +39,15 @@ typedef struct cprof__thread_dump {
   int n;
 } cprof__thread_dump_t;
 
-/* Installs the signal handler on a free real-time signal. Idempotent.
- * Returns 0 or a negative errno (no free signal: -EBUSY). */
+/* Installs the signal handler on a free real-time signal (one the program
+ * leaves at SIG_DFL), shared with the program as signals.c's
+ * CPROF_SHARE_YIELD says. Idempotent. Returns 0 or a negative errno (no
+ * free signal: -EBUSY; captures then ask no thread, see threads.c). */
 int cprof__threads_init(void);
 
 /* Captures every thread's stack, waiting at most timeout_ms for answers.
- * Serialised internally. Returns 0 or a negative errno; free with
- * cprof__threads_dump_free(). */
+ * Serialised internally. Returns 0 or a negative errno (no memory, /proc
+ * unreadable); free with cprof__threads_dump_free(). */
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out);
 void cprof__threads_dump_free(cprof__thread_dump_t *d);
 
@@ -52,7 +62,7 @@ int cprof__thread_name(pid_t tid, char name[16]);
 /* The number of threads in the process now (for the index page). */
 int cprof__threads_count(void);
 
-/* The signal number in use, or 0 before init. */
+/* The signal number chosen, or 0 before init (or when none was free). */
 int cprof__threads_signal(void);
 
 void cprof__threads_atfork_child(void);
