@@ -1,13 +1,15 @@
 /* Unwinding a thread blocked in a system call, from outside it.
  *
- * Signalling a thread that sleeps in nanosleep, poll, epoll_wait, pause and
- * the like makes the call fail with EINTR once our handler returns, whatever
- * SA_RESTART says (signal(7)): a sleep ends early, a main thread parked in
- * pause() returns and the program exits. So such threads are not asked.
- * The kernel shows where each is blocked, in /proc/self/task/TID/syscall:
- * the stack pointer and the pc after the syscall instruction. From those two
- * registers libdw's unwinder walks the stack by the CFI in .eh_frame, the
- * way eu-stack walks another process.
+ * A signal handler that runs while a thread waits in a system call ends
+ * many waits with EINTR whatever SA_RESTART says (signal(7)): a sleep ends
+ * early, a recv with SO_RCVTIMEO fails, a main thread parked in pause()
+ * returns and the program exits. So a thread in any system call, or
+ * stopped in the kernel outside one, is never asked for its stack
+ * (src/sample/threads.c). The kernel shows where it is, in
+ * /proc/self/task/TID/syscall: the stack pointer and the pc (after the
+ * syscall instruction, or the faulting one). From those two registers
+ * libdw's unwinder walks the stack by the CFI in .eh_frame, the way
+ * eu-stack walks another process.
  *
  * Two things differ from walking another process:
  * - Memory is read with process_vm_readv(2) on ourselves, one page at a
