@@ -1,21 +1,25 @@
 /* The block, mutex and threadcreate buckets (see contention.h).
  *
  * Everything here runs on the program's threads, inside a lock or
- * pthread_create call that already waited or is about to make a thread, so
- * it may take its time; but it raises the heap sampler's guard first, so
- * that its own allocations are not sampled and its own pthread_mutex_lock
- * calls (which reach locks.c's wrappers) are not profiled. */
+ * pthread_create call that already waited or is about to make a thread, and
+ * the thread may hold any of the program's locks. So it may take its time,
+ * but it never waits for anything of the program's: no malloc (the stack
+ * comes from caller.h, the buckets from the stack table's own pages), and
+ * its tables' locks are cprof's own (own_lock.h), taken with the guard
+ * raised, held across fork by their handlers, and given up, the event
+ * dropped, while a fork is being prepared. */
 #include "sample/contention.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/config.h"
+#include "core/pages.h"
 #include "cprof.h"
 #include "sample/heap.h"
+#include "sample/own_lock.h"
 #include "sample/stack_table.h"
 #include "unwind/caller.h"
 
@@ -31,13 +35,17 @@ typedef struct counts {
 } counts_t;
 
 typedef struct table {
-  pthread_mutex_t lock;
   cprof__stack_table_t stacks;
   counts_t overflow; /* events of new stacks once the tables are full */
 } table_t;
 
-#define TABLE {.lock = PTHREAD_MUTEX_INITIALIZER, .stacks = CPROF_STACK_TABLE(sizeof(counts_t))}
+#define TABLE {.stacks = CPROF_STACK_TABLE(sizeof(counts_t))}
 static table_t tables[CPROF_CONTENTION_KINDS] = {TABLE, TABLE, TABLE};
+/* locks[k] over tables[k]: cprof's own (own_lock.h), in the profiles' order. */
+static cprof__own_lock_t *const locks = &cprof__own_locks[CPROF_OWN_LOCK_BLOCK];
+_Static_assert(CPROF_OWN_LOCK_MUTEX == CPROF_OWN_LOCK_BLOCK + CPROF_MUTEX &&
+                   CPROF_OWN_LOCK_THREADCREATE == CPROF_OWN_LOCK_BLOCK + CPROF_THREADCREATE,
+               "one own lock per contention profile, in order");
 
 /* ---- settings ---- */
 
@@ -68,26 +76,6 @@ void cprof__contention_set_unwinder(cprof__unwinder_t how) {
   __atomic_store_n(&unwinder, (int)how, __ATOMIC_RELAXED);
 }
 
-/* ---- fork: the child inherits consistent tables ---- */
-
-static void fork_prepare(void) {
-  cprof__heap_guard_enter();
-  for (int k = 0; k < CPROF_CONTENTION_KINDS; k++)
-    pthread_mutex_lock(&tables[k].lock);
-}
-static void fork_parent(void) {
-  for (int k = CPROF_CONTENTION_KINDS - 1; k >= 0; k--)
-    pthread_mutex_unlock(&tables[k].lock);
-  cprof__heap_guard_leave();
-}
-static void fork_child(void) {
-  for (int k = 0; k < CPROF_CONTENTION_KINDS; k++)
-    pthread_mutex_init(&tables[k].lock, NULL);
-  cprof__heap_guard_leave();
-}
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static void init_once(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
-
 static uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -95,20 +83,21 @@ static uint64_t splitmix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/* Adds one event to the caller's bucket: its stack from `ret` on. */
+/* Adds one event to the caller's bucket: its stack from `ret` on. Dropped
+ * while a fork is being prepared (own_lock.h). */
 static void record(cprof__contention_kind_t kind, double count, int64_t delay, uintptr_t ret) {
   cprof__heap_guard_enter();
-  pthread_once(&once, init_once);
   uintptr_t pcs[CPROF_MAX_DEPTH];
   int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs,
                                    CPROF_MAX_DEPTH, ret);
   table_t *t = &tables[kind];
-  pthread_mutex_lock(&t->lock);
-  const cprof__stack_t *stack = cprof__stack_table_get(&t->stacks, pcs, depth);
-  counts_t *c = stack ? (counts_t *)stack->payload : &t->overflow;
-  c->count += count;
-  c->delay += delay;
-  pthread_mutex_unlock(&t->lock);
+  if (cprof__own_lock_for_sample(&locks[kind])) {
+    const cprof__stack_t *stack = cprof__stack_table_get(&t->stacks, pcs, depth);
+    counts_t *c = stack ? (counts_t *)stack->payload : &t->overflow;
+    c->count += count;
+    c->delay += delay;
+    cprof__own_unlock(&locks[kind]);
+  }
   cprof__heap_guard_leave();
 }
 
@@ -158,12 +147,14 @@ int cprof__contention_snapshot(cprof__contention_kind_t kind, cprof__contention_
   memset(out, 0, sizeof *out);
   table_t *t = &tables[kind];
   int rc = 0;
-  cprof__heap_guard_enter();
-  pthread_mutex_lock(&t->lock);
+  cprof__own_lock(&locks[kind]);
   size_t n = cprof__stack_table_count(&t->stacks);
   /* Record 0 is the events of stacks past the limit; each stack's id is
-   * one more than its id in the table, the same in every snapshot. */
-  if (!(out->v = malloc((n + 1) * sizeof *out->v))) {
+   * one more than its id in the table, the same in every snapshot. The
+   * copy is in pages of its own: a snapshot taken on a program's thread
+   * (cprof_write_profile) waits for no allocator's lock while it holds
+   * ours. */
+  if (!(out->v = cprof__pages_map((n + 1) * sizeof *out->v))) {
     rc = -ENOMEM;
   } else {
     out->v[0] = (cprof__contention_record_t){0, t->overflow.count, t->overflow.delay, NULL, 0};
@@ -175,8 +166,7 @@ int cprof__contention_snapshot(cprof__contention_kind_t kind, cprof__contention_
     }
     out->n = n + 1;
   }
-  pthread_mutex_unlock(&t->lock);
-  cprof__heap_guard_leave();
+  cprof__own_unlock(&locks[kind]);
   /* The mutex profile is scaled by the fraction, as Go's; by the last one
    * in force once it is turned off, so that what was recorded stays. */
   out->setting = kind == CPROF_BLOCK   ? cprof__block_rate()
@@ -186,18 +176,14 @@ int cprof__contention_snapshot(cprof__contention_kind_t kind, cprof__contention_
 }
 
 void cprof__contention_snapshot_free(cprof__contention_snapshot_t *s) {
-  cprof__heap_guard_enter();
-  free(s->v);
-  cprof__heap_guard_leave();
+  cprof__pages_unmap(s->v, s->n * sizeof *s->v);
   memset(s, 0, sizeof *s);
 }
 
 size_t cprof__contention_records(cprof__contention_kind_t kind) {
-  cprof__heap_guard_enter();
-  pthread_mutex_lock(&tables[kind].lock);
+  cprof__own_lock(&locks[kind]);
   size_t n = cprof__stack_table_count(&tables[kind].stacks) + (tables[kind].overflow.count > 0);
-  pthread_mutex_unlock(&tables[kind].lock);
-  cprof__heap_guard_leave();
+  cprof__own_unlock(&locks[kind]);
   return n;
 }
 

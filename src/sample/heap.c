@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/pages.h"
+#include "sample/own_lock.h"
 #include "sample/stack_table.h"
 #include "unwind/caller.h"
 
@@ -67,8 +68,9 @@ typedef struct live {
   cprof__heap_sample_t sample;
 } live_t;
 
-/* All under `lock`. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* All under `lock`, one of cprof's own (own_lock.h: held across fork by
+ * its handlers, which also raise the guard meanwhile). */
+static cprof__own_lock_t *const lock = &cprof__own_locks[CPROF_OWN_LOCK_HEAP];
 static cprof__stack_table_t stacks = CPROF_STACK_TABLE(sizeof(bucket_t));
 static bucket_t overflow; /* samples of new stacks once the table is full */
 static uint32_t nslots;   /* slot ids handed out */
@@ -77,29 +79,8 @@ static struct {
   size_t n, cap;
 } live;
 
-/* ---- fork: the child inherits a consistent table ---- */
-
-static void lock_table(void);
-static void unlock_table(void);
-static void fork_prepare(void) {
-  /* A prepare handler that runs after ours, on this thread, must not wait
-   * for the lock we hold: the guard keeps its allocations unsampled, and
-   * `locked` lets its frees look in the table directly. */
-  cprof__heap_guard_enter();
-  lock_table();
-}
-static void fork_parent(void) {
-  unlock_table();
-  cprof__heap_guard_leave();
-}
-static void fork_child(void) {
-  pthread_mutex_init(&lock, NULL);
-  cprof__heap_tls.locked--;
-  cprof__heap_guard_leave();
-}
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void init_once(void) {
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
@@ -325,14 +306,10 @@ static void free_locked(size_t i) {
   live_delete(i);
 }
 
-static void lock_table(void) {
-  pthread_mutex_lock(&lock);
-  cprof__heap_tls.locked++;
-}
-static void unlock_table(void) {
-  cprof__heap_tls.locked--;
-  pthread_mutex_unlock(&lock);
-}
+/* The lock, with the guard raised while it is held: its own wait is not
+ * profiled, and nothing a signal handler allocates meanwhile is sampled. */
+static void lock_table(void) { cprof__own_lock(lock); }
+static void unlock_table(void) { cprof__own_unlock(lock); }
 
 int cprof__heap_should_sample(size_t size) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
@@ -361,7 +338,12 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
   uintptr_t pcs[CPROF_MAX_DEPTH];
   int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs, CPROF_MAX_DEPTH, ret);
   *out = (cprof__heap_sample_t){NULL, size, cprof__heap_weight(size, cprof__heap_rate())};
-  lock_table();
+  /* While a fork is being prepared, the sample is dropped rather than
+   * waited for (own_lock.h): the block goes out unsampled. */
+  if (!cprof__own_lock_for_sample(lock)) {
+    s->guard--;
+    return;
+  }
   const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs, depth);
   bucket_t *b = stack ? (bucket_t *)stack->payload : &overflow;
   slot_t *slot = slot_of(b, stack, size);
@@ -394,7 +376,7 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
  * that runs after ours frees a block): then it looks without taking it.
  * Returns whether it took it. */
 static int lock_unless_held(void) {
-  int take = cprof__heap_tls.locked == 0;
+  int take = !cprof__own_lock_mine(lock);
   if (take)
     lock_table();
   return take;

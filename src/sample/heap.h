@@ -48,7 +48,6 @@ typedef struct cprof__heap_tls {
   uint32_t guard;    /* > 0: cprof's own work; nothing is sampled or looked up */
   uint32_t rate_seen; /* the rate the countdown was drawn for; 0 before the first */
   uint64_t rng;
-  uint32_t locked;    /* > 0: this thread holds the sampler's lock */
 } cprof__heap_tls_t;
 
 extern __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("initial-exec")));

@@ -15,27 +15,35 @@
  *   charged to the code that held the lock).
  *
  * The table has a slot per hash of the lock's address. A slot counts its
- * lock's waiters and the sum of the times from which each waiter's wait has
- * not yet been charged; an unlock at t charges n*t - sum and sets the sum
- * to n*t, and a waiter that gets the lock takes out max(its start, the last
- * charge). So every waiter's wait is charged once, to the holders during
- * it, and the gap between an unlock and the waiter's waking is not. Two
- * locks that share a slot: the second is left out of the mutex profile
- * while the first has waiters (the block profile still has it).
+ * lock's waiters and when each one's wait is not yet charged (charge.h);
+ * an unlock charges what they have waited since the last charge, and a
+ * waiter that gets the lock takes out what was not. So every waiter's wait
+ * is charged once, to the holders during it, and the gap between an unlock
+ * and the waiter's waking is not. Two locks that share a slot: the second
+ * is left out of the mutex profile while the first has waiters (the block
+ * profile still has it).
  *
- * cprof's own work (the guard raised) passes straight through. Sanitizer
- * builds leave these out, as they do the malloc wrappers: ASan and TSan
- * interpose the same functions. */
+ * What is cprof's passes straight through, unprofiled: every call while
+ * the thread's guard is raised (cprof's own work, its threads, the
+ * libraries it calls for itself, and a wrapper called again from a signal
+ * handler that interrupted one of the wrappers' own critical sections);
+ * cprof's own locks, by address (own_lock.h); and calls from libcprof's
+ * own code, by return address, in case one was made without the guard.
+ * Sanitizer builds leave these out, as they do the malloc wrappers: ASan
+ * and TSan interpose the same functions. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <string.h>
 #include <time.h>
 
 #include "cprof.h"
+#include "sample/charge.h"
 #include "sample/contention.h"
 #include "sample/heap.h"
+#include "sample/own_lock.h"
 
 #ifndef CPROF_NO_INTERPOSE
 
@@ -80,6 +88,32 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* ---- what is cprof's ---- */
+
+/* libcprof.so's mappings, when cprof is a library of its own; empty when
+ * it is linked into the program (a static build), where only the guard
+ * and the address of its own locks tell. */
+static uintptr_t own_lo, own_hi;
+
+/* The guard is raised around each critical section of the waiters' table
+ * below, with compiler barriers, so that a signal handler that interrupts
+ * one and calls a wrapper passes straight through instead of spinning on a
+ * slot its own thread holds. */
+static void guard_up(void) {
+  cprof__heap_guard_enter();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static void guard_down(void) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  cprof__heap_guard_leave();
+}
+
+/* Whether a call on obj (NULL: none) returning to ret is cprof's. */
+static int ours(const void *obj, uintptr_t ret) {
+  return cprof__heap_guarded() || (obj && cprof__own_lock_at(obj)) ||
+         (ret >= own_lo && ret < own_hi);
+}
+
 /* ---- who waits for which lock ---- */
 
 #define SLOTS 4096
@@ -87,38 +121,39 @@ static int64_t now_ns(void) {
 typedef struct slot {
   int busy;        /* a spin lock over the rest */
   const void *obj; /* the lock its waiters wait for; NULL: free */
-  int64_t n;       /* waiters */
-  int64_t sum;     /* over the waiters, the time from which each is not yet charged */
-  int64_t charged; /* the last charge's time */
+  cprof__charge_t charge;
 } __attribute__((aligned(64))) slot_t;
 
 static slot_t slots[SLOTS];
-static int64_t epoch; /* times are kept from here, so n * t stays small */
 
 static slot_t *slot_of(const void *obj) {
   return &slots[((uintptr_t)obj >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)];
 }
 static void slot_lock(slot_t *s) {
+  guard_up();
   while (__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED))
       __builtin_ia32_pause();
 }
-static void slot_unlock(slot_t *s) { __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE); }
+static void slot_unlock(slot_t *s) {
+  __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+  guard_down();
+}
 
-/* A fork child has only the forking thread: no waiters, and no slot held
- * by a thread that is not there to release it. */
+/* A fork child has only the forking thread: no waiters. A slot another
+ * thread held at the fork is plain memory, never a mutex, and cleared with
+ * the rest: nothing in it is of any use to the child. (Taking all 4096 in
+ * a prepare handler would cost every fork of the program that much.) */
 static void forget_waiters(void) { memset(slots, 0, sizeof slots); }
-__attribute__((constructor)) static void watch_forks(void) { pthread_atfork(NULL, NULL, forget_waiters); }
 
-static int64_t since_epoch(int64_t t) {
-  int64_t e = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
-  if (!e) {
-    int64_t zero = 0;
-    e = t - 1;
-    if (!__atomic_compare_exchange_n(&epoch, &zero, e, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-      e = zero;
+__attribute__((constructor)) static void init(void) {
+  pthread_atfork(NULL, NULL, forget_waiters);
+  struct dl_find_object o;
+  if (_dl_find_object((void *)init, &o) == 0 && o.dlfo_link_map && o.dlfo_link_map->l_name &&
+      o.dlfo_link_map->l_name[0]) {
+    own_lo = (uintptr_t)o.dlfo_map_start;
+    own_hi = (uintptr_t)o.dlfo_map_end;
   }
-  return t - e;
 }
 
 /* A wait in progress. */
@@ -134,13 +169,10 @@ static void wait_begin(wait_t *w, const void *obj) {
   if (!obj || cprof__mutex_fraction() <= 0)
     return;
   slot_t *s = slot_of(obj);
-  int64_t t = since_epoch(w->t0);
   slot_lock(s);
   if (!s->obj || s->obj == obj) {
-    if (!s->obj)
-      *s = (slot_t){.busy = 1, .obj = obj};
-    s->n++;
-    s->sum += t;
+    s->obj = obj;
+    cprof__charge_join(&s->charge, w->t0);
     w->obj = obj;
   }
   slot_unlock(s);
@@ -153,10 +185,9 @@ static void wait_end(wait_t *w, uintptr_t ret) {
   int saved = errno;
   if (w->obj) {
     slot_t *s = slot_of(w->obj);
-    int64_t t0 = since_epoch(w->t0);
     slot_lock(s);
-    s->sum -= t0 > s->charged ? t0 : s->charged;
-    if (--s->n == 0)
+    cprof__charge_leave(&s->charge, w->t0);
+    if (s->charge.n <= 0)
       s->obj = NULL;
     slot_unlock(s);
   }
@@ -172,12 +203,8 @@ static int64_t charge(const void *obj) {
     return 0;
   int64_t d = 0;
   slot_lock(s);
-  if (s->obj == obj && s->n > 0) {
-    int64_t t = since_epoch(now_ns());
-    d = s->n * t - s->sum;
-    s->sum = s->n * t;
-    s->charged = t;
-  }
+  if (s->obj == obj)
+    d = cprof__charge_take(&s->charge, now_ns());
   slot_unlock(s);
   return d;
 }
@@ -205,7 +232,7 @@ static int64_t charge(const void *obj) {
  * for (NULL: nothing to charge a holder with), `ret` the caller. */
 #define LOCK(call, try, obj, ret)                                                                 \
   do {                                                                                            \
-    if (cprof__heap_guarded())                                                                    \
+    if (ours(obj, ret))                                                                           \
       return call;                                                                                \
     int rc_ = try;                                                                                \
     if (rc_ != EBUSY)                                                                             \
@@ -222,7 +249,7 @@ static int64_t charge(const void *obj) {
  * does not lengthen the hold). */
 #define UNLOCK(call, obj, ret)                                                                    \
   do {                                                                                            \
-    if (cprof__heap_guarded())                                                                    \
+    if (ours(obj, ret))                                                                           \
       return call;                                                                                \
     int64_t d_ = charge(obj);                                                                     \
     int rc_ = call, saved_ = errno;                                                               \
@@ -306,7 +333,7 @@ CPROF_EXTERN int pthread_join(pthread_t t, void **out) {
 /* A condition variable always waits: there is nothing to try. */
 SLOW int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t,
                    uintptr_t ret) {
-  if (cprof__heap_guarded())
+  if (ours(m, ret))
     return t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
   wait_t w;
   wait_begin(&w, NULL);
@@ -325,7 +352,7 @@ CPROF_EXTERN int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 /* Semaphores say "busy" as -1 with errno EAGAIN; errno is put back when
  * the try fails, so that a successful wait leaves it as it found it. */
 SLOW int sem_wait_slow(sem_t *s, const struct timespec *t, uintptr_t ret) {
-  if (cprof__heap_guarded())
+  if (ours(NULL, ret))
     return t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
   int saved = errno;
   if (NEXT(sem_trywait)(s) == 0)

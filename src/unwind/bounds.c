@@ -2,27 +2,103 @@
 #include "unwind/bounds.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 __thread cprof__stack_bounds_t cprof__stack_bounds __attribute__((tls_model("initial-exec")));
 
-void cprof__stack_bounds_learn(void) {
-  cprof__stack_bounds_t *mine = &cprof__stack_bounds;
-  if (mine->hi)
+/* ---- the main thread's stack ----
+ *
+ * __libc_stack_end (ld.so, public since glibc 2.1) is the stack pointer
+ * the process started with: every frame of the main thread lies below it,
+ * and the page that holds it is in the [stack] mapping. The stack grows
+ * down from there as far as RLIMIT_STACK lets it; the kernel keeps at least
+ * 128 MiB below the top free of other mappings (mmap_base's gap), so a
+ * larger limit is taken as that much. glibc's pthread_getattr_np finds the
+ * same top by reading /proc/self/maps with stdio, which allocates. */
+extern void *__libc_stack_end;
+
+#define PAGE 4096
+#define MAIN_STACK_MAX ((uintptr_t)128 << 20)
+#define MAIN_STACK_DEFAULT ((uintptr_t)8 << 20)
+
+static uintptr_t main_lo, main_hi; /* atomic; main_hi == 0: not known yet */
+
+static void learn_main(void) {
+  if (__atomic_load_n(&main_hi, __ATOMIC_ACQUIRE))
     return;
+  uintptr_t hi = ((uintptr_t)__libc_stack_end & ~(uintptr_t)(PAGE - 1)) + PAGE;
+  uintptr_t size = MAIN_STACK_DEFAULT;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0)
+    size = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > MAIN_STACK_MAX ? MAIN_STACK_MAX
+                                                                         : (uintptr_t)rl.rlim_cur;
+  /* Two threads may race here: both store the same values. */
+  __atomic_store_n(&main_lo, hi - size, __ATOMIC_RELAXED);
+  __atomic_store_n(&main_hi, hi, __ATOMIC_RELEASE);
+}
+
+static int on_main_stack(uintptr_t sp) {
+  learn_main();
+  return sp >= __atomic_load_n(&main_lo, __ATOMIC_RELAXED) &&
+         sp < __atomic_load_n(&main_hi, __ATOMIC_ACQUIRE);
+}
+
+/* ---- this thread's ---- */
+
+/* Publishes new bounds for this thread's signal handlers: hi to 0 (not
+ * known) first, then lo, then hi, each a single store with a compiler
+ * barrier between, so that a handler interrupting this sees either no
+ * bounds or both of the new ones. */
+static void publish(uintptr_t lo, uintptr_t hi) {
+  cprof__stack_bounds_t *mine = &cprof__stack_bounds;
+  __atomic_store_n(&mine->hi, 0, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  mine->lo = lo;
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&mine->hi, hi, __ATOMIC_RELAXED);
+}
+
+static int known(const cprof__stack_bounds_t *b) { return b->hi == 1 || (b->hi && b->lo != b->hi); }
+
+void cprof__stack_bounds_learn(void) {
+  if (known(&cprof__stack_bounds))
+    return;
+  if (on_main_stack((uintptr_t)__builtin_frame_address(0))) {
+    publish(main_lo, main_hi);
+    return;
+  }
   pthread_attr_t a;
   void *addr;
   size_t size;
-  cprof__stack_bounds_t b = {0, 1};
+  uintptr_t lo = 0, hi = 1;
   if (pthread_getattr_np(pthread_self(), &a) == 0) {
-    if (pthread_attr_getstack(&a, &addr, &size) == 0)
-      b = (cprof__stack_bounds_t){(uintptr_t)addr, (uintptr_t)addr + size};
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+      lo = (uintptr_t)addr;
+      hi = lo + size;
+    }
     pthread_attr_destroy(&a);
   }
-  /* lo before hi, each a single store, with a compiler barrier between: a
-   * handler interrupting this sees hi == 0 (unknown) or both. */
-  mine->lo = b.lo;
-  __atomic_signal_fence(__ATOMIC_RELEASE);
-  __atomic_store_n(&mine->hi, b.hi, __ATOMIC_RELAXED);
+  publish(lo, hi);
+}
+
+uintptr_t cprof__stack_hi(void) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
+  if (mine->hi > 1 && sp >= mine->lo && sp < mine->hi)
+    return mine->hi;
+  if (on_main_stack(sp)) {
+    if (!known(mine))
+      publish(main_lo, main_hi);
+    return main_hi;
+  }
+  if (mine->hi > 1 && mine->lo != mine->hi) /* known, but sp is elsewhere */
+    return sp < mine->hi ? mine->hi : 1;
+  uintptr_t self = (uintptr_t)pthread_self();
+  if (sp >= self)
+    return 1;
+  if (!mine->hi)
+    publish(self, self);
+  return self;
 }
 
 uintptr_t cprof__stack_top_sigsafe(uintptr_t sp, const stack_t *alt, const cprof__maps_t *maps) {

@@ -1,11 +1,17 @@
 /* The caller's stack (see caller.h): the frame-pointer chain, or the
- * cached DWARF walker with libgcc's _Unwind_Backtrace behind it, which with
- * glibc 2.35's _dl_find_object finds unwind tables without locks or system
- * calls (libunwind, by contrast, calls sigprocmask twice a frame; see
- * doc/internals.md). */
+ * cached DWARF walker, and where its walk from here gives up, the same
+ * walker's walk from a context: both without locks, allocation or, warm,
+ * system calls. libgcc's _Unwind_Backtrace, which this used to fall back
+ * on, takes libgcc's object mutex when a program registers unwind tables
+ * (a JIT's __register_frame), through the lock wrappers; a thread that
+ * waited for that very mutex in a wrapper, and then recorded the wait,
+ * would wait for itself (doc/internals.md). */
 #include "unwind/caller.h"
 
-#include <unwind.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <ucontext.h>
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
@@ -21,8 +27,7 @@ static __thread cprof__cfa_memo_t memo __attribute__((tls_model("initial-exec"))
  * last one and below the stack's top, so a frame pointer used as a general
  * register by code built without them ends the walk instead of faulting. */
 CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max,
-                                                                 uintptr_t ret) {
-  uintptr_t hi = cprof__stack_hi();
+                                                                 uintptr_t ret, uintptr_t hi) {
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   int n = 0, started = 0;
   while (n < max && (fp & 7) == 0 && fp + 16 <= hi) {
@@ -40,34 +45,45 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
   return n;
 }
 
-typedef struct walk {
-  uintptr_t *pcs;
-  int n, max, started;
-  uintptr_t ret;
-} walk_t;
-
-static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg) {
-  walk_t *w = arg;
-  uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-  w->started |= ip == w->ret;
-  if (!w->started)
-    return _URC_NO_REASON;
-  if (w->n >= w->max || ip == 0)
-    return _URC_END_OF_STACK;
-  w->pcs[w->n++] = ip;
-  return _URC_NO_REASON;
+/* Where the walk from here gave up (a signal frame: the program's handler
+ * allocates or locks; a rule the cached walker does not keep): the walk
+ * the signal handlers use, from a context made here, which steps over
+ * signal frames and takes checked steps where the rules cannot go. Its
+ * reads stay below the stack's top as the handlers' do: the alternate
+ * signal stack (asked for here, one system call on this rare path), this
+ * thread's bounds, or [sp, hi) given as a one-entry map. Our own frames
+ * come first: they are dropped, and the frames from `ret` on are kept. */
+CPROF_READS_STACK __attribute__((noinline)) static int unwind_from_context(uintptr_t *pcs, int max,
+                                                                           uintptr_t ret,
+                                                                           uintptr_t hi) {
+  ucontext_t uc;
+  memset(&uc, 0, offsetof(ucontext_t, uc_mcontext) + sizeof uc.uc_mcontext.gregs);
+  greg_t *g = uc.uc_mcontext.gregs;
+  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                   : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
+  if (sigaltstack(NULL, &uc.uc_stack) != 0)
+    uc.uc_stack.ss_flags = SS_DISABLE;
+  uintptr_t sp = (uintptr_t)g[REG_RSP];
+  cprof__map_entry_t here = {.start = sp, .end = hi > sp ? hi : sp, .perms = "rw-p", .path = ""};
+  cprof__maps_t stack = {.v = &here, .n = 1};
+  int n = cprof__unwind_cfa_sigsafe(&uc, &stack, pcs, max);
+  for (int i = 1; i < n; i++) {
+    if (pcs[i] != ret)
+      continue;
+    memmove(pcs, pcs + i, (size_t)(n - i) * sizeof *pcs);
+    return n - i;
+  }
+  return 0;
 }
 
 int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr_t ret) {
+  uintptr_t hi = cprof__stack_hi();
   int n;
-  if (how == CPROF_UNWIND_FP) {
-    n = unwind_fp(pcs, max, ret);
-  } else if ((n = cprof__unwind_cfa_here(pcs, max, ret, cprof__stack_hi(), &memo)) <= 0) {
-    walk_t w = {pcs, 0, max, 0, ret};
-    _Unwind_Backtrace(walk_frame, &w);
-    n = w.n;
-  }
-  if (n == 0) { /* our own frames could not be walked: the caller alone */
+  if (how == CPROF_UNWIND_FP)
+    n = unwind_fp(pcs, max, ret, hi);
+  else if ((n = cprof__unwind_cfa_here(pcs, max, ret, hi, &memo)) <= 0)
+    n = unwind_from_context(pcs, max, ret, hi);
+  if (n <= 0) { /* our own frames could not be walked: the caller alone */
     pcs[0] = ret;
     n = 1;
   }
