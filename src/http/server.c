@@ -1,6 +1,15 @@
 /* The embedded server: libmicrohttpd in its own threads, handing every
  * request to cprof_handle_request().
  *
+ * - The server's threads, and every descriptor they open (the listening
+ *   socket, libmicrohttpd's eventfd, connections, the files the symbolizer
+ *   reads), live in a descriptor table of cprof's own (core/fds.c), out of
+ *   the program's reach. A thread gets into that table only by being
+ *   created from one already there, so one thread of ours, the keeper,
+ *   makes the table, opens the socket and starts libmicrohttpd from it, and
+ *   then stays for what must be done in that table later: stopping the
+ *   daemon (which closes its descriptors by number) and letting the
+ *   symbolizer go when it has been idle a while. Otherwise it sleeps.
  * - We open the listening socket ourselves, so that "address in use" and
  *   friends come back as an errno for a precise stderr line, and so that
  *   a port of 0 can be reported as the port the kernel chose.
@@ -16,21 +25,46 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/fds.h"
 #include "cprof.h"
+#include "symbol/symbolize.h"
 
 #define MAX_BODY (1 << 20)
 #define MAX_CONNECTIONS 32
 #define IDLE_TIMEOUT_S 120
+/* How long the symbolizer may sit unused before the keeper lets it go, with
+ * its files and memory (about 20 MB once libc's DWARF is loaded). Building
+ * it again costs the next request about 80 ms, a warm one 2 ms: a burst of
+ * requests (pprof's, a person's) stays warm, an idle process holds nothing. */
+#define SYMBOLIZER_IDLE_MS 5000
 
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+  pthread_t thread;
+  int running; /* a keeper serves; cprof__server_stop must end it */
+  /* The start, as the caller asked it and as it went. */
+  const cprof__addr_t *addr;
+  char *bound;
+  size_t boundlen;
+  int started;
+  int result;
+  int own_table; /* the server's threads have a table of their own */
+  int stop;      /* cprof__server_stop asks the keeper to end */
+  int used;      /* the symbolizer was used since the keeper last looked */
+} keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 typedef struct request_state {
   char *uri;        /* path?query as the client sent it */
@@ -39,6 +73,10 @@ typedef struct request_state {
 } request_state_t;
 
 static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) {
+  /* The first call on a connection's thread, which libmicrohttpd created
+   * from a thread in our table. */
+  if (keeper.own_table)
+    cprof__fds_joined();
   request_state_t *st = calloc(1, sizeof *st);
   if (st)
     st->uri = strdup(uri ? uri : "");
@@ -56,8 +94,11 @@ static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
   }
 }
 
-/* The client has gone: the peer closed or reset the connection. */
+/* The client has gone (the peer closed or reset the connection), or the
+ * server is stopping: a profile waiting out its seconds ends early. */
 static int client_gone(void *ctx) {
+  if (__atomic_load_n(&keeper.stop, __ATOMIC_RELAXED))
+    return 1;
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info((struct MHD_Connection *)ctx, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (!ci)
@@ -190,7 +231,9 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   return fd;
 }
 
-int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+/* Opens the socket and starts libmicrohttpd, whose threads share the
+ * calling thread's descriptor table. Returns 0 or a negative errno. */
+static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   int fd = open_listener(addr, bound, boundlen);
   if (fd < 0)
     return fd;
@@ -209,18 +252,135 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
   return 0;
 }
 
-void cprof__server_stop(void) {
-  if (daemon_)
-    MHD_stop_daemon(daemon_); /* closes the listening socket too */
+/* Called after each use of the symbolizer's kept instance. */
+static void symbolizer_used(void) {
+  pthread_mutex_lock(&keeper.lock);
+  keeper.used = 1;
+  pthread_cond_signal(&keeper.cond);
+  pthread_mutex_unlock(&keeper.lock);
+}
+
+static void wait_ms(long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&keeper.cond, &keeper.lock, &ts);
+}
+
+/* Until asked to stop: let the symbolizer go once it has been idle for
+ * SYMBOLIZER_IDLE_MS. It is kept only when it was built in our table, so
+ * this thread, in that table too, is where it is let go. */
+static void keep_until_stopped(void) {
+  while (!keeper.stop) {
+    long ms = -1;
+    if (keeper.used) {
+      keeper.used = 0;
+      pthread_mutex_unlock(&keeper.lock);
+      ms = cprof__symbolizer_trim(SYMBOLIZER_IDLE_MS);
+      pthread_mutex_lock(&keeper.lock);
+      if (ms >= 0)
+        keeper.used = 1; /* still kept: look again when it is due */
+    }
+    if (keeper.stop)
+      break;
+    if (ms >= 0)
+      wait_ms(ms);
+    else if (!keeper.used)
+      pthread_cond_wait(&keeper.cond, &keeper.lock);
+  }
+}
+
+static void *keep(void *unused) {
+  (void)unused;
+  /* Named for what it is, in top -H and /debug/pprof/goroutine. */
+  pthread_setname_np(pthread_self(), "cprof-server");
+  int own = cprof__fds_unshare() == 0;
+  keeper.own_table = own; /* before the daemon's threads exist to read it */
+  int rc = serve(keeper.addr, keeper.bound, keeper.boundlen);
+  if (rc == 0 && own)
+    cprof__symbolizer_set_used_hook(symbolizer_used);
+  pthread_mutex_lock(&keeper.lock);
+  keeper.result = rc;
+  keeper.started = 1;
+  pthread_cond_broadcast(&keeper.cond);
+  if (rc != 0) {
+    pthread_mutex_unlock(&keeper.lock);
+    return NULL;
+  }
+  keep_until_stopped();
+  pthread_mutex_unlock(&keeper.lock);
+
+  MHD_stop_daemon(daemon_); /* closes the listening socket too */
   daemon_ = NULL;
   listen_fd = -1;
+  if (own) {
+    cprof__symbolizer_set_used_hook(NULL);
+    cprof__symbolizer_trim(0); /* its files are in this table */
+  }
+  return NULL;
+}
+
+static void keeper_init(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&keeper.cond, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&keeper.lock, NULL);
+}
+
+int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  if (keeper.running)
+    return -EALREADY;
+  keeper_init();
+  keeper.addr = addr;
+  keeper.bound = bound;
+  keeper.boundlen = boundlen;
+  keeper.started = keeper.stop = keeper.used = 0;
+  int err = pthread_create(&keeper.thread, NULL, keep, NULL);
+  if (err != 0)
+    return -err;
+  pthread_mutex_lock(&keeper.lock);
+  while (!keeper.started)
+    pthread_cond_wait(&keeper.cond, &keeper.lock);
+  int rc = keeper.result;
+  pthread_mutex_unlock(&keeper.lock);
+  if (rc != 0) {
+    pthread_join(keeper.thread, NULL);
+    return rc;
+  }
+  keeper.running = 1;
+  return 0;
+}
+
+void cprof__server_stop(void) {
+  if (!keeper.running)
+    return;
+  pthread_mutex_lock(&keeper.lock);
+  __atomic_store_n(&keeper.stop, 1, __ATOMIC_RELAXED);
+  pthread_cond_signal(&keeper.cond);
+  pthread_mutex_unlock(&keeper.lock);
+  pthread_join(keeper.thread, NULL);
+  keeper.running = 0;
 }
 
 void cprof__server_atfork_child(void) {
-  /* The daemon's threads did not come along; leave its memory alone. But
-   * the child must not keep the port open after the parent is gone. */
-  if (listen_fd >= 0)
+  /* The keeper and the daemon's threads stayed in the parent; leave their
+   * memory alone. With a table of their own, the child's table (a copy of
+   * the forking thread's) holds none of their descriptors, and closing
+   * their numbers here would close the program's. Without one, the child
+   * has copies: it must not keep the port open after the parent is gone.
+   * (libmicrohttpd's eventfd is close-on-exec; its number is not known.) */
+  if (!keeper.own_table && listen_fd >= 0)
     close(listen_fd);
   listen_fd = -1;
   daemon_ = NULL;
+  keeper.running = 0;
+  keeper.own_table = 0;
+  keeper_init();
 }

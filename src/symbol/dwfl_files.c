@@ -45,17 +45,43 @@ static int open_deleted_exe(const char *name, char **file_name) {
   return fd;
 }
 
+/* Hands libdw the file open as an Elf, and closes fd: libdw would keep a
+ * descriptor per module for the Dwfl's life otherwise (twenty-five in a
+ * small program), and it needs none. The file is mapped, as libdw maps it
+ * (ELF_C_READ_MMAP_PRIVATE, libdwfl/open.c), and the mapping keeps it;
+ * ELF_C_FDREAD reads it into memory first on the odd file system that
+ * cannot map, then tells libelf the descriptor is gone. libdw accepts an Elf
+ * with no descriptor from this callback, as it does for the vDSO. Returns
+ * -1, the callback's "no descriptor"; on failure *elfp stays NULL and
+ * *file_name is dropped, or libdw would open the file itself by name. */
+static int elf_from(int fd, char **file_name, Elf **elfp) {
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+  if (elf && elf_cntl(elf, ELF_C_FDREAD) != 0) {
+    elf_end(elf);
+    elf = NULL;
+  }
+  close(fd);
+  if (!elf) {
+    free(*file_name);
+    *file_name = NULL;
+  }
+  *elfp = elf;
+  return -1;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
                     char **file_name, Elf **elfp) {
   if (name[0] == '/' && ends_deleted(name)) {
     int fd = open_deleted_exe(name, file_name);
     if (fd >= 0)
-      return fd;
+      return elf_from(fd, file_name, elfp);
   }
   /* The vDSO and other deleted files are read from memory (their loaded
    * parts only), which libdw's callback knows how to do. */
-  if (name[0] != '/' || ends_deleted(name))
-    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+  if (name[0] != '/' || ends_deleted(name)) {
+    int fd = dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+    return fd >= 0 && !*elfp ? elf_from(fd, file_name, elfp) : fd;
+  }
   /* Only regular files: opening a device that happens to be mapped could
    * block or have side effects, as libdw's callback also guards against. */
   struct stat st;
@@ -69,7 +95,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
     close(fd);
     return -1;
   }
-  return fd;
+  return elf_from(fd, file_name, elfp);
 }
 
 /* Opens path as the module's debug file if it carries the module's build
@@ -92,9 +118,9 @@ static int open_debug_file(const char *path, const unsigned char *id, int idlen,
   return -1;
 }
 
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                          Dwarf_Addr base, const char *file_name, const char *debuglink,
-                          GElf_Word crc, char **debuginfo_file_name) {
+int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                               Dwarf_Addr base, const char *file_name, const char *debuglink,
+                               GElf_Word crc, char **debuginfo_file_name) {
   /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
    * that file's path as the debuglink and a zero CRC. Its build ID is only in
    * libdw's hands, so libdw's build-ID lookup, which stays local, does it. */
@@ -154,7 +180,53 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
   return -1;
 }
 
+/* ---- descriptors handed to libdw ------------------------------------------
+ * Only the symbolizer's lock serialises calls into libdw, so this needs no
+ * lock of its own. */
+
+#define MAX_HANDED 64
+static cprof__dwfl_handed_t handed[MAX_HANDED];
+static int nhanded, lost;
+
+static void note_handed(Dwfl_Module *mod, int fd, int alt) {
+  struct stat st;
+  if (nhanded == MAX_HANDED || fstat(fd, &st) != 0) {
+    lost++;
+    return;
+  }
+  handed[nhanded++] = (cprof__dwfl_handed_t){
+      .mod = mod, .fd = fd, .dev = st.st_dev, .ino = st.st_ino, .alt = alt};
+}
+
+int cprof__dwfl_handed_take(cprof__dwfl_handed_t *out, int max, int *nlost) {
+  int n = nhanded < max ? nhanded : max;
+  memcpy(out, handed, (size_t)n * sizeof *out);
+  *nlost = lost + (nhanded - n);
+  nhanded = lost = 0;
+  return n;
+}
+
+void cprof__dwfl_handed_atfork_child(void) { nhanded = lost = 0; }
+
+/* The search above, each descriptor it returns noted. A dwz alternate file
+ * (debuglink a path, or no CRC) is libdw's to close for good, whatever its
+ * Elf's references say. */
+static int find_debuginfo_tracked(Dwfl_Module *mod, void **userdata, const char *modname,
+                          Dwarf_Addr base, const char *file_name, const char *debuglink,
+                          GElf_Word crc, char **debuginfo_file_name) {
+  int fd = cprof__dwfl_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
+                                      debuginfo_file_name);
+  if (fd >= 0)
+    note_handed(mod, fd, debuglink && (strchr(debuglink, '/') || crc == 0));
+  return fd;
+}
+
 const Dwfl_Callbacks cprof__dwfl_callbacks = {
     .find_elf = find_elf,
-    .find_debuginfo = find_debuginfo,
+    .find_debuginfo = cprof__dwfl_find_debuginfo,
+};
+
+const Dwfl_Callbacks cprof__dwfl_callbacks_tracked = {
+    .find_elf = find_elf,
+    .find_debuginfo = find_debuginfo_tracked,
 };

@@ -4,7 +4,8 @@
  *
  * - they open files without O_CLOEXEC, and libdw keeps a descriptor per
  *   module for the Dwfl's lifetime, so every program the host later
- *   executes would inherit them;
+ *   executes would inherit them (ours hand libdw the ELF file already
+ *   mapped, with no descriptor, and debug files close-on-exec);
  * - dwfl_standard_find_debuginfo ends, when its local search finds nothing,
  *   by asking debuginfod: it dlopens libdebuginfod, which brings some thirty
  *   libraries (libcurl, GnuTLS, Kerberos, LDAP) into the host, and, when
@@ -17,8 +18,36 @@
 #define CPROF_SYMBOL_DWFL_FILES_H
 
 #include <elfutils/libdwfl.h>
+#include <sys/types.h>
 
 /* For dwfl_begin with modules from dwfl_linux_proc_report. */
 extern const Dwfl_Callbacks cprof__dwfl_callbacks;
+/* The same, noting every descriptor handed to libdw for
+ * cprof__dwfl_handed_take: for the symbolizer's one Dwfl in use. */
+extern const Dwfl_Callbacks cprof__dwfl_callbacks_tracked;
+
+/* The callbacks' search for a module's separate debug file, for a caller
+ * that only looks: the descriptor returned is the caller's to close. */
+int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                               Dwarf_Addr base, const char *file_name, const char *debuglink,
+                               GElf_Word crc, char **debuginfo_file_name);
+
+/* A debug file's descriptor that the tracked callbacks handed libdw, which keeps it
+ * open until dwfl_end and then closes that number. dev and ino say which
+ * file it was. alt: a dwz alternate file, which libdw closes whatever
+ * happens. */
+typedef struct cprof__dwfl_handed {
+  Dwfl_Module *mod;
+  int fd;
+  dev_t dev;
+  ino_t ino;
+  int alt;
+} cprof__dwfl_handed_t;
+
+/* Moves up to max of the descriptors handed to libdw since the last call
+ * into out and returns how many; *lost counts those it could not report.
+ * Under the symbolizer's lock, like every call into libdw. */
+int cprof__dwfl_handed_take(cprof__dwfl_handed_t *out, int max, int *lost);
+void cprof__dwfl_handed_atfork_child(void);
 
 #endif

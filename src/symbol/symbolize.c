@@ -11,10 +11,23 @@
  * are safe to use from two threads at once. Nothing here may run in a signal
  * handler.
  *
+ * Between uses the instance holds no descriptor. A program may close or
+ * reuse any number at any time (a daemon closing every descriptor, a
+ * program near RLIMIT_NOFILE), and libdw would close its numbers again in
+ * dwfl_end, whatever they had become. ELF files are handed to libdw already
+ * mapped (dwfl_files.c); separate debug files, which libdw opens from a
+ * descriptor and keeps, are let go of at each release (see "Descriptors"
+ * below). The few libdw keeps whatever we do (a dwz alternate file) make the
+ * instance one to end at release, unless the thread runs in cprof's own
+ * descriptor table (core/fds.c: the server's), where the program cannot
+ * reach them. The server's keeper thread ends the instance when it has been
+ * idle a while (cprof__symbolizer_trim), to give back its memory.
+ *
  * The parts: dwfl_files.c finds the files, names.c makes names readable,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
 #include "symbol/symbolize.h"
 
+#include "core/fds.h"
 #include "symbol/blocked_unwind.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
@@ -33,6 +46,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct cprof__symbolizer {
@@ -45,10 +60,19 @@ struct cprof__symbolizer {
   cprof__elf_funcs_t funcs;
   cprof__dwarf_scopes_t scopes;
   cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
+  Elf **refs;                   /* our references to debug files' Elfs, see below */
+  int nrefs, caprefs;
+  int held;    /* descriptors libdw keeps that we could not take back */
+  int tainted; /* libdw may close a number that is no longer its own */
+  int once;    /* built for one use: ended at release */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The kept instance. If it holds descriptors (held), they are in cprof's
+ * own table, and only threads there use it. */
 static cprof__symbolizer_t *current;
+static struct timespec last_used; /* CLOCK_MONOTONIC, at its last release */
+static void (*used_hook)(void);
 /* Nonzero while this thread writes a profile someone is waiting for: see
  * cprof__symbolizer_quick. Per thread, so that an HTTP request served at the
  * same time still gets every file and line. */
@@ -97,6 +121,10 @@ static int same_code(const cprof__maps_t *a, const cprof__maps_t *b) {
 static void destroy(cprof__symbolizer_t *s) {
   if (!s || s == &empty)
     return;
+  /* dwfl_end would close a number that may be the program's now: better
+   * to leak the instance (see "Descriptors"). */
+  if (s->tainted)
+    return;
   /* The caches point into the Dwfl's data: they go first. */
   cprof__dwarf_scopes_free(&s->scopes);
   cprof__elf_funcs_free(&s->funcs);
@@ -108,6 +136,9 @@ static void destroy(cprof__symbolizer_t *s) {
   free(s->by_addr);
   if (s->dwfl)
     dwfl_end(s->dwfl);
+  for (int i = 0; i < s->nrefs; i++)
+    elf_end(s->refs[i]); /* the last reference now: unmapped, nothing closed */
+  free(s->refs);
   cprof__maps_free(&s->maps);
   free(s);
 }
@@ -118,7 +149,7 @@ static Dwfl *build_dwfl(void) {
   /* Our debuginfo callback opens ELF files with libelf itself. */
   if (elf_version(EV_CURRENT) == EV_NONE)
     return NULL;
-  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks);
+  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks_tracked);
   if (!dwfl)
     return NULL;
   dwfl_report_begin(dwfl);
@@ -182,8 +213,7 @@ static int probe_dwarf(Dwfl_Module *mod, Elf *main_elf, uint64_t *packed) {
   GElf_Word crc = 0;
   const char *debuglink = dwelf_elf_gnu_debuglink(main_elf, &crc);
   char *debug_name = NULL;
-  int fd = cprof__dwfl_callbacks.find_debuginfo(mod, userdata, name, low, file, debuglink, crc,
-                                                &debug_name);
+  int fd = cprof__dwfl_find_debuginfo(mod, userdata, name, low, file, debuglink, crc, &debug_name);
   free(debug_name);
   if (fd < 0)
     return 0;
@@ -305,10 +335,134 @@ fail:
   return NULL;
 }
 
+/* ---- descriptors ---------------------------------------------------------
+ * libdw opens a module's separate debug file from the descriptor our
+ * callback returns, keeps that descriptor for the Dwfl's life, and closes
+ * the number in dwfl_end, only when its elf_end drops the Elf's last
+ * reference (libdwfl/dwfl_module.c: free_file). So at each release, for
+ * every debug file handed to libdw during the use, we find the Elf libdw
+ * made of it, take a reference to it (elf_begin with it as ref), tell libelf
+ * its descriptor is gone (ELF_C_FDREAD: it is mapped whole, nothing more is
+ * read through it), and close the descriptor. libdw's dwfl_end then leaves
+ * the number alone, and destroy() drops our references after it.
+ *
+ * The Elf is the symbol table's file (libc's symbols come from its debug
+ * file: no DWARF need be loaded to find it), else the DWARF's, when loading
+ * DWARF is allowed (not in quick mode). A dwz alternate file libdw closes
+ * whatever the references say: it stays held. So does a file whose Elf we
+ * cannot tell. */
+
+static int same_build_id(Elf *elf, Dwfl_Module *mod) {
+  const void *a;
+  const unsigned char *b;
+  GElf_Addr vaddr;
+  ssize_t n = dwelf_elf_gnu_build_id(elf, &a);
+  int m = dwfl_module_build_id(mod, &b, &vaddr);
+  return n > 0 && n == m && memcmp(a, b, (size_t)n) == 0;
+}
+
+/* The Elf libdw made of mod's separate debug file, or NULL. */
+static Elf *debug_elf(Dwfl_Module *mod) {
+  GElf_Addr bias;
+  Elf *main_elf = dwfl_module_getelf(mod, &bias);
+  if (dwfl_module_getsymtab(mod) > 1) {
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    Elf *elf = NULL;
+    Dwarf_Addr b;
+    /* The build ID tells the debug file from a MiniDebugInfo table. */
+    if (dwfl_module_getsym_info(mod, 1, &sym, &addr, &shndx, &elf, &b) && elf &&
+        elf != main_elf && same_build_id(elf, mod))
+      return elf;
+  }
+  if (quick)
+    return NULL;
+  Dwarf_Addr dbias;
+  Dwarf *dw = dwfl_module_getdwarf(mod, &dbias);
+  Elf *elf = dw ? dwarf_getelf(dw) : NULL;
+  return elf != main_elf ? elf : NULL;
+}
+
+static int add_ref(cprof__symbolizer_t *s, Elf *elf) {
+  if (s->nrefs == s->caprefs) {
+    int cap = s->caprefs ? 2 * s->caprefs : 8;
+    Elf **r = realloc(s->refs, (size_t)cap * sizeof *r);
+    if (!r)
+      return -ENOMEM;
+    s->refs = r;
+    s->caprefs = cap;
+  }
+  if (elf_begin(-1, ELF_C_READ_MMAP_PRIVATE, elf) != elf)
+    return -EINVAL;
+  s->refs[s->nrefs++] = elf;
+  return 0;
+}
+
+/* Takes back every descriptor handed to libdw during this use. */
+static void take_back_descriptors(cprof__symbolizer_t *s) {
+  cprof__dwfl_handed_t h[64];
+  int lost, n;
+  while ((n = cprof__dwfl_handed_take(h, 64, &lost)) > 0 || lost > 0) {
+    s->held += lost;
+    for (int i = 0; i < n; i++) {
+      struct stat st;
+      int same = fstat(h[i].fd, &st) == 0 && st.st_dev == h[i].dev && st.st_ino == h[i].ino;
+      Elf *elf = h[i].alt ? NULL : debug_elf(h[i].mod);
+      if (!elf || add_ref(s, elf) != 0) {
+        /* libdw keeps it; or libdw closed it (a failed open) or the
+         * program did and reused the number, which we cannot tell apart. */
+        if (same)
+          s->held++;
+        else
+          s->tainted = 1;
+        continue;
+      }
+      elf_cntl(elf, ELF_C_FDREAD);
+      /* Not the file we handed libdw: libdw closed it (a compressed file
+       * it inflated) or the program closed it. Not ours to close. */
+      if (same)
+        close(h[i].fd);
+    }
+  }
+}
+
+/* Descriptors handed to libdw for an instance that is gone: dwfl_end has
+ * closed them. */
+static void forget_handed(void) {
+  cprof__dwfl_handed_t h[64];
+  int lost;
+  while (cprof__dwfl_handed_take(h, 64, &lost) > 0 || lost > 0) {
+  }
+}
+
 /* ---- the process-wide instance ------------------------------------------- */
+
+/* Whether the calling thread may use s, and so end it: any thread when it
+ * holds no descriptor, else only threads in the table they are in. */
+static int usable_here(const cprof__symbolizer_t *s) {
+  return s->held == 0 || cprof__fds_in_own_table();
+}
+
+/* An instance for one use, when the kept one holds descriptors in another
+ * table. */
+static cprof__symbolizer_t *build_once(void) {
+  cprof__maps_t maps;
+  if (cprof__maps_read(&maps) != 0)
+    memset(&maps, 0, sizeof maps);
+  cprof__symbolizer_t *s = build(&maps);
+  if (!s) {
+    forget_handed();
+    return &empty;
+  }
+  s->once = 1;
+  return s;
+}
 
 cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
   pthread_mutex_lock(&lock);
+  if (current && !usable_here(current))
+    return build_once();
   cprof__maps_t maps;
   if (cprof__maps_read(&maps) != 0) {
     /* Without a fresh view, an older one is the best we have. */
@@ -321,8 +475,10 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
     return current;
   }
   cprof__symbolizer_t *s = build(&maps);
-  if (!s)
+  if (!s) {
+    forget_handed();
     return current ? current : &empty;
+  }
   destroy(current);
   current = s;
   return s;
@@ -338,17 +494,60 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
 }
 
 void cprof__symbolizer_release(cprof__symbolizer_t *s) {
-  (void)s;
+  if (s != &empty)
+    take_back_descriptors(s);
+  /* What libdw still holds is in this thread's table: outside ours, the
+   * program's, it goes now, from here. */
+  if (s->once || (s->held && !cprof__fds_in_own_table())) {
+    if (s == current)
+      current = NULL;
+    destroy(s);
+    pthread_mutex_unlock(&lock);
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &last_used);
+  void (*hook)(void) = s == current ? used_hook : NULL;
   pthread_mutex_unlock(&lock);
+  if (hook)
+    hook();
+}
+
+void cprof__symbolizer_set_used_hook(void (*hook)(void)) {
+  pthread_mutex_lock(&lock);
+  used_hook = hook;
+  pthread_mutex_unlock(&lock);
+}
+
+long cprof__symbolizer_trim(long idle_ms) {
+  pthread_mutex_lock(&lock);
+  long left = -1;
+  if (current && usable_here(current)) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long idle = (long)(now.tv_sec - last_used.tv_sec) * 1000 +
+                (now.tv_nsec - last_used.tv_nsec) / 1000000;
+    if (idle >= idle_ms) {
+      destroy(current);
+      current = NULL;
+    } else {
+      left = idle_ms - idle;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return left;
 }
 
 void cprof__symbolizer_atfork_child(void) {
   /* Another thread of the parent may have been using the instance when the
    * fork happened, so its state cannot be trusted; leaking it is the only
-   * safe way to let go. The lock may be held by a thread that does not exist
-   * in the child, so it gets a fresh one. */
+   * safe way to let go. Any descriptors it holds were in cprof's own
+   * table, which the child does not have: ending it would close the child's
+   * numbers. The lock may be held by a thread that does not exist in the child, so it
+   * gets a fresh one. */
   static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   current = NULL;
+  used_hook = NULL;
+  cprof__dwfl_handed_atfork_child();
   lock = fresh;
 }
 

@@ -3,7 +3,9 @@
  * One process-wide symbolizer, built on libdw's Dwfl over the modules listed
  * in /proc/self/maps, kept between requests and rebuilt when the maps change
  * (a dlopen, a dlclose). Callers hold it between acquire and release; the
- * strings it hands out stay valid until release. */
+ * strings it hands out stay valid until release. Between uses it holds no
+ * descriptor, or, in the rare case it must, only in cprof's own descriptor
+ * table (core/fds.h). */
 #ifndef CPROF_SYMBOL_SYMBOLIZE_H
 #define CPROF_SYMBOL_SYMBOLIZE_H
 
@@ -36,6 +38,15 @@ typedef struct cprof__symbolizer cprof__symbolizer_t;
  * the mappings. */
 cprof__symbolizer_t *cprof__symbolizer_acquire(void);
 void cprof__symbolizer_release(cprof__symbolizer_t *s);
+
+/* Ends the kept instance, with its memory, if it has not been used for
+ * idle_ms. Returns the milliseconds left until it will have been, or -1
+ * when none is kept. An instance that holds descriptors in cprof's own
+ * table is ended only from a thread there (the server's keeper). */
+long cprof__symbolizer_trim(long idle_ms);
+/* hook (or NULL) is called after each use of the kept instance, with no
+ * lock held: the server's keeper then knows to trim it later. */
+void cprof__symbolizer_set_used_hook(void (*hook)(void));
 
 /* The executable file-backed mappings, the main program's first, then by
  * address. Returns the count and sets *out. */

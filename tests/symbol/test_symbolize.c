@@ -1,16 +1,20 @@
 /* The libdw symbolizer on this very process: our own functions (name, file,
  * line, inline frames), libc, C++ demangling, odd addresses, reuse and
- * rebuild of the process-wide instance, threads and fork; and, in children
+ * rebuild of the process-wide instance, no descriptor held between uses, its
+ * idle end, threads and fork; and, in children
  * running changed copies of this binary, a deleted executable and one
  * without .debug_aranges. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "check.h"
+#include "core/fds.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/symbolize.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -391,6 +395,83 @@ static void test_sweep(void) {
   cprof__symbolizer_release(s);
 }
 
+/* A thread in a descriptor table of its own, as the server's keeper is,
+ * made here with unshare(2) alone: it keeps copies of the test's
+ * descriptors (stderr for the checks) and says it is in a table of its own,
+ * which is all the symbolizer asks. */
+static void *own_table_thread(void *fn) {
+  CHECK_EQ_INT(unshare(CLONE_FILES), 0);
+  cprof__fds_joined();
+  ((void (*)(void))fn)();
+  return NULL;
+}
+
+static void in_own_table(void (*fn)(void)) {
+  pthread_t t;
+  CHECK_EQ_INT(pthread_create(&t, NULL, own_table_thread, (void *)fn), 0);
+  pthread_join(t, NULL);
+}
+
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d)
+    return -1;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
+/* Between uses the instance holds no descriptor, though it is kept: libc's
+ * separate debug file (libc6-dbg), which libdw opened from a descriptor and
+ * kept, has been taken back at release. */
+static void test_no_descriptor_between_uses(void) {
+  cprof__symbolizer_trim(0); /* a fresh instance, which opens libc's debug file again */
+  int before = open_fds();
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  CHECK_EQ_STR(cprof__symbolize_name(s, (uintptr_t)&sym_target), "sym_target");
+  const char *libc_name = cprof__symbolize_name(s, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"));
+  CHECK(libc_name && strstr(libc_name, "getpid"));
+  cprof__frame_t f[8];
+  CHECK(cprof__symbolize(s, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"), f, 8, NULL) >= 1);
+  cprof__symbolizer_release(s);
+  CHECK_EQ_INT(open_fds(), before);
+  int builds = dwfl_builds;
+  s = cprof__symbolizer_acquire();
+  /* Still usable after its descriptors went: names, files and lines. */
+  CHECK_EQ_STR(cprof__symbolize_name(s, (uintptr_t)&sym_target), "sym_target");
+  int n = cprof__symbolize(s, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"), f, 8, NULL);
+  CHECK(n >= 1 && f[n - 1].function && strstr(f[n - 1].function, "getpid"));
+  cprof__symbolizer_release(s);
+  CHECK_EQ_INT(dwfl_builds, builds); /* kept */
+  CHECK_EQ_INT(open_fds(), before);
+}
+
+/* The kept instance goes when it has been idle long enough, not before. */
+static int hook_calls;
+static void count_hook(void) { hook_calls++; }
+static void trim_in_own_table(void) {
+  cprof__symbolizer_set_used_hook(count_hook);
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  cprof__symbolizer_release(s);
+  CHECK_EQ_INT(hook_calls, 1);
+  int builds = dwfl_builds;
+  long left = cprof__symbolizer_trim(60000);
+  CHECK(left > 0 && left <= 60000);
+  s = cprof__symbolizer_acquire();
+  cprof__symbolizer_release(s);
+  CHECK_EQ_INT(dwfl_builds, builds); /* still kept */
+  CHECK_EQ_INT(cprof__symbolizer_trim(0), -1);
+  CHECK_EQ_INT(cprof__symbolizer_trim(0), -1); /* nothing kept */
+  s = cprof__symbolizer_acquire();
+  cprof__symbolizer_release(s);
+  CHECK_EQ_INT(dwfl_builds, builds + 1); /* built again */
+  cprof__symbolizer_set_used_hook(NULL);
+  cprof__symbolizer_trim(0);
+}
+static void test_trim(void) { in_own_table(trim_in_own_table); }
+
 static void test_reuse_and_dlopen(void) {
   cprof__symbolizer_t *s = cprof__symbolizer_acquire();
   cprof__symbolizer_release(s);
@@ -632,6 +713,8 @@ int main(int argc, char **argv) {
   test_nowhere();
   test_sweep();
   test_reuse_and_dlopen();
+  test_no_descriptor_between_uses();
+  test_trim();
   test_cxx();
   test_fork();
   test_threads();

@@ -1,0 +1,126 @@
+/* A descriptor table of cprof's own.
+ *
+ * The program owns its descriptor numbers. Daemons close every number above
+ * stderr at start (3..1023, close_range, closefrom) without knowing what is
+ * there; programs dup2 onto numbers they chose, expect open() to return the
+ * lowest free number, run close to RLIMIT_NOFILE, and fork children that
+ * inherit their table. A descriptor of cprof's in that table breaks each of
+ * those: the program closes it under us (the server then polled a closed
+ * socket at 100 % of a core, for ever), gets its number back for a file of
+ * its own (and our reads would take the program's bytes), sees other numbers
+ * than without us, hits EMFILE sooner, and hands it to its children.
+ *
+ * Linux keeps the descriptor table per thread, shared by default. A thread
+ * that unshares it gets a table of its own, and the threads it creates
+ * afterwards share that one (clone(2) with CLONE_FILES shares the creator's
+ * table). So the server's threads run in a table of cprof's: numbers there
+ * mean nothing in the program's table and the reverse. The program cannot
+ * close, reuse, count or dup2 over ours, however it goes about it (close,
+ * close_range, closefrom, a raw system call, io_uring); fork copies the
+ * forking thread's table and exec keeps the exec'ing thread's, so neither
+ * ever sees ours; and RLIMIT_NOFILE, one limit per process, bounds numbers
+ * within each table, so ours do not take the program's. Nothing is
+ * interposed, and the program's close() costs what it costs without us.
+ *
+ * Our table starts empty but for 0, 1 and 2 on /dev/null. Copies of the
+ * program's stdio would keep its pipes open after it closed or redirected
+ * them (a parent waiting for EOF on a daemon's stderr would wait for ever),
+ * and leaving the numbers free would give them to sockets, where anything
+ * writing to "stderr" from our threads would land. */
+#include "core/fds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+static __thread int own_table;
+
+int cprof__fds_in_own_table(void) { return own_table; }
+
+void cprof__fds_joined(void) { own_table = 1; }
+
+/* Without /proc: every number the limit allows, up to a bound. */
+static void close_by_number(void) {
+  struct rlimit rl;
+  rlim_t max = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  if (max > 65536)
+    max = 65536;
+  for (rlim_t fd = 0; fd < max; fd++)
+    close((int)fd);
+}
+
+/* Closes every descriptor of the calling thread's table, which unshare(2)
+ * has just copied from the program's: for kernels before 5.9, which have no
+ * close_range. The copies are found in /proc/thread-self/fd (Linux 3.17),
+ * with getdents64 on a descriptor closed last. */
+static void close_all_copies(void) {
+  if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0)
+    return;
+  int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    close_by_number();
+    return;
+  }
+  char buf[4096] __attribute__((aligned(8)));
+  long n;
+  while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < n;) {
+      /* struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name. */
+      unsigned short reclen;
+      __builtin_memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char *name = buf + off + 19;
+      if (name[0] >= '0' && name[0] <= '9') {
+        int fd = atoi(name);
+        if (fd != dir)
+          close(fd);
+      }
+      off += reclen;
+    }
+  }
+  close(dir);
+  if (n < 0)
+    close_by_number();
+}
+
+/* 0, 1 and 2 on /dev/null, or on an eventfd where there is no /dev/null
+ * (it refuses anything but 8-byte writes, which is what we want here). */
+static void fill_stdio(void) {
+  int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    fd = eventfd(0, EFD_CLOEXEC);
+  if (fd != 0)
+    return; /* the table was not empty: leave it as it is */
+  dup3(0, 1, O_CLOEXEC);
+  dup3(0, 2, O_CLOEXEC);
+}
+
+int cprof__fds_unshare(void) {
+  /* close_range(2) over every number with CLOSE_RANGE_UNSHARE gives this
+   * thread a new table and copies nothing into it (fs/file.c: everything
+   * from 0 up is to be closed, so nothing below 0 is copied). Safe because
+   * the table is shared: our creator still runs and uses it. Were it not,
+   * the kernel would close the one table there is. */
+  if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+    if (unshare(CLONE_FILES) != 0)
+      return -errno;
+    /* We have a table of our own now, with copies of the program's
+     * descriptors in it: keeping any would keep the program's files open. */
+    close_all_copies();
+  }
+  own_table = 1;
+  fill_stdio();
+  return 0;
+}

@@ -1,0 +1,21 @@
+/* A descriptor table of cprof's own, for the threads that hold descriptors
+ * (the HTTP server's): see fds.c for why. */
+#ifndef CPROF_CORE_FDS_H
+#define CPROF_CORE_FDS_H
+
+/* Gives the calling thread a descriptor table of its own, holding none of
+ * the program's descriptors, with 0, 1 and 2 open on /dev/null; the threads
+ * it creates from then on share it. For a thread of cprof's that has opened
+ * nothing yet, while the thread that created it still runs. Returns 0, or a
+ * negative errno when the kernel refuses: the thread then still shares the
+ * program's table. */
+int cprof__fds_unshare(void);
+
+/* Whether the calling thread is known to run in a table of cprof's own:
+ * the thread that called cprof__fds_unshare, and threads it created that
+ * said so with cprof__fds_joined. */
+int cprof__fds_in_own_table(void);
+/* Called on a thread created from one in cprof's own table. */
+void cprof__fds_joined(void);
+
+#endif
