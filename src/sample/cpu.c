@@ -15,18 +15,35 @@
  * fourfold at 1000 Hz. The stack is the one at the signal, as for any
  * sampling profiler; only the weight changes.
  *
- * Stopping must not free memory a handler is using. Timers are deleted
- * first; then the buffer pointer is cleared and we wait until no handler is
- * inside (handlers count themselves in before they load the pointer). A
- * SIGPROF still queued after that finds no buffer and returns. Our handler
- * stays installed afterwards: SIGPROF's default action would end the
- * program if a late one arrived. A SIGPROF that is not from our timers goes
- * to the program's own action (sigprof.c). */
+ * Nothing a handler may be using is freed under it. Handlers count
+ * themselves in, on one of two counters chosen by the parity of `epoch`
+ * (and check the epoch did not move meanwhile), before they load the
+ * buffer or the snapshot of the address space. Whoever unpublishes one of
+ * those moves the epoch and waits for the old parity's count to reach
+ * zero (wait_for_handlers): only handlers older than itself, never a
+ * stream of new ones, however many threads take signals. Stopping deletes
+ * the timers, unpublishes the buffer and waits; a fresh snapshot replaces
+ * the old one, which is freed after a wait, so one is held at a time. A
+ * SIGPROF still queued after a stop finds no buffer and returns. Our
+ * handler stays installed afterwards: SIGPROF's default action would end
+ * the program if a late one arrived. A SIGPROF that is not from our timers
+ * goes to the program's own action (sigprof.c).
+ *
+ * A thread that blocks SIGPROF has no running timer (see "Threads that
+ * block SIGPROF" below): a program that reads SIGPROF itself, with
+ * signalfd(2) or sigwaitinfo(2), never reads a tick of ours.
+ *
+ * fork(2): the lock is taken in a pthread_atfork prepare handler and
+ * released on both sides, so a child never inherits it held; the child
+ * starts without a profile (timers are not inherited) and with no handler
+ * counted in, whatever the parent's other threads were doing. */
 #include "sample/cpu.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -40,6 +57,7 @@
 #include "sample/threads.h"
 #include "symbol/maps.h"
 #include "unwind/bounds.h"
+#include "unwind/unload.h"
 
 enum { FREE = 0, WRITING = 1, FULL = 2 };
 #define RING 2048 /* records: drained every 50 ms, room for 400 busy threads at 100 Hz */
@@ -53,23 +71,47 @@ typedef struct record {
 static record_t *ring;
 static uint64_t ring_next;
 static uint64_t lost;
-static int inside; /* handlers between their first and last line */
+static unsigned epoch;
+static int inside[2]; /* handlers in flight, by the epoch's parity they began in */
 static cprof__unwinder_t unwinder;
 static cprof__maps_t *stacks; /* the walkers' stack bounds, for threads that have none in TLS */
 
 /* The owner's state, under lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int running;
-static long period_ns;
-typedef struct timer_entry {
-  pid_t tid;
-  timer_t timer;
-} timer_entry_t;
-static timer_entry_t *timers;
-static int ntimers, timers_cap;
-static cprof__maps_t **old_maps; /* snapshots a handler may still read: freed at stop */
-static int nold_maps;
+static long period_ns; /* also read by the mask wrappers, while slots exist */
 static int64_t maps_taken_ms;
+
+/* ---- handlers in flight ---- */
+
+static unsigned handler_enter_sigsafe(void) {
+  for (;;) {
+    unsigned e = __atomic_load_n(&epoch, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&inside[e & 1], 1, __ATOMIC_SEQ_CST);
+    /* Counted under the epoch it still is: a wait that moves it from e
+     * sees this count. Otherwise try again under the new one. */
+    if (__atomic_load_n(&epoch, __ATOMIC_SEQ_CST) == e)
+      return e & 1;
+    __atomic_sub_fetch(&inside[e & 1], 1, __ATOMIC_SEQ_CST);
+  }
+}
+
+static void handler_leave_sigsafe(unsigned e) {
+  __atomic_sub_fetch(&inside[e], 1, __ATOMIC_SEQ_CST);
+}
+
+static void pause_briefly(void) {
+  struct timespec ts = {0, 50 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Under lock, after unpublishing something (the buffer, a snapshot):
+ * returns once no handler that may have loaded it is still running. */
+static void wait_for_handlers(void) {
+  unsigned old = __atomic_fetch_add(&epoch, 1, __ATOMIC_SEQ_CST) & 1;
+  while (__atomic_load_n(&inside[old], __ATOMIC_SEQ_CST) != 0)
+    pause_briefly();
+}
 
 /* Our timers' signals carry, in si_value (sigevent(7)), a cookie in the
  * high 32 bits and the thread the timer is for in the low 32: the handler
@@ -82,17 +124,15 @@ static void *timer_value(pid_t tid) { return (void *)(uintptr_t)(cookie() | (uin
 
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   int saved = errno;
-  __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
-  record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   uint64_t value = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
   /* Only our timers carry the cookie; a SIGPROF from kill(1), setitimer or
    * elsewhere is the program's. */
   if (info->si_code != SI_TIMER || (value & ~(uint64_t)UINT32_MAX) != cookie()) {
-    __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
-    errno = saved;
-    cprof__sigprof_forward_sigsafe(sig, info, uctx);
+    cprof__sigprof_forward_sigsafe(sig, info, uctx); /* errno is still the program's */
     return;
   }
+  unsigned e = handler_enter_sigsafe();
+  record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   if (r) {
     uint64_t i = __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING;
     uint32_t expect = FREE;
@@ -102,7 +142,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
       smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
-                                         __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), smp->pcs,
+                                         __atomic_load_n(&stacks, __ATOMIC_SEQ_CST), smp->pcs,
                                          CPROF_MAX_DEPTH);
       cprof__labels_copy_sigsafe(&smp->labels);
       __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
@@ -110,27 +150,28 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
       __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
     }
   }
-  __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+  handler_leave_sigsafe(e);
   errno = saved;
 }
 
 /* A fresh snapshot of the address space, so that the walkers know the
  * stacks of threads created since the last one that have not learnt their
  * own (bounds.h): threads made by clone(2) directly, or before the profile.
- * The old snapshot is kept until stop: a handler may be reading it. */
+ * It replaces the last one, which is freed once no handler can be reading
+ * it: one snapshot at a time, however long the profile. */
 static void refresh_maps(void) {
   cprof__maps_t *m = calloc(1, sizeof *m);
-  cprof__maps_t **v = realloc(old_maps, (size_t)(nold_maps + 1) * sizeof *v);
-  if (!m || !v || cprof__maps_read(m) != 0) {
+  if (!m || cprof__maps_read(m) != 0) {
     free(m);
-    if (v)
-      old_maps = v;
     return;
   }
-  old_maps = v;
-  old_maps[nold_maps++] = m;
-  __atomic_store_n(&stacks, m, __ATOMIC_RELEASE);
+  cprof__maps_t *old = __atomic_exchange_n(&stacks, m, __ATOMIC_SEQ_CST);
   maps_taken_ms = cprof__now_ms(CLOCK_MONOTONIC);
+  if (old) {
+    wait_for_handlers();
+    cprof__maps_free(old);
+    free(old);
+  }
 }
 
 /* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
@@ -141,35 +182,201 @@ static clockid_t thread_cpu_clock(pid_t tid) {
   return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
-/* A uniform draw in [1, period_ns] (xorshift64*, under lock). */
+/* A uniform draw in [1, period_ns], lock-free: a counter through
+ * splitmix64's finaliser. The mask wrappers draw too. */
 static long first_expiry_ns(void) {
-  static uint64_t x;
-  if (!x) {
+  static uint64_t draws;
+  uint64_t z = __atomic_add_fetch(&draws, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED);
+  if (z == 0x9e3779b97f4a7c15ULL) { /* the first: seed it from the clock */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ 0x9e3779b97f4a7c15ULL;
+    z ^= (uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec;
   }
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  return 1 + (long)((x * 0x2545f4914f6cdd1dULL) % (uint64_t)period_ns);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return 1 + (long)(z % (uint64_t)period_ns);
 }
 
-/* Arms a timer for tid, unless it has one: the look at /proc and a new
- * thread's own start (thread_start.c) may both get to a thread created
- * during a profile, and two timers would count its CPU twice. */
-static int add_timer(pid_t tid) {
-  for (int j = 0; j < ntimers; j++)
-    if (timers[j].tid == tid)
-      return 0;
-  if (ntimers == timers_cap) {
-    int cap = timers_cap ? timers_cap * 2 : 64;
-    timer_entry_t *v = realloc(timers, (size_t)cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    timers = v;
-    timers_cap = cap;
+/* Starts (or restarts) a timer: the first expiry after `first` ns of the
+ * thread's CPU, then every period. */
+static int arm(timer_t t, long first) {
+  struct itimerspec its = {{period_ns / 1000000000, period_ns % 1000000000},
+                           {first / 1000000000, first % 1000000000}};
+  return timer_settime(t, 0, &its, NULL);
+}
+
+/* ---- threads that block SIGPROF ----
+ *
+ * A program may block SIGPROF in a thread and read it there itself, with
+ * signalfd(2) or sigwaitinfo(2). A tick of our timer pending on that thread
+ * would be read by the program as its own. So a thread that blocks SIGPROF
+ * has no running timer:
+ *
+ * - A thread that blocks it with pthread_sigmask or sigprocmask
+ *   (interposed, sigmask.c) has its timer stopped before the real call
+ *   makes the signal blocked: a tick that was already pending is then
+ *   delivered to our handler on the way out of timer_settime, while
+ *   SIGPROF is still open. The time left in its period is kept, and the
+ *   timer goes on from there when the thread unblocks SIGPROF again.
+ * - A thread that starts with SIGPROF blocked (inherited from its creator)
+ *   gets its timer stopped, from its own mask (cprof__cpu_thread_started).
+ * - Any other thread is given a timer by the owner, which reads whether it
+ *   blocks SIGPROF in /proc/self/task/TID/status (SigBlk, proc(5)).
+ *
+ * That last look could race with the thread blocking SIGPROF just after
+ * it: each mask wrapper counts itself in (`masking`) from before it looks
+ * for its timer until its real call has returned, and the owner arms other
+ * threads' timers only in an exclusive section (`excl`), entered once no
+ * wrapper is inside and during which new wrappers wait. Either the wrapper
+ * comes first and /proc shows SIGPROF blocked, or the owner does and the
+ * wrapper finds the timer to stop. Deleting timers (threads that exited,
+ * the profile's stop) happens in the same section, so that no wrapper
+ * ever acts on a timer that is being given to another thread.
+ *
+ * The timers live in slots that are never freed (a wrapper may look at one
+ * any time), in chunks allocated as the number of threads grows. */
+
+enum { SLOT_ARMED = 1, SLOT_PAUSED = 2 };
+
+typedef struct timer_slot {
+  pid_t tid;      /* atomic: 0 when free; published after the rest */
+  uint32_t state; /* SLOT_ARMED or SLOT_PAUSED; changed by its thread only, once published */
+  timer_t timer;
+  long left_ns; /* its thread's own: time left in the period when it paused */
+} timer_slot_t;
+
+#define SLOTS_PER_CHUNK 256
+#define MAX_CHUNKS 1024 /* 262,144 threads */
+static timer_slot_t *chunks[MAX_CHUNKS];
+static int nchunks; /* atomic: chunks[0..nchunks) are published */
+
+static int masking;            /* wrappers between looking at their slot and their return */
+static int excl;               /* the owner's exclusive section is on */
+static pthread_t excl_owner;   /* valid while excl */
+static __thread int mask_depth __attribute__((tls_model("initial-exec")));
+static __thread pid_t my_tid __attribute__((tls_model("initial-exec")));
+static __thread timer_slot_t *my_slot __attribute__((tls_model("initial-exec")));
+
+static void excl_begin(void) {
+  __atomic_store_n(&excl_owner, pthread_self(), __ATOMIC_RELAXED);
+  __atomic_store_n(&excl, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&masking, __ATOMIC_SEQ_CST) != 0)
+    pause_briefly();
+}
+
+static void excl_end(void) { __atomic_store_n(&excl, 0, __ATOMIC_SEQ_CST); }
+
+void cprof__cpu_mask_enter(void) {
+  /* A wrapper in a signal handler that interrupted a wrapper, or the
+   * owner's own section, on this thread: already counted, or the one the
+   * section is for. It must not wait for itself. */
+  if (mask_depth++ > 0)
+    return;
+  for (;;) {
+    __atomic_add_fetch(&masking, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&excl, __ATOMIC_SEQ_CST) ||
+        pthread_equal(__atomic_load_n(&excl_owner, __ATOMIC_RELAXED), pthread_self()))
+      return;
+    __atomic_sub_fetch(&masking, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&excl, __ATOMIC_SEQ_CST))
+      pause_briefly();
   }
+}
+
+void cprof__cpu_mask_leave(void) {
+  if (--mask_depth == 0)
+    __atomic_sub_fetch(&masking, 1, __ATOMIC_SEQ_CST);
+}
+
+static timer_slot_t *slot_at(int i) { return &chunks[i / SLOTS_PER_CHUNK][i % SLOTS_PER_CHUNK]; }
+
+static timer_slot_t *find_slot(pid_t tid) {
+  int n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE) * SLOTS_PER_CHUNK;
+  for (int i = 0; i < n; i++)
+    if (__atomic_load_n(&slot_at(i)->tid, __ATOMIC_ACQUIRE) == tid)
+      return slot_at(i);
+  return NULL;
+}
+
+/* Under lock: a free slot, allocating a chunk when all are taken. */
+static timer_slot_t *free_slot(void) {
+  timer_slot_t *s = find_slot(0);
+  if (s || nchunks == MAX_CHUNKS)
+    return s;
+  timer_slot_t *c = calloc(SLOTS_PER_CHUNK, sizeof *c);
+  if (!c)
+    return NULL;
+  chunks[nchunks] = c;
+  __atomic_store_n(&nchunks, nchunks + 1, __ATOMIC_RELEASE);
+  return c;
+}
+
+/* The calling thread's slot, if it has a timer (between mask_enter and
+ * mask_leave: the slot cannot change hands meanwhile). */
+static timer_slot_t *mine(void) {
+  if (__atomic_load_n(&nchunks, __ATOMIC_ACQUIRE) == 0)
+    return NULL; /* never profiled: no system call for the tid */
+  if (!my_tid)
+    my_tid = (pid_t)syscall(SYS_gettid);
+  timer_slot_t *s = my_slot;
+  if (s && __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) == my_tid)
+    return s;
+  return my_slot = find_slot(my_tid);
+}
+
+int cprof__cpu_timer_pause(void) {
+  timer_slot_t *s = mine();
+  if (!s || s->state != SLOT_ARMED)
+    return 0;
+  struct itimerspec zero, was;
+  memset(&zero, 0, sizeof zero);
+  if (timer_settime(s->timer, 0, &zero, &was) != 0)
+    return 0;
+  s->left_ns = (long)was.it_value.tv_sec * 1000000000 + was.it_value.tv_nsec;
+  s->state = SLOT_PAUSED;
+  return 1;
+}
+
+void cprof__cpu_timer_resume(void) {
+  timer_slot_t *s = mine();
+  if (!s || s->state != SLOT_PAUSED)
+    return;
+  long first = s->left_ns > 0 && s->left_ns <= period_ns ? s->left_ns : first_expiry_ns();
+  if (arm(s->timer, first) == 0)
+    s->state = SLOT_ARMED;
+}
+
+/* Whether a thread blocks SIGPROF, from its SigBlk mask in
+ * /proc/self/task/TID/status (proc(5)): 1 or 0, or -1 when it has exited. */
+static int blocks_sigprof(pid_t tid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  const char *p = strstr(buf, "\nSigBlk:\t");
+  if (!p)
+    return -1;
+  return (int)((strtoull(p + 9, NULL, 16) >> (SIGPROF - 1)) & 1);
+}
+
+/* Under lock: gives tid a timer, unless it has one (the look at /proc and
+ * a new thread's own start may both get to a thread created during a
+ * profile, and two timers would count its CPU twice). Stopped when
+ * `blocked`, running otherwise. For another thread than the caller, in the
+ * exclusive section. */
+static int add_timer(pid_t tid, int blocked) {
+  if (find_slot(tid))
+    return 0;
+  timer_slot_t *s = free_slot();
+  if (!s)
+    return -ENOMEM;
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -184,17 +391,21 @@ static int add_timer(pid_t tid) {
    * first expiry drawn uniformly within the period (as Go's runtime does)
    * samples each thread in proportion to the CPU it uses, however short
    * its life. */
-  long first = first_expiry_ns();
-  struct itimerspec its = {{period_ns / 1000000000, period_ns % 1000000000},
-                           {first / 1000000000, first % 1000000000}};
-  if (timer_settime(t, 0, &its, NULL) != 0) {
+  if (!blocked && arm(t, first_expiry_ns()) != 0) {
     timer_delete(t);
     return -errno;
   }
-  timers[ntimers].tid = tid;
-  timers[ntimers].timer = t;
-  ntimers++;
-  return 0;
+  s->timer = t;
+  s->state = blocked ? SLOT_PAUSED : SLOT_ARMED;
+  s->left_ns = 0;
+  __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
+  return 1;
+}
+
+/* In the exclusive section: the slot's timer is gone, the slot free. */
+static void remove_timer(timer_slot_t *s) {
+  timer_delete(s->timer);
+  __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
 }
 
 static int listed(const pid_t *tids, int n, pid_t tid) {
@@ -204,48 +415,64 @@ static int listed(const pid_t *tids, int n, pid_t tid) {
   return 0;
 }
 
+/* Under lock: timers for the threads that have none, and back from those
+ * that exited. The exclusive section only when there is something to do. */
 static void track_locked(void) {
   pid_t *now;
-  int n = cprof__threads_list(&now), added = 0;
+  int n = cprof__threads_list(&now), added = 0, in_excl = 0;
   if (n < 0)
     return; /* try again next time: no list is better than a partial one */
   for (int i = 0; i < n; i++) {
-    int had = ntimers;
-    if (add_timer(now[i]) == 0 && ntimers > had)
+    if (find_slot(now[i]))
+      continue;
+    if (!in_excl++)
+      excl_begin();
+    int blocked = blocks_sigprof(now[i]);
+    if (blocked >= 0 && add_timer(now[i], blocked) == 1)
       added++;
   }
   /* Timers of threads that exited never fire again; give them back. */
-  for (int j = 0; j < ntimers;) {
-    if (!listed(now, n, timers[j].tid)) {
-      timer_delete(timers[j].timer);
-      timers[j] = timers[--ntimers];
-    } else {
-      j++;
-    }
+  int slots = nchunks * SLOTS_PER_CHUNK;
+  for (int i = 0; i < slots; i++) {
+    timer_slot_t *s = slot_at(i);
+    if (!s->tid || listed(now, n, s->tid))
+      continue;
+    if (!in_excl++)
+      excl_begin();
+    remove_timer(s);
   }
+  if (in_excl)
+    excl_end();
   free(now);
   if (added && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
     refresh_maps();
 }
 
-int cprof__cpu_start(int hz, cprof__unwinder_t how) {
+/* ---- fork ---- */
+
+static void fork_prepare(void) { pthread_mutex_lock(&lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void fork_child(void) {
+  cprof__cpu_atfork_child();
+  pthread_mutex_unlock(&lock);
+}
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+/* Every use of the lock comes here: the fork handlers are in place before
+ * the lock is ever held. */
+static void lock_cpu(void) {
+  pthread_once(&atfork_once, register_atfork);
   pthread_mutex_lock(&lock);
-  int err = 0;
-  if (running) {
-    err = -EALREADY;
-    goto out;
-  }
+}
+
+/* ---- the owner's interface ---- */
+
+int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   /* The program's own profiling timer: not ours to take. */
   struct itimerval it;
-  if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec)) {
-    err = -EBUSY;
-    goto out;
-  }
-  record_t *r = calloc(RING, sizeof *r);
-  if (!r) {
-    err = -ENOMEM;
-    goto out;
-  }
+  if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec))
+    return -EBUSY;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler_sigsafe;
@@ -255,18 +482,30 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
    * this handler's frames rather than the program's. */
   if (cprof__threads_signal())
     sigaddset(&sa.sa_mask, cprof__threads_signal());
-  /* The program's own SIGPROF handler: not ours to take either. */
-  if ((err = cprof__sigprof_take(&sa)) != 0) {
-    free(r);
+  /* The program's own SIGPROF handler: not ours to take either. (Taken
+   * before our lock, which is never held while another lock of cprof's is
+   * taken: the fork handlers take it last.) */
+  int err = cprof__sigprof_take(&sa);
+  if (err != 0)
+    return err;
+  cprof__heap_guard_enter();
+  cprof__stack_bounds_learn();
+  cprof__heap_guard_leave();
+  cprof__unwind_bind_now();
+
+  lock_cpu();
+  if (running) {
+    err = -EALREADY;
+    goto out;
+  }
+  record_t *r = calloc(RING, sizeof *r);
+  if (!r) {
+    err = -ENOMEM;
     goto out;
   }
   unwinder = how;
   period_ns = 1000000000L / hz;
   lost = 0;
-  cprof__heap_guard_enter();
-  cprof__stack_bounds_learn();
-  cprof__heap_guard_leave();
-  cprof__unwind_bind_now();
   refresh_maps();
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
@@ -286,9 +525,26 @@ void cprof__cpu_thread_started(void) {
   cprof__heap_guard_enter();
   cprof__stack_bounds_learn();
   cprof__heap_guard_leave();
-  pthread_mutex_lock(&lock);
+  /* Its mask is its creator's: SIGPROF may be blocked from the start. */
+  sigset_t cur;
+  pthread_sigmask(SIG_BLOCK, NULL, &cur);
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  lock_cpu();
+  if (running) {
+    /* A slot with this tid is a thread's that exited before the look at
+     * /proc noticed: the tid is ours now, and so is the slot. */
+    timer_slot_t *stale = find_slot(tid);
+    if (stale)
+      remove_timer(stale);
+    add_timer(tid, sigismember(&cur, SIGPROF));
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__cpu_refresh_stacks(void) {
+  lock_cpu();
   if (running)
-    add_timer((pid_t)syscall(SYS_gettid));
+    refresh_maps();
   pthread_mutex_unlock(&lock);
 }
 
@@ -300,7 +556,7 @@ void cprof__cpu_thread_started(void) {
 
 void cprof__cpu_track_threads(void) {
   static int64_t last;
-  pthread_mutex_lock(&lock);
+  lock_cpu();
   int64_t now = cprof__now_ms(CLOCK_MONOTONIC);
   if (running && now - last >= TRACK_EVERY_MS) {
     track_locked();
@@ -319,7 +575,7 @@ static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
 }
 
 void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg) {
-  pthread_mutex_lock(&lock);
+  lock_cpu();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   if (running && r)
     drain(r, sink, arg);
@@ -327,29 +583,26 @@ void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg) {
 }
 
 uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
-  pthread_mutex_lock(&lock);
+  lock_cpu();
   if (!running) {
     pthread_mutex_unlock(&lock);
     return 0;
   }
-  for (int j = 0; j < ntimers; j++)
-    timer_delete(timers[j].timer);
-  ntimers = 0;
+  excl_begin();
+  int slots = nchunks * SLOTS_PER_CHUNK;
+  for (int i = 0; i < slots; i++)
+    if (slot_at(i)->tid)
+      remove_timer(slot_at(i));
+  excl_end();
   record_t *r = __atomic_exchange_n(&ring, NULL, __ATOMIC_SEQ_CST);
-  while (__atomic_load_n(&inside, __ATOMIC_SEQ_CST) != 0) {
-    struct timespec ts = {0, 100 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  cprof__maps_t *m = __atomic_exchange_n(&stacks, NULL, __ATOMIC_SEQ_CST);
+  wait_for_handlers();
   drain(r, sink, arg);
   free(r);
-  __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);
-  for (int i = 0; i < nold_maps; i++) {
-    cprof__maps_free(old_maps[i]);
-    free(old_maps[i]);
+  if (m) {
+    cprof__maps_free(m);
+    free(m);
   }
-  free(old_maps);
-  old_maps = NULL;
-  nold_maps = 0;
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
   uint64_t n = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&lock);
@@ -357,14 +610,25 @@ uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
 }
 
 void cprof__cpu_atfork_child(void) {
-  /* POSIX timers are not inherited (timer_create(2)); the child starts
-   * without a profile. What the parent's buffer holds stays its own. */
-  pthread_mutex_init(&lock, NULL);
+  /* The child has one thread, the one that forked, which holds the lock
+   * (fork_prepare) when our own handler calls this; start.c's calls it
+   * too. POSIX timers are not inherited (timer_create(2)): the child
+   * starts without a profile. What the parent's buffer and snapshot hold
+   * stays the parent's (not freed here: that would be system calls the
+   * child never asked for). Handlers and wrappers that were in flight on
+   * the parent's other threads will never leave: their counts go. */
   __atomic_store_n(&ring, NULL, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&stacks, NULL, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&inside[0], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&inside[1], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&masking, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&excl, 0, __ATOMIC_SEQ_CST);
   running = 0;
-  ntimers = 0;
-  timers = NULL;
-  timers_cap = 0;
-  old_maps = NULL;
-  nold_maps = 0;
+  int slots = nchunks * SLOTS_PER_CHUNK;
+  for (int i = 0; i < slots; i++)
+    __atomic_store_n(&slot_at(i)->tid, 0, __ATOMIC_RELEASE);
+  mask_depth = 0;
+  my_tid = 0;
+  my_slot = NULL;
+  cprof__unload_atfork_child();
 }

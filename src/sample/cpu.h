@@ -46,6 +46,26 @@ int cprof__cpu_running(void);
  * first thing in threads created while one runs (src/sample/thread_start.c). */
 void cprof__cpu_thread_started(void);
 
+/* Takes a fresh snapshot of the address space for the walkers now, as the
+ * look at threads does (at most once a second) when it finds threads that
+ * have not learnt their stacks; the last one is freed once no handler can
+ * be reading it. For tests. */
+void cprof__cpu_refresh_stacks(void);
+
+/* A thread that blocks SIGPROF has no running timer (cpu.c, "Threads that
+ * block SIGPROF"). The wrappers of the calls that change a thread's signal
+ * mask (sigmask.c) bracket their work with mask_enter and mask_leave, and
+ * in between pause the calling thread's timer before SIGPROF becomes
+ * blocked and resume it once it is open again. Each does nothing for a
+ * thread without a timer, or whose timer is already so. */
+void cprof__cpu_mask_enter(void);
+void cprof__cpu_mask_leave(void);
+/* Returns 1 when it stopped a running timer. */
+int cprof__cpu_timer_pause(void);
+void cprof__cpu_timer_resume(void);
+
+/* Resets the profiler's state in a forked child (idempotent; cpu.c also
+ * registers fork handlers of its own, which call it). */
 void cprof__cpu_atfork_child(void);
 
 #endif
