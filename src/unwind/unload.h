@@ -33,11 +33,18 @@ typedef struct cprof__unload {
 } cprof__unload_t;
 extern cprof__unload_t cprof__unload;
 
-/* A walk from a signal begins: returns the counter to leave through. */
+/* A walk from a signal begins: returns the counter to leave through. The
+ * count is made under the epoch it still is afterwards: a walk preempted
+ * between reading the epoch and counting itself, across a dlclose's move,
+ * would otherwise be counted where the next dlclose does not look. */
 static inline unsigned cprof__unload_enter_sigsafe(void) {
-  unsigned e = __atomic_load_n(&cprof__unload.epoch, __ATOMIC_SEQ_CST) & 1;
-  __atomic_add_fetch(&cprof__unload.walks[e], 1, __ATOMIC_SEQ_CST);
-  return e;
+  for (;;) {
+    unsigned e = __atomic_load_n(&cprof__unload.epoch, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&cprof__unload.walks[e & 1], 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&cprof__unload.epoch, __ATOMIC_SEQ_CST) == e)
+      return e & 1;
+    __atomic_sub_fetch(&cprof__unload.walks[e & 1], 1, __ATOMIC_SEQ_CST);
+  }
 }
 
 /* Whether a module may be being unmapped now: then the walk that asks
