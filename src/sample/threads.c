@@ -48,11 +48,12 @@
  *
  * Telling our signal from the program's. The program may send, queue or
  * be sent the same signal number. Ours carry SI_QUEUE, our pid in si_pid,
- * and in si_uid a secret drawn at init from getrandom(2): the kernel lets a
- * process queue a signal to its own threads with any si_pid and si_uid
- * (rt_tgsigqueueinfo(2)), and our handler is the only reader of ours. An
- * arrival without all three is the program's, and goes where its own
- * action says (signals.c): for SIG_DFL, the end of the process. If the
+ * and in si_uid a secret drawn from getrandom(2) at the first capture (the
+ * kernel lets a process queue a signal to its own threads with any si_pid
+ * and si_uid, rt_tgsigqueueinfo(2), and our handler is the only reader of
+ * ours; si_value carries the generation and slot). An arrival without all
+ * three is the program's, and goes where its own action says (signals.c):
+ * for SIG_DFL, the end of the process. If the
  * program installs an action of its own on our signal, the program wins
  * (signals.c, CPROF_SHARE_YIELD): captures then signal nobody, and running
  * threads are reported as such.
@@ -104,13 +105,15 @@ static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
  * handler compares without a system call (glibc has not cached the pid
  * since 2.25), and a fork child's is its own. */
 static pid_t self_pid;
-/* The secret our requests carry in si_uid (see the top of this file). */
+/* The secret our requests carry in si_uid (see the top of this file),
+ * drawn before the first capture sends anything; 0 until then. */
 static uint32_t cookie;
 
 /* Whether an arrival of our signal is a request of ours. */
 static int is_request_sigsafe(const siginfo_t *info) {
-  return info->si_code == SI_QUEUE && info->si_pid == __atomic_load_n(&self_pid, __ATOMIC_RELAXED) &&
-         (uint32_t)info->si_uid == __atomic_load_n(&cookie, __ATOMIC_RELAXED);
+  uint32_t c = __atomic_load_n(&cookie, __ATOMIC_RELAXED);
+  return c != 0 && info->si_code == SI_QUEUE &&
+         info->si_pid == __atomic_load_n(&self_pid, __ATOMIC_RELAXED) && (uint32_t)info->si_uid == c;
 }
 
 /* The handler makes no system call for a request. It does not check that
@@ -175,8 +178,6 @@ static int take_signal(void) {
 
 int cprof__threads_init(void) {
   pthread_mutex_lock(&capture_lock);
-  if (!__atomic_load_n(&cookie, __ATOMIC_RELAXED))
-    __atomic_store_n(&cookie, draw_cookie(), __ATOMIC_RELAXED);
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
   int err = take_signal();
   pthread_mutex_unlock(&capture_lock);
@@ -545,6 +546,8 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   uint32_t gen = ++generation;
   if (gen == 0)
     gen = ++generation;
+  if (!cookie) /* at the first capture, not at start: a profile never asked for costs no call */
+    __atomic_store_n(&cookie, draw_cookie(), __ATOMIC_RELAXED);
   unwinder = how;
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
   __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
