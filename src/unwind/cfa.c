@@ -518,10 +518,11 @@ __attribute__((noinline)) static uint64_t rule_missed(uintptr_t pc, uint64_t key
   return rule;
 }
 
-/* Inlined in the walks: a hit is a probe of one slot. */
-static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t pc) {
+/* Inlined in the walks: a hit is a probe of one slot. `tag` is
+ * cprof__unload_tag(), read once per walk. */
+static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t pc, uint64_t tag) {
   slot_t *s = slot_of(pc);
-  uint64_t want = pc | cprof__unload_tag();
+  uint64_t want = pc | tag;
   uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
   if (__builtin_expect(!(seq & 1), 1)) {
     uint64_t key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
@@ -616,11 +617,11 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
   for (int frames = 0; n < max && frames < 4 * max + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
-      rule = rule_of(r.pc);
+      rule = rule_of(r.pc, tag);
     } else if (memo->pc[frames] == (r.pc | tag)) {
       rule = memo->rule[frames];
     } else {
-      rule = rule_of(r.pc);
+      rule = rule_of(r.pc, tag);
       memo->pc[frames] = r.pc | tag;
       memo->rule[frames] = rule;
     }
@@ -664,7 +665,7 @@ static int is_return_address(uintptr_t ret) {
   module_t mod;
   if (ret < 4096 || !module_of(ret - 1, &mod) || ret - 1 < mod.start || ret > mod.end)
     return 0;
-  enum kind k = kind_of(rule_of(ret - 1));
+  enum kind k = kind_of(rule_of(ret - 1, cprof__unload_tag()));
   if (k == NOT_FOUND)
     return 0;
   int straddles = ((ret - 8) ^ (ret - 1)) >= 4096;
@@ -753,6 +754,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
   regs_t r = {(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
   const stack_t *alt = &uc->uc_stack;
   uintptr_t hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
+  uint64_t tag = cprof__unload_tag();
   int n = 0;
   int exact = 1;    /* r.pc is where the thread is, not a return address */
   int validate = 0; /* the frame was reached by a fallback: check the rules' next step */
@@ -763,7 +765,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     /* Most frames, kept tight: a return address whose rule needs neither
      * the other registers nor a check of what it gives. */
     while (!exact && !validate && n < max) {
-      uint64_t rule = rule_of(r.pc - 1);
+      uint64_t rule = rule_of(r.pc - 1, tag);
       if (!((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)))
         break;
       if (!step(rule, &r, hi, NULL))
@@ -775,7 +777,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     if (n >= max)
       break;
     uintptr_t at = exact ? r.pc : r.pc - 1;
-    uint64_t rule = rule_of(at);
+    uint64_t rule = rule_of(at, tag);
     regs_t next = r;
     switch (kind_of(rule)) {
     case OUTERMOST:
