@@ -6,8 +6,9 @@
 /* Gives the calling thread a descriptor table of its own, holding none of
  * the program's descriptors, with 0, 1 and 2 open on /dev/null; the threads
  * it creates from then on share it. For a thread of cprof's that has opened
- * nothing yet, while the thread that created it still runs. Returns 0, or a
- * negative errno when the kernel refuses: the thread then still shares the
+ * nothing yet, while the thread that created it still runs. Returns 0, or
+ * unshare(2)'s negative errno when the kernel refuses (close_range is
+ * tried first, from Linux 5.9): the thread then still shares the
  * program's table. */
 int cprof__fds_unshare(void);
 

@@ -35,6 +35,7 @@
 
 #include "core/buf.h"
 #include "core/fds.h"
+#include "core/log.h"
 #include "cprof.h"
 #include "symbol/symbolize.h"
 
@@ -48,7 +49,6 @@
 #define SYMBOLIZER_IDLE_MS 5000
 
 static struct MHD_Daemon *daemon_;
-static int listen_fd = -1;
 
 static struct {
   pthread_mutex_t lock;
@@ -61,7 +61,7 @@ static struct {
   size_t boundlen;
   int started;
   int result;
-  int own_table; /* the server's threads have a table of their own */
+  int unshare_err; /* why the keeper could not have a table of its own */
   int stop;      /* cprof__server_stop asks the keeper to end */
   int used;      /* the symbolizer was used since the keeper last looked */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -75,8 +75,7 @@ typedef struct request_state {
 static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) {
   /* The first call on a connection's thread, which libmicrohttpd created
    * from a thread in our table. */
-  if (keeper.own_table)
-    cprof__fds_joined();
+  cprof__fds_joined();
   request_state_t *st = calloc(1, sizeof *st);
   if (st)
     st->uri = strdup(uri ? uri : "");
@@ -248,7 +247,6 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
     close(fd);
     return -EIO;
   }
-  listen_fd = fd;
   return 0;
 }
 
@@ -273,8 +271,8 @@ static void wait_ms(long ms) {
 }
 
 /* Until asked to stop: let the symbolizer go once it has been idle for
- * SYMBOLIZER_IDLE_MS. It is kept only when it was built in our table, so
- * this thread, in that table too, is where it is let go. */
+ * SYMBOLIZER_IDLE_MS. If it holds descriptors, they are in our table, and
+ * this thread is there too. */
 static void keep_until_stopped(void) {
   while (!keeper.stop) {
     long ms = -1;
@@ -299,10 +297,13 @@ static void *keep(void *unused) {
   (void)unused;
   /* Named for what it is, in top -H and /debug/pprof/goroutine. */
   pthread_setname_np(pthread_self(), "cprof-server");
-  int own = cprof__fds_unshare() == 0;
-  keeper.own_table = own; /* before the daemon's threads exist to read it */
-  int rc = serve(keeper.addr, keeper.bound, keeper.boundlen);
-  if (rc == 0 && own)
+  /* Without a table of our own the server does not run: in the program's
+   * table it would change the numbers the program gets, take from its
+   * RLIMIT_NOFILE, pass to its children, and poll a socket the program
+   * may close (at 100 % of a core) or reuse. */
+  keeper.unshare_err = cprof__fds_unshare();
+  int rc = keeper.unshare_err ? -ENOTSUP : serve(keeper.addr, keeper.bound, keeper.boundlen);
+  if (rc == 0)
     cprof__symbolizer_set_used_hook(symbolizer_used);
   pthread_mutex_lock(&keeper.lock);
   keeper.result = rc;
@@ -317,11 +318,8 @@ static void *keep(void *unused) {
 
   MHD_stop_daemon(daemon_); /* closes the listening socket too */
   daemon_ = NULL;
-  listen_fd = -1;
-  if (own) {
-    cprof__symbolizer_set_used_hook(NULL);
-    cprof__symbolizer_trim(0); /* its files are in this table */
-  }
+  cprof__symbolizer_set_used_hook(NULL);
+  cprof__symbolizer_trim(0); /* any files it holds are in this table */
   return NULL;
 }
 
@@ -352,6 +350,10 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
   pthread_mutex_unlock(&keeper.lock);
   if (rc != 0) {
     pthread_join(keeper.thread, NULL);
+    if (rc == -ENOTSUP)
+      cprof__log("the profiling server needs a descriptor table of its own, out of the "
+                 "program's reach, and the kernel refused one (unshare: %s; close_range: "
+                 "Linux 5.9)", strerror(-keeper.unshare_err));
     return rc;
   }
   keeper.running = 1;
@@ -371,16 +373,10 @@ void cprof__server_stop(void) {
 
 void cprof__server_atfork_child(void) {
   /* The keeper and the daemon's threads stayed in the parent; leave their
-   * memory alone. With a table of their own, the child's table (a copy of
-   * the forking thread's) holds none of their descriptors, and closing
-   * their numbers here would close the program's. Without one, the child
-   * has copies: it must not keep the port open after the parent is gone.
-   * (libmicrohttpd's eventfd is close-on-exec; its number is not known.) */
-  if (!keeper.own_table && listen_fd >= 0)
-    close(listen_fd);
-  listen_fd = -1;
+   * memory alone. Their descriptors are in their own table: the child's
+   * (a copy of the forking thread's) holds none of them, and closing their
+   * numbers here would close the child's own. */
   daemon_ = NULL;
   keeper.running = 0;
-  keeper.own_table = 0;
   keeper_init();
 }

@@ -7,12 +7,15 @@
 
 #include "core/config.h"
 
-/* Listens on addr and starts serving. On success writes the bound address
- * ("127.0.0.1:6060") into bound. Returns 0 or a negative errno. */
+/* Listens on addr and starts serving, from threads in a descriptor table
+ * of cprof's own (core/fds.h). On success writes the bound address
+ * ("127.0.0.1:6060") into bound. Returns 0 or a negative errno: -ENOTSUP
+ * when the kernel refuses that table (said on stderr, with why). */
 int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen);
 /* Stops serving and waits for requests in flight. */
 void cprof__server_stop(void);
-/* In a forked child: the server's threads are gone; release its socket. */
+/* In a forked child: the server's threads are gone, and their descriptors
+ * were never in the child's table. Forgets them. */
 void cprof__server_atfork_child(void);
 
 #endif

@@ -1,0 +1,118 @@
+/* core/fds.c: a thread that unshares gets a table of its own with only 0, 1
+ * and 2 on /dev/null in it; numbers there and in the program's table are
+ * independent both ways; the threads it creates share its table. What the
+ * threads see is recorded and checked on the main thread, whose stderr is
+ * the test's (theirs is /dev/null). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "check.h"
+#include "core/fds.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct seen {
+  int unshare_rc;
+  int own_table;
+  char listing[256]; /* "0:/dev/null 1:/dev/null ..." of its table */
+  int opened;        /* the number its first open got */
+  int closed_main;   /* close() of the main thread's pipe number, there */
+  int child_sees;    /* a thread it created sees `opened` */
+  int child_own;     /* ... and says it is in the table */
+} seen_t;
+
+static int main_pipe[2];
+
+static void list_table(char *out, size_t size) {
+  DIR *d = opendir("/proc/thread-self/fd");
+  out[0] = '\0';
+  if (!d)
+    return;
+  int fds[64], n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < 64)
+    if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+      fds[n++] = atoi(e->d_name);
+  closedir(d);
+  for (int i = 0; i < n; i++) /* in order: readdir lists them so, but be sure */
+    for (int j = i + 1; j < n; j++)
+      if (fds[j] < fds[i]) {
+        int t = fds[i];
+        fds[i] = fds[j];
+        fds[j] = t;
+      }
+  size_t len = 0;
+  for (int i = 0; i < n; i++) {
+    char link[64], target[128] = "?";
+    snprintf(link, sizeof link, "/proc/thread-self/fd/%d", fds[i]);
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    target[k > 0 ? k : 0] = '\0';
+    len += (size_t)snprintf(out + len, size - len, "%s%d:%s", i ? " " : "", fds[i], target);
+    if (len >= size)
+      break;
+  }
+}
+
+static void *child(void *arg) {
+  seen_t *s = arg;
+  cprof__fds_joined();
+  s->child_sees = fcntl(s->opened, F_GETFD) >= 0;
+  s->child_own = cprof__fds_in_own_table();
+  return NULL;
+}
+
+static void *unsharer(void *arg) {
+  seen_t *s = arg;
+  s->unshare_rc = cprof__fds_unshare();
+  s->own_table = cprof__fds_in_own_table();
+  list_table(s->listing, sizeof s->listing);
+  s->opened = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  /* The main thread's pipe number, here: not open, and closing it must not
+   * touch the main thread's pipe. */
+  s->closed_main = close(main_pipe[1]) == 0 ? 0 : errno;
+  pthread_t t;
+  if (pthread_create(&t, NULL, child, s) == 0)
+    pthread_join(t, NULL);
+  close(s->opened);
+  return NULL;
+}
+
+int main(void) {
+  CHECK_EQ_INT(pipe(main_pipe), 0);
+  /* Numbers above the pipe, so that the thread's first open (3) is a number
+   * the main thread uses too. */
+  int before = open("/dev/null", O_RDONLY);
+
+  seen_t s = {.opened = -1};
+  pthread_t t;
+  CHECK_EQ_INT(pthread_create(&t, NULL, unsharer, &s), 0);
+  pthread_join(t, NULL);
+
+  CHECK_EQ_INT(s.unshare_rc, 0);
+  CHECK_EQ_INT(s.own_table, 1);
+  CHECK_EQ_INT(cprof__fds_in_own_table(), 0);
+  CHECK_EQ_STR(s.listing, "0:/dev/null 1:/dev/null 2:/dev/null");
+  CHECK_EQ_INT(s.opened, 3); /* the lowest free number in its table */
+  CHECK_EQ_INT(s.closed_main, EBADF);
+  CHECK_EQ_INT(s.child_sees, 1);
+  CHECK_EQ_INT(s.child_own, 1);
+
+  /* The main thread's table is untouched: its pipe works, its numbers are
+   * where they were, and its next open gets the number it would have. */
+  CHECK_EQ_INT(write(main_pipe[1], "x", 1), 1);
+  char c = 0;
+  CHECK_EQ_INT(read(main_pipe[0], &c, 1), 1);
+  CHECK_EQ_INT(c, 'x');
+  CHECK(fcntl(before, F_GETFD) >= 0);
+  int next = open("/dev/null", O_RDONLY);
+  CHECK_EQ_INT(next, before + 1);
+  close(next);
+  close(before);
+  return check_result("core/test_fds");
+}
