@@ -459,10 +459,12 @@ static void fork_child(void) {
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void register_atfork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
+void cprof__cpu_atfork_register(void) { pthread_once(&atfork_once, register_atfork); }
+
 /* Every use of the lock comes here: the fork handlers are in place before
  * the lock is ever held. */
 static void lock_cpu(void) {
-  pthread_once(&atfork_once, register_atfork);
+  cprof__cpu_atfork_register();
   pthread_mutex_lock(&lock);
 }
 
@@ -520,11 +522,11 @@ int cprof__cpu_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE
 void cprof__cpu_thread_started(void) {
   if (!cprof__cpu_running())
     return;
-  /* Before its first sample: its walks need no snapshot that has it.
-   * (pthread_getattr_np allocates: not the program's allocation.) */
+  /* Not the program's allocations (pthread_getattr_np's, a chunk of
+   * slots): and under our lock, nothing may reach the heap sampler's. */
   cprof__heap_guard_enter();
+  /* Before its first sample: its walks need no snapshot that has it. */
   cprof__stack_bounds_learn();
-  cprof__heap_guard_leave();
   /* Its mask is its creator's: SIGPROF may be blocked from the start. */
   sigset_t cur;
   pthread_sigmask(SIG_BLOCK, NULL, &cur);
@@ -539,6 +541,7 @@ void cprof__cpu_thread_started(void) {
     add_timer(tid, sigismember(&cur, SIGPROF));
   }
   pthread_mutex_unlock(&lock);
+  cprof__heap_guard_leave();
 }
 
 void cprof__cpu_refresh_stacks(void) {

@@ -68,4 +68,12 @@ void cprof__cpu_timer_resume(void);
  * registers fork handlers of its own, which call it). */
 void cprof__cpu_atfork_child(void);
 
+/* Registers cpu.c's fork handlers (idempotent; the first use of its lock
+ * does it anyway). Its lock is a leaf: nothing holding it waits for
+ * another lock of cprof's. So its prepare handler must take it after the
+ * prepare handlers of locks held while calling in here (output.c's), and
+ * pthread_atfork runs prepare handlers in the reverse order of
+ * registration: call this before registering those. */
+void cprof__cpu_atfork_register(void);
+
 #endif

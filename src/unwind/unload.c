@@ -16,6 +16,17 @@ cprof__unload_t cprof__unload;
  * the walks in flight take, microseconds. */
 static int flipping;
 
+void cprof__unload_atfork_child(void) {
+  /* The child's only thread is the one that forked: no walk is in flight
+   * and no dlclose is half done in it. */
+  __atomic_store_n(&cprof__unload.walks[0], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&cprof__unload.walks[1], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&cprof__unload.unloading, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&flipping, 0, __ATOMIC_SEQ_CST);
+}
+
+#ifndef CPROF_NO_INTERPOSE
+
 static void pause_briefly(void) {
   struct timespec ts = {0, 20 * 1000};
   nanosleep(&ts, NULL);
@@ -32,17 +43,6 @@ static void wait_for_walks(void) {
     pause_briefly();
   __atomic_store_n(&flipping, 0, __ATOMIC_RELEASE);
 }
-
-void cprof__unload_atfork_child(void) {
-  /* The child's only thread is the one that forked: no walk is in flight
-   * and no dlclose is half done in it. */
-  __atomic_store_n(&cprof__unload.walks[0], 0, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&cprof__unload.walks[1], 0, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&cprof__unload.unloading, 0, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&flipping, 0, __ATOMIC_SEQ_CST);
-}
-
-#ifndef CPROF_NO_INTERPOSE
 
 CPROF_EXTERN int dlclose(void *handle) {
   static void *real;

@@ -38,7 +38,7 @@ static void body(int k) {
 int main(int argc, char **argv) {
   if (argc > 1)
     iterations = atol(argv[1]);
-  for (int k = 0; k < COROUTINES; k++) {
+  for (volatile int k = 0; k < COROUTINES; k++) { /* volatile: getcontext returns twice */
     getcontext(&ctx[k]);
     ctx[k].uc_stack.ss_sp = malloc(STACK);
     ctx[k].uc_stack.ss_size = STACK;
@@ -47,8 +47,8 @@ int main(int argc, char **argv) {
       return 1;
     makecontext(&ctx[k], (void (*)(void))body, 1, k);
   }
-  for (int t = 0; t < TURNS + 1; t++)
-    for (int k = 0; k < COROUTINES; k++)
+  for (volatile int t = 0; t < TURNS + 1; t++) /* volatile: swapcontext returns twice */
+    for (volatile int k = 0; k < COROUTINES; k++)
       swapcontext(&main_ctx, &ctx[k]);
   for (int k = 0; k < COROUTINES; k++)
     printf("coroutine %d: %016llx\n", k, (unsigned long long)sums[k]);
