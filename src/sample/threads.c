@@ -416,13 +416,21 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
   }
 }
 
-/* The capturing thread's own stack, from here. */
+/* The capturing thread's own stack, from here, by the walk the handlers
+ * use. getcontext fills the registers but not uc_stack, which the walk
+ * reads to bound the stack: this thread is on its own stack, not an
+ * alternate signal stack. */
 __attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const cprof__maps_t *maps,
                                                   cprof__thread_stack_t *t) {
   ucontext_t uc;
-  t->depth = getcontext(&uc) == 0
-                 ? cprof__unwind_sigsafe(how, &uc, maps, t->pcs, CPROF_MAX_DEPTH)
-                 : 0;
+  memset(&uc, 0, sizeof uc);
+  t->depth = 0;
+  if (getcontext(&uc) != 0)
+    return;
+  uc.uc_stack.ss_sp = NULL;
+  uc.uc_stack.ss_size = 0;
+  uc.uc_stack.ss_flags = SS_DISABLE;
+  t->depth = cprof__unwind_sigsafe(how, &uc, maps, t->pcs, CPROF_MAX_DEPTH);
 }
 
 static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
