@@ -21,11 +21,15 @@
 #define NOFP __attribute__((noinline, optimize("omit-frame-pointer")))
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#ifdef __SANITIZE_THREAD__
+#define FORKS 60 /* ThreadSanitizer makes each fork of a threaded process slow */
+#else
 #define FORKS 400
+#endif
 #define BURNERS 3
 
 static int stop;
-static volatile uint64_t sink;
+static __thread volatile uint64_t sink;
 
 /* Deep stacks without frame pointers: each handler walks 60 frames. */
 NOFP static uint64_t descend(int d) {
