@@ -3,7 +3,7 @@
  * handler lands on what is left. Without cprof they print their sums; under
  * a 1000 Hz whole-run profile they must print the same.
  *
- *   small_stack [ITERATIONS]   (default 150 million per thread)
+ *   small_stack [ITERATIONS]   (default 80 million per thread)
  *
  * Each thread holds a buffer of USE bytes on its stack (5, 6, 7, 8 and
  * 8.5 KiB: glibc puts the thread's TLS and descriptor at the top of the
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long iterations = 150000000;
+static long iterations = 80000000;
 
 typedef struct job {
   int use;
