@@ -1,13 +1,16 @@
 /* The heap sampler and its tables (see heap.h for the design).
  *
- * Everything here runs inside the program's malloc and free, so it keeps to
- * four rules. The fast paths (in malloc.c) touch only this thread's TLS
- * and the block's header. The tables' memory is cprof's own (core/pages.h),
- * never the program's heap. The slow paths set the thread's guard first,
- * so that what the libraries they call allocate (libgcc's unwinder, the
- * first look at a thread's stack) passes through unsampled and its frees
- * never come back here for the lock they hold. And a warm sampled path
- * makes no system call (unwind/caller.h). */
+ * Everything here runs inside the program's malloc and free, on a thread
+ * that may hold any lock of the program's, so it keeps to five rules. The
+ * fast paths (in malloc.c) touch only this thread's TLS and the block's
+ * header. The tables' memory is cprof's own (core/pages.h), never the
+ * program's heap, and nothing on the slow paths allocates from it (the
+ * stack's top and the walk come from unwind/caller.h, without malloc). The
+ * slow paths set the thread's guard first, so that nothing they do is
+ * sampled or profiled. The lock is one of cprof's own (own_lock.h): held
+ * across fork by its handlers, and a sample that finds it held while a
+ * fork is being prepared is dropped rather than waited for. And a warm
+ * sampled path makes no system call (unwind/caller.h). */
 #include "sample/heap.h"
 
 #include <errno.h>
