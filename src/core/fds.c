@@ -26,7 +26,9 @@
  * program's stdio would keep its pipes open after it closed or redirected
  * them (a parent waiting for EOF on a daemon's stderr would wait for ever),
  * and leaving the numbers free would give them to sockets, where anything
- * writing to "stderr" from our threads would land. */
+ * writing to "stderr" from our threads would land. Our threads print
+ * nothing. In cprof's own sanitizer builds, for its tests, 2 stays the
+ * program's stderr, where the sanitizers write their reports. */
 #include "core/fds.h"
 
 #include <errno.h>
@@ -46,6 +48,15 @@
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KEEP_STDERR 1
+#else
+#define KEEP_STDERR 0
+#endif
+/* The numbers from which nothing of the program's is kept. (0 and 1 are
+ * replaced by /dev/null either way.) */
+#define FIRST_DROPPED (KEEP_STDERR ? 3 : 0)
+
 static __thread int own_table;
 
 int cprof__fds_in_own_table(void) { return own_table; }
@@ -58,7 +69,7 @@ static void close_by_number(void) {
   rlim_t max = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
   if (max > 65536)
     max = 65536;
-  for (rlim_t fd = 0; fd < max; fd++)
+  for (rlim_t fd = FIRST_DROPPED; fd < max; fd++)
     close((int)fd);
 }
 
@@ -67,7 +78,7 @@ static void close_by_number(void) {
  * close_range. The copies are found in /proc/thread-self/fd (Linux 3.17),
  * with getdents64 on a descriptor closed last. */
 static void close_all_copies(void) {
-  if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0)
+  if (syscall(SYS_close_range, FIRST_DROPPED, ~0u, 0u) == 0)
     return;
   int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) {
@@ -84,7 +95,7 @@ static void close_all_copies(void) {
       const char *name = buf + off + 19;
       if (name[0] >= '0' && name[0] <= '9') {
         int fd = atoi(name);
-        if (fd != dir)
+        if (fd != dir && fd >= FIRST_DROPPED)
           close(fd);
       }
       off += reclen;
@@ -95,16 +106,29 @@ static void close_all_copies(void) {
     close_by_number();
 }
 
+/* ThreadSanitizer knows one descriptor table per process: one number used
+ * in two tables looks to it like one descriptor two threads use without
+ * synchronising. In cprof's TSan build, for its tests, our numbers start
+ * where a test's do not reach. */
+#ifdef __SANITIZE_THREAD__
+#define FIRST_OWN_NUMBER 100
+#else
+#define FIRST_OWN_NUMBER 3
+#endif
+
 /* 0, 1 and 2 on /dev/null, or on an eventfd where there is no /dev/null
  * (it refuses anything but 8-byte writes, which is what we want here). */
 static void fill_stdio(void) {
   int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (fd < 0)
     fd = eventfd(0, EFD_CLOEXEC);
-  if (fd != 0)
-    return; /* the table was not empty: leave it as it is */
-  dup3(0, 1, O_CLOEXEC);
-  dup3(0, 2, O_CLOEXEC);
+  if (fd < 0)
+    return;
+  for (int i = 0; i < FIRST_OWN_NUMBER; i++)
+    if (i != fd && !(i == 2 && KEEP_STDERR))
+      dup3(fd, i, O_CLOEXEC);
+  if (fd > 2 && FIRST_OWN_NUMBER == 3)
+    close(fd);
 }
 
 int cprof__fds_unshare(void) {
@@ -113,7 +137,7 @@ int cprof__fds_unshare(void) {
    * from 0 up is to be closed, so nothing below 0 is copied). Safe because
    * the table is shared: our creator still runs and uses it. Were it not,
    * the kernel would close the one table there is. */
-  if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+  if (syscall(SYS_close_range, FIRST_DROPPED, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
     if (unshare(CLONE_FILES) != 0)
       return -errno;
     /* We have a table of our own now, with copies of the program's

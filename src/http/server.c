@@ -43,9 +43,10 @@
 #define MAX_CONNECTIONS 32
 #define IDLE_TIMEOUT_S 120
 /* How long the symbolizer may sit unused before the keeper lets it go, with
- * its files and memory (about 20 MB once libc's DWARF is loaded). Building
- * it again costs the next request about 80 ms, a warm one 2 ms: a burst of
- * requests (pprof's, a person's) stays warm, an idle process holds nothing. */
+ * its memory (16 MB of a small program's RSS once libc's DWARF is loaded).
+ * Building it again costs the next /goroutine about 80 ms, against 2 ms
+ * warm: a burst of requests (pprof's, a person's) stays warm, and an idle
+ * process holds nothing. */
 #define SYMBOLIZER_IDLE_MS 5000
 
 static struct MHD_Daemon *daemon_;
@@ -352,8 +353,9 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
     pthread_join(keeper.thread, NULL);
     if (rc == -ENOTSUP)
       cprof__log("the profiling server needs a descriptor table of its own, out of the "
-                 "program's reach, and the kernel refused one (unshare: %s; close_range: "
-                 "Linux 5.9)", strerror(-keeper.unshare_err));
+                 "program's reach, and the kernel refused one (close_range with "
+                 "CLOSE_RANGE_UNSHARE, from Linux 5.9, and unshare(CLONE_FILES): %s)",
+                 strerror(-keeper.unshare_err));
     return rc;
   }
   keeper.running = 1;

@@ -48,5 +48,5 @@ done_with refused
 cat "$T/refused.err"
 check "refused: the program printed what it prints without cprof" same plain refused out
 check "refused: one line says the server is off and why" \
-  has "$T/refused.err" 'descriptor table of its own.*unshare: Operation not permitted'
+  has "$T/refused.err" 'descriptor table of its own.*unshare.*Operation not permitted'
 finish

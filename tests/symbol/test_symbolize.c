@@ -408,8 +408,10 @@ static void *own_table_thread(void *fn) {
 
 static void in_own_table(void (*fn)(void)) {
   pthread_t t;
-  CHECK_EQ_INT(pthread_create(&t, NULL, own_table_thread, (void *)fn), 0);
-  pthread_join(t, NULL);
+  int rc = pthread_create(&t, NULL, own_table_thread, (void *)fn);
+  if (rc == 0)
+    pthread_join(t, NULL);
+  CHECK_EQ_INT(rc, 0);
 }
 
 static int open_fds(void) {
