@@ -132,11 +132,11 @@ static void fill_stdio(void) {
 }
 
 int cprof__fds_unshare(void) {
-  /* close_range(2) over every number with CLOSE_RANGE_UNSHARE gives this
-   * thread a new table and copies nothing into it (fs/file.c: everything
-   * from 0 up is to be closed, so nothing below 0 is copied). Safe because
-   * the table is shared: our creator still runs and uses it. Were it not,
-   * the kernel would close the one table there is. */
+  /* close_range(2) from FIRST_DROPPED to the top with CLOSE_RANGE_UNSHARE
+   * gives this thread a new table and copies into it only the numbers
+   * below FIRST_DROPPED (fs/file.c: what is to be closed is not copied).
+   * Safe because the table is shared: our creator runs and waits for us.
+   * Were it not, the kernel would close in the one table there is. */
   if (syscall(SYS_close_range, FIRST_DROPPED, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
     if (unshare(CLONE_FILES) != 0)
       return -errno;
