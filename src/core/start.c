@@ -77,8 +77,11 @@ static int start(const cprof_options_t *opts) {
   cprof__config_t cfg;
   int err = cprof__config_load(opts, &cfg);
 
-  int terr = cprof__threads_init();
-  if (terr != 0)
+  /* The signal with which threads are asked for their stacks: installed
+   * only for a server, so that a program without one sees no system call
+   * it does not need. (A program that calls cprof_handle_request itself
+   * gets it at its first capture: threads.c.) */
+  if (cfg.addr.enabled && cprof__threads_init() != 0)
     cprof__log("no free real-time signal: thread stacks (goroutine profile) are unavailable");
   if (cfg.heap_rate > 0) {
     char why[600];
@@ -108,12 +111,14 @@ static int start(const cprof_options_t *opts) {
         served.port = atoi(colon + 1);
       if (cfg.addr.port == 0) /* the user asked for any free port: say which */
         cprof__log("serving http://%s%s/debug/pprof/", bound, cfg.prefix);
-    } else {
+    } else if (serr != -ENOTSUP) { /* -ENOTSUP: the server has said why */
       const char *v = opts && opts->addr ? opts->addr : getenv("CPROF_ADDR");
       cprof__log("CPROF_ADDR=%s: cannot listen: %s; the profiling server is off",
                  v ? v : "127.0.0.1:6060", cprof_strerror(serr));
       if (!err)
         err = serr;
+    } else if (!err) {
+      err = serr;
     }
   }
   pthread_mutex_unlock(&life_lock);

@@ -53,7 +53,7 @@ stop
 # The top view people type first, as in Go's docs.
 start target --ready -- "$P/stacks_linked"
 pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top"
-check "-top counts one sample per thread (7: main, reader, spinner, sleeper, blocker, MHD-listen, MHD-connection)" \
-  has "$T/top" 'of 7 total'
+check "-top counts one sample per thread (8: main, reader, spinner, sleeper, blocker, cprof-server, MHD-listen, MHD-connection)" \
+  has "$T/top" 'of 8 total'
 check "-top names block_in_read" has "$T/top" 'block_in_read'
 finish
