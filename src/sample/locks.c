@@ -49,7 +49,34 @@
 
 /* The real functions. Each pointer starts at a stand-in that looks the
  * function up (dlsym(RTLD_NEXT)) and calls it, so that the wrappers' fast
- * paths hold no call of their own: no frame, no saved register. */
+ * paths hold no call of their own: no frame, no saved register. The
+ * library's constructor looks them all up before the program runs (init,
+ * below): dlsym may take the loader's lock, which a thread in dlopen holds
+ * while a constructor takes the program's locks. The stand-ins serve only
+ * calls made before that, by constructors that run before ours. */
+#define REAL_FNS(X)                                                                               \
+  X(pthread_mutex_lock, int, (pthread_mutex_t * m), (m))                                          \
+  X(pthread_mutex_trylock, int, (pthread_mutex_t * m), (m))                                       \
+  X(pthread_mutex_timedlock, int, (pthread_mutex_t * m, const struct timespec *t), (m, t))        \
+  X(pthread_mutex_unlock, int, (pthread_mutex_t * m), (m))                                        \
+  X(pthread_rwlock_rdlock, int, (pthread_rwlock_t * l), (l))                                      \
+  X(pthread_rwlock_wrlock, int, (pthread_rwlock_t * l), (l))                                      \
+  X(pthread_rwlock_tryrdlock, int, (pthread_rwlock_t * l), (l))                                   \
+  X(pthread_rwlock_trywrlock, int, (pthread_rwlock_t * l), (l))                                   \
+  X(pthread_rwlock_timedrdlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))    \
+  X(pthread_rwlock_timedwrlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))    \
+  X(pthread_rwlock_unlock, int, (pthread_rwlock_t * l), (l))                                      \
+  X(pthread_spin_lock, int, (pthread_spinlock_t * l), (l))                                        \
+  X(pthread_spin_trylock, int, (pthread_spinlock_t * l), (l))                                     \
+  X(pthread_join, int, (pthread_t t, void **out), (t, out))                                       \
+  X(pthread_tryjoin_np, int, (pthread_t t, void **out), (t, out))                                 \
+  X(pthread_cond_wait, int, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))                     \
+  X(pthread_cond_timedwait, int,                                                                  \
+    (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t))                \
+  X(sem_wait, int, (sem_t * s), (s))                                                              \
+  X(sem_trywait, int, (sem_t * s), (s))                                                           \
+  X(sem_timedwait, int, (sem_t * s, const struct timespec *t), (s, t))
+
 #define REAL_FN(name, ret, params, args)                                                          \
   static ret first_##name params;                                                               \
   static ret(*real_##name) params = first_##name;                                               \
@@ -58,27 +85,14 @@
     __atomic_store_n(&real_##name, f_, __ATOMIC_RELAXED);                                       \
     return f_ args;                                                                             \
   }
-REAL_FN(pthread_mutex_lock, int, (pthread_mutex_t * m), (m))
-REAL_FN(pthread_mutex_trylock, int, (pthread_mutex_t * m), (m))
-REAL_FN(pthread_mutex_timedlock, int, (pthread_mutex_t * m, const struct timespec *t), (m, t))
-REAL_FN(pthread_mutex_unlock, int, (pthread_mutex_t * m), (m))
-REAL_FN(pthread_rwlock_rdlock, int, (pthread_rwlock_t * l), (l))
-REAL_FN(pthread_rwlock_wrlock, int, (pthread_rwlock_t * l), (l))
-REAL_FN(pthread_rwlock_tryrdlock, int, (pthread_rwlock_t * l), (l))
-REAL_FN(pthread_rwlock_trywrlock, int, (pthread_rwlock_t * l), (l))
-REAL_FN(pthread_rwlock_timedrdlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))
-REAL_FN(pthread_rwlock_timedwrlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))
-REAL_FN(pthread_rwlock_unlock, int, (pthread_rwlock_t * l), (l))
-REAL_FN(pthread_spin_lock, int, (pthread_spinlock_t * l), (l))
-REAL_FN(pthread_spin_trylock, int, (pthread_spinlock_t * l), (l))
-REAL_FN(pthread_join, int, (pthread_t t, void **out), (t, out))
-REAL_FN(pthread_tryjoin_np, int, (pthread_t t, void **out), (t, out))
-REAL_FN(pthread_cond_wait, int, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))
-REAL_FN(pthread_cond_timedwait, int,
-        (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t))
-REAL_FN(sem_wait, int, (sem_t * s), (s))
-REAL_FN(sem_trywait, int, (sem_t * s), (s))
-REAL_FN(sem_timedwait, int, (sem_t * s, const struct timespec *t), (s, t))
+REAL_FNS(REAL_FN)
+
+#define RESOLVE(name, ret, params, args)                                                          \
+  {                                                                                               \
+    ret(*f_) params = (ret(*) params)dlsym(RTLD_NEXT, #name);                                   \
+    if (f_)                                                                                       \
+      __atomic_store_n(&real_##name, f_, __ATOMIC_RELAXED);                                       \
+  }
 #define NEXT(name) __atomic_load_n(&real_##name, __ATOMIC_RELAXED)
 #define RET ((uintptr_t)__builtin_return_address(0))
 
@@ -147,6 +161,7 @@ static void slot_unlock(slot_t *s) {
 static void forget_waiters(void) { memset(slots, 0, sizeof slots); }
 
 __attribute__((constructor)) static void init(void) {
+  REAL_FNS(RESOLVE)
   pthread_atfork(NULL, NULL, forget_waiters);
   struct dl_find_object o;
   if (_dl_find_object((void *)init, &o) == 0 && o.dlfo_link_map && o.dlfo_link_map->l_name &&
