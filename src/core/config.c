@@ -290,4 +290,8 @@ void cprof__config_set(const cprof__config_t *cfg) {
   pthread_mutex_unlock(&cfg_lock);
 }
 
-void cprof__config_atfork_child(void) { pthread_mutex_init(&cfg_lock, NULL); }
+/* Held across fork by start.c's handlers: the child's copy is consistent
+ * and its one thread holds the lock, which it releases. */
+void cprof__config_atfork_prepare(void) { pthread_mutex_lock(&cfg_lock); }
+void cprof__config_atfork_parent(void) { pthread_mutex_unlock(&cfg_lock); }
+void cprof__config_atfork_child(void) { pthread_mutex_unlock(&cfg_lock); }

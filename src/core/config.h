@@ -67,5 +67,7 @@ void cprof__config_set(const cprof__config_t *cfg);
 
 
 
+void cprof__config_atfork_prepare(void);
+void cprof__config_atfork_parent(void);
 void cprof__config_atfork_child(void);
 #endif

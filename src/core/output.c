@@ -223,10 +223,22 @@ out:
   pthread_mutex_unlock(&lock);
 }
 
+/* Both locks are held across fork (start.c's handlers), so that the child
+ * finds them consistent and its own, to release. */
+void cprof__output_atfork_prepare(void) {
+  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&wake_lock);
+}
+
+void cprof__output_atfork_parent(void) {
+  pthread_mutex_unlock(&wake_lock);
+  pthread_mutex_unlock(&lock);
+}
+
 void cprof__output_atfork_child(void) {
   /* The collector stayed in the parent; the file is the parent's to write. */
-  pthread_mutex_init(&lock, NULL);
-  pthread_mutex_init(&wake_lock, NULL);
+  pthread_mutex_unlock(&wake_lock);
+  pthread_mutex_unlock(&lock);
   armed = 0;
   recording = 0;
   parked = 0;

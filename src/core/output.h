@@ -12,6 +12,8 @@ void cprof__output_start(const cprof__config_t *cfg);
 /* Stops recording and writes the file; does nothing if not recording, or
  * in a forked child (the file is the parent's). */
 void cprof__output_finish(void);
+void cprof__output_atfork_prepare(void);
+void cprof__output_atfork_parent(void);
 void cprof__output_atfork_child(void);
 /* Ends the collector thread while the CPU profile goes on recording, and
  * starts it again: see start.c's park. */

@@ -32,27 +32,59 @@ static int running;
 static int serving;
 static char bound[300];
 static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
+static int server_parked;      /* stopped by park_locked, to start again */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* fork: every lock of cprof's is held across it, so that the child finds
+ * each consistent and its own, to release, never to re-initialise under a
+ * thread that may hold it. Taken outer to inner, in the order cprof takes
+ * them itself: this lock (held while the server and the output collector
+ * start and stop), the output's (held while it writes, which symbolizes),
+ * the capture's (held while it unwinds threads from outside, which
+ * symbolizes), the symbolizer's, the server keeper's, the settings'.
+ * Inner still, each with handlers of its own registered earlier, so that
+ * their prepare runs after this one: cpu.c's lock, then the samplers'
+ * tables (own_lock.c). */
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&life_lock);
+  cprof__output_atfork_prepare();
+  cprof__threads_atfork_prepare();
+  cprof__symbolizer_atfork_prepare();
+  cprof__server_atfork_prepare();
+  cprof__config_atfork_prepare();
+}
+
+static void atfork_parent(void) {
+  cprof__config_atfork_parent();
+  cprof__server_atfork_parent();
+  cprof__symbolizer_atfork_parent();
+  cprof__threads_atfork_parent();
+  cprof__output_atfork_parent();
+  pthread_mutex_unlock(&life_lock);
+}
 
 static void atfork_child(void) {
   /* The child is single-threaded: our server thread and any request in
-   * flight stayed in the parent, and the locks they held may look taken.
-   * Start the child clean; it may call cprof_start again. */
-  pthread_mutex_init(&life_lock, NULL);
+   * flight stayed in the parent. Start the child clean; it may call
+   * cprof_start again. */
   cprof__config_atfork_child();
-  cprof__threads_atfork_child();
-  cprof__cpu_atfork_child();
-  cprof__output_atfork_child();
-  cprof__thread_count_atfork_child();
+  cprof__server_atfork_child();
   cprof__symbolizer_atfork_child();
-  if (serving)
-    cprof__server_atfork_child();
+  cprof__threads_atfork_child();
+  cprof__output_atfork_child();
+  cprof__cpu_atfork_child();
+  cprof__thread_count_atfork_child();
   running = 0;
   serving = 0;
+  server_parked = 0;
   bound[0] = '\0';
+  pthread_mutex_unlock(&life_lock);
 }
 
-static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
+static void register_atfork(void) {
+  cprof__cpu_atfork_register(); /* first: its prepare runs after ours */
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
 
 static void follow_credentials(void);
 static void last_program_thread_gone(void);
@@ -82,7 +114,7 @@ static int start(const cprof_options_t *opts) {
    * it does not need. (A program that calls cprof_handle_request itself
    * gets it at its first capture: threads.c.) */
   if (cfg.addr.enabled && cprof__threads_init() != 0)
-    cprof__log("no free real-time signal: thread stacks (goroutine profile) are unavailable");
+    cprof__log("no free real-time signal: running threads will show without stacks in the goroutine profile");
   if (cfg.heap_rate > 0) {
     char why[600];
     if (cprof__malloc_check(why, sizeof why) != 0) {
@@ -147,8 +179,6 @@ void cprof_stop(void) {
  * threads started again by the program's thread that changed them follow
  * the program exactly (creds.c). The listening socket is opened again on
  * the same port. */
-static int server_parked;
-
 static void park_locked(void) {
   cprof__output_park();
   if (serving) {

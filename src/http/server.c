@@ -380,5 +380,11 @@ void cprof__server_atfork_child(void) {
    * numbers here would close the child's own. */
   daemon_ = NULL;
   keeper.running = 0;
-  keeper_init();
+  pthread_mutex_unlock(&keeper.lock); /* held across fork: see prepare */
 }
+
+/* The keeper's lock is held across fork (start.c's handlers), so that the
+ * child finds it its own; a server started in the child makes its keeper
+ * afresh (keeper_init). */
+void cprof__server_atfork_prepare(void) { pthread_mutex_lock(&keeper.lock); }
+void cprof__server_atfork_parent(void) { pthread_mutex_unlock(&keeper.lock); }

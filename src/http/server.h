@@ -16,6 +16,8 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
 void cprof__server_stop(void);
 /* In a forked child: the server's threads are gone, and their descriptors
  * were never in the child's table. Forgets them. */
+void cprof__server_atfork_prepare(void);
+void cprof__server_atfork_parent(void);
 void cprof__server_atfork_child(void);
 
 #endif

@@ -66,7 +66,11 @@ static inline int cprof__heap_guarded(void) { return cprof__heap_tls.guard != 0;
 /* The fast path, before each allocation of `size` bytes: whether it takes
  * this thread's countdown below zero (then ask cprof__heap_should_sample). */
 static inline int cprof__heap_crossing(size_t size) {
-  return __builtin_expect((cprof__heap_tls.countdown -= (int64_t)size) < 0, 0);
+  /* A size of 2^63 or more (a negative length passed as size_t) would
+   * raise the countdown and silence the thread's sampling for good: it
+   * crosses instead, and the allocator refuses it as it would anyway. */
+  int64_t s = (int64_t)size;
+  return __builtin_expect((cprof__heap_tls.countdown -= s) < 0 || s < 0, 0);
 }
 
 /* The slow path of an allocation that crossed: draws the next distance and

@@ -616,9 +616,12 @@ void cprof__threads_dump_free(cprof__thread_dump_t *d) {
   d->n = 0;
 }
 
+/* The lock is held across fork (start.c's handlers): the child finds it
+ * its own, and releases it. */
+void cprof__threads_atfork_prepare(void) { pthread_mutex_lock(&capture_lock); }
+void cprof__threads_atfork_parent(void) { pthread_mutex_unlock(&capture_lock); }
+
 void cprof__threads_atfork_child(void) {
-  /* The child has one thread; the lock may have been held by another
-   * thread of the parent, which the child does not have. */
-  pthread_mutex_init(&capture_lock, NULL);
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&capture_lock);
 }

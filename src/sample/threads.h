@@ -65,6 +65,8 @@ int cprof__threads_count(void);
 /* The signal number chosen, or 0 before init (or when none was free). */
 int cprof__threads_signal(void);
 
+void cprof__threads_atfork_prepare(void);
+void cprof__threads_atfork_parent(void);
 void cprof__threads_atfork_child(void);
 
 #endif

@@ -537,18 +537,21 @@ long cprof__symbolizer_trim(long idle_ms) {
   return left;
 }
 
+/* The lock is held across fork (start.c's handlers): the child finds it
+ * its own, and releases it. */
+void cprof__symbolizer_atfork_prepare(void) { pthread_mutex_lock(&lock); }
+void cprof__symbolizer_atfork_parent(void) { pthread_mutex_unlock(&lock); }
+
 void cprof__symbolizer_atfork_child(void) {
   /* Another thread of the parent may have been using the instance when the
-   * fork happened, so its state cannot be trusted; leaking it is the only
-   * safe way to let go. Any descriptors it holds were in cprof's own
-   * table, which the child does not have: ending it would close the child's
-   * numbers. The lock may be held by a thread that does not exist in the child, so it
-   * gets a fresh one. */
-  static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+   * fork happened (it uses it outside the lock), so its state cannot be
+   * trusted; leaking it is the only safe way to let go. Any descriptors it
+   * holds were in cprof's own table, which the child does not have: ending
+   * it would close the child's numbers. */
   current = NULL;
   used_hook = NULL;
   cprof__dwfl_handed_atfork_child();
-  lock = fresh;
+  pthread_mutex_unlock(&lock);
 }
 
 void cprof__symbolizer_quick(int on) { quick = on; }

@@ -84,6 +84,8 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
 
 /* After fork(), in the child: forget the parent's state without touching its
  * locks' owners. */
+void cprof__symbolizer_atfork_prepare(void);
+void cprof__symbolizer_atfork_parent(void);
 void cprof__symbolizer_atfork_child(void);
 
 #endif

@@ -15,8 +15,9 @@
  *
  * Where a pc's rule does not fit (signal trampolines, the PLT's
  * DW_CFA_def_cfa_expression, other registers as the CFA's base), the walk
- * from here gives up with -1, and its caller walks with libgcc instead. The
- * walk from a signal cannot call libgcc (dl_iterate_phdr takes a lock in a
+ * from here gives up with -1, and its caller goes on with the handlers'
+ * walk from a context (caller.c), never libgcc: the walk from a signal
+ * cannot call libgcc (dl_iterate_phdr takes a lock in a
  * handler), so it steps over signal frames itself, falls back to a checked
  * leaf or frame-pointer step, or ends the stack with CPROF_PC_STACK_CUT.
  *
