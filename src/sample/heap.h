@@ -66,11 +66,17 @@ static inline int cprof__heap_guarded(void) { return cprof__heap_tls.guard != 0;
 /* The fast path, before each allocation of `size` bytes: whether it takes
  * this thread's countdown below zero (then ask cprof__heap_should_sample). */
 static inline int cprof__heap_crossing(size_t size) {
-  /* A size of 2^63 or more (a negative length passed as size_t) would
-   * raise the countdown and silence the thread's sampling for good: it
-   * crosses instead, and the allocator refuses it as it would anyway. */
-  int64_t s = (int64_t)size;
-  return __builtin_expect((cprof__heap_tls.countdown -= s) < 0 || s < 0, 0);
+  /* An unsigned subtraction, crossing on its borrow. The slow path always
+   * leaves the countdown at 0 or more, so for sizes below 2^63 this is the
+   * countdown going below zero; and a size of 2^63 or more (a negative
+   * length passed as size_t) crosses too, where a signed subtraction would
+   * raise the countdown and silence the thread's sampling for good. (A
+   * load, a subtraction, a store and a jump on carry: the signed form was
+   * one instruction shorter, a difference below the benchmark's noise.) */
+  uint64_t left;
+  int crossed = __builtin_sub_overflow((uint64_t)cprof__heap_tls.countdown, (uint64_t)size, &left);
+  cprof__heap_tls.countdown = (int64_t)left;
+  return __builtin_expect(crossed, 0);
 }
 
 /* The slow path of an allocation that crossed: draws the next distance and
