@@ -19,26 +19,6 @@ fetch() {
   cp "$T/g.debug=2" "$T/dump"
 }
 
-# await NAME: waits for the program start began ($PID) to end, at most 30 s
-# (then it is killed with SIGKILL: exit code 137), keeping its exit code in
-# $T/NAME.rc.
-await() {
-  local rc=0
-  timeout 30 tail --pid="$PID" -s 0.1 -f /dev/null || kill -9 "$PID" 2>/dev/null || true
-  wait "$PID" 2>/dev/null || rc=$?
-  echo $rc >"$T/$1.rc"
-}
-
-# compare NAME: the preloaded run printed and exited as the plain one.
-compare() {
-  check "$1: same output as without cprof" same "$1.plain" "$1.pre" out
-  check "$1: same exit code as without cprof" same "$1.plain" "$1.pre" rc
-  if ! same "$1.plain" "$1.pre" out; then
-    echo "--- without cprof" >&2; cat "$T/$1.plain.out" >&2
-    echo "--- under cprof" >&2; cat "$T/$1.pre.out" >&2
-  fi
-}
-
 # The calls, each in its own thread, 5 s each. Each plain run goes on
 # beside its run under cprof, to keep the test short.
 run waits.plain -- "$H/host_eintr_waits" &

@@ -27,25 +27,6 @@ fetch_during() {
   check "$name: three profiles or more were fetched while it ran ($n)" [ $n -ge 3 ]
 }
 
-# await NAME: waits for the program start began ($PID) to end, at most 30 s
-# (then it is killed with SIGKILL: exit code 137), keeping its exit code in
-# $T/NAME.rc.
-await() {
-  local rc=0
-  timeout 30 tail --pid="$PID" -s 0.1 -f /dev/null || kill -9 "$PID" 2>/dev/null || true
-  wait "$PID" 2>/dev/null || rc=$?
-  echo $rc >"$T/$1.rc"
-}
-
-# compare NAME: the preloaded run printed and exited as the plain one.
-compare() {
-  check "$1: same output as without cprof" same "$1.plain" "$1.pre" out
-  check "$1: same exit code as without cprof" same "$1.plain" "$1.pre" rc
-  if ! same "$1.plain" "$1.pre" out; then
-    diff "$T/$1.plain.out" "$T/$1.pre.out" >&2 || true
-  fi
-}
-
 # Blocked in every thread, queued, read later with signalfd and sigtimedwait.
 run blocked.plain -- "$H/host_rt_blocked"
 start blocked.pre --ready LD_PRELOAD="$LIB" -- "$H/host_rt_blocked"

@@ -118,6 +118,26 @@ same() { cmp -s "$T/$1.$3" "$T/$2.$3"; }
 # rc_is NAME CODE: the run exited with CODE.
 rc_is() { [ "$(cat "$T/$1.rc")" = "$2" ]; }
 
+# await NAME: waits for the program start began ($PID) to end, at most 30 s
+# (then it is killed with SIGKILL: exit code 137), keeping its exit code in
+# $T/NAME.rc.
+await() {
+  local rc=0
+  timeout 30 tail --pid="$PID" -s 0.1 -f /dev/null || kill -9 "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || rc=$?
+  echo $rc >"$T/$1.rc"
+}
+
+# compare NAME: runs NAME.plain and NAME.pre (without and with cprof)
+# printed and exited alike; when not, the difference goes to stderr.
+compare() {
+  check "$1: same output as without cprof" same "$1.plain" "$1.pre" out
+  check "$1: same exit code as without cprof" same "$1.plain" "$1.pre" rc
+  if ! same "$1.plain" "$1.pre" out; then
+    diff "$T/$1.plain.out" "$T/$1.pre.out" >&2 || true
+  fi
+}
+
 finish() {
   echo "$(basename "$0" .sh): $PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
