@@ -62,6 +62,18 @@ long cprof__heap_rate(void);
 static inline void cprof__heap_guard_enter(void) { cprof__heap_tls.guard++; }
 static inline void cprof__heap_guard_leave(void) { cprof__heap_tls.guard--; }
 static inline int cprof__heap_guarded(void) { return cprof__heap_tls.guard != 0; }
+/* The guard around a critical section that a signal handler on the same
+ * thread may interrupt: raised before it and lowered after it, with
+ * nothing of the compiler's moved across, so that a handler calling a lock
+ * wrapper or malloc meanwhile finds it raised and passes straight through. */
+static inline void cprof__heap_guard_up(void) {
+  cprof__heap_guard_enter();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void cprof__heap_guard_down(void) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  cprof__heap_guard_leave();
+}
 
 /* The fast path, before each allocation of `size` bytes: whether it takes
  * this thread's countdown below zero (then ask cprof__heap_should_sample). */

@@ -109,18 +109,10 @@ static int64_t now_ns(void) {
  * and the address of its own locks tell. */
 static uintptr_t own_lo, own_hi;
 
-/* The guard is raised around each critical section of the waiters' table
- * below, with compiler barriers, so that a signal handler that interrupts
- * one and calls a wrapper passes straight through instead of spinning on a
- * slot its own thread holds. */
-static void guard_up(void) {
-  cprof__heap_guard_enter();
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-static void guard_down(void) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  cprof__heap_guard_leave();
-}
+/* The guard is up (heap.h) around each critical section of the waiters'
+ * table below, so that a signal handler that interrupts one and calls a
+ * wrapper passes straight through instead of spinning on a slot its own
+ * thread holds. */
 
 /* Whether a call on obj (NULL: none) returning to ret is cprof's. */
 static int ours(const void *obj, uintptr_t ret) {
@@ -144,14 +136,14 @@ static slot_t *slot_of(const void *obj) {
   return &slots[((uintptr_t)obj >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)];
 }
 static void slot_lock(slot_t *s) {
-  guard_up();
+  cprof__heap_guard_up();
   while (__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED))
       __builtin_ia32_pause();
 }
 static void slot_unlock(slot_t *s) {
   __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-  guard_down();
+  cprof__heap_guard_down();
 }
 
 /* A fork child has only the forking thread: no waiters. A slot another

@@ -12,18 +12,8 @@ cprof__own_lock_t cprof__own_locks[CPROF_OWN_LOCKS];
 
 static int forking; /* atomic: > 0 while a fork's prepare handler holds the locks */
 
-/* The guard goes up before a lock is taken and comes down after it is let
- * go, with nothing of the compiler's moved across: a signal handler that
- * interrupts the critical section and calls a lock wrapper or malloc finds
- * it raised and passes straight through. */
-static void guard_up(void) {
-  cprof__heap_guard_enter();
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-static void guard_down(void) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  cprof__heap_guard_leave();
-}
+/* The guard goes up (heap.h) before a lock is taken and comes down after
+ * it is let go. */
 
 static void taken(cprof__own_lock_t *l) {
   __atomic_store_n(&l->owner, pthread_self(), __ATOMIC_RELAXED);
@@ -36,7 +26,7 @@ static void let_go(cprof__own_lock_t *l) {
 }
 
 void cprof__own_lock(cprof__own_lock_t *l) {
-  guard_up();
+  cprof__heap_guard_up();
   pthread_mutex_lock(&l->m);
   taken(l);
 }
@@ -66,12 +56,12 @@ static int wait_a_little(pthread_mutex_t *m) {
 }
 
 int cprof__own_lock_for_sample(cprof__own_lock_t *l) {
-  guard_up();
+  cprof__heap_guard_up();
   for (;;) {
     if (pthread_mutex_trylock(&l->m) == 0)
       break;
     if (__atomic_load_n(&forking, __ATOMIC_ACQUIRE)) {
-      guard_down();
+      cprof__heap_guard_down();
       return 0;
     }
     if (wait_a_little(&l->m) == 0)
@@ -83,7 +73,7 @@ int cprof__own_lock_for_sample(cprof__own_lock_t *l) {
 
 void cprof__own_unlock(cprof__own_lock_t *l) {
   let_go(l);
-  guard_down();
+  cprof__heap_guard_down();
 }
 
 int cprof__own_lock_mine(const cprof__own_lock_t *l) {
@@ -112,7 +102,7 @@ int cprof__own_locks_held(void) {
  * this thread holds. The forking flag tells samplers on other threads to
  * drop rather than wait. */
 static void fork_prepare(void) {
-  guard_up();
+  cprof__heap_guard_up();
   __atomic_add_fetch(&forking, 1, __ATOMIC_SEQ_CST);
   for (cprof__own_lock_t *l = FIRST; l < END; l++) {
     pthread_mutex_lock(&l->m);
@@ -127,7 +117,7 @@ static void fork_release(void) {
   for (cprof__own_lock_t *l = END; l-- > FIRST;)
     let_go(l);
   __atomic_sub_fetch(&forking, 1, __ATOMIC_SEQ_CST);
-  guard_down();
+  cprof__heap_guard_down();
 }
 
 /* At load, before the program's main: see own_lock.h for why first. */
