@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "contention_count.h"
 #include "sample/contention.h"
 
 #include "count_alloc.h"
@@ -35,17 +36,6 @@
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
 #if COUNTING /* else a sanitizer's build: no lock wrappers, nothing counted */
-
-static double total_count(cprof__contention_kind_t kind) {
-  cprof__contention_snapshot_t s;
-  double n = 0;
-  if (cprof__contention_snapshot(kind, &s) != 0)
-    return -1;
-  for (size_t i = 0; i < s.n; i++)
-    n += s.v[i].count;
-  cprof__contention_snapshot_free(&s);
-  return n;
-}
 
 /* ---- no allocation on the slow path ---- */
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "contention_count.h"
 #include "sample/contention.h"
 #include "sample/heap.h"
 #include "sample/own_lock.h"
@@ -57,17 +58,6 @@ static int stop;
 
 #if HAVE_WRAPPERS
 static int churned;
-
-static double total_count(cprof__contention_kind_t kind) {
-  cprof__contention_snapshot_t s;
-  double n = 0;
-  if (cprof__contention_snapshot(kind, &s) != 0)
-    return -1;
-  for (size_t i = 0; i < s.n; i++)
-    n += s.v[i].count;
-  cprof__contention_snapshot_free(&s);
-  return n;
-}
 
 static void *heap_churn(void *arg) {
   int me = (int)(intptr_t)arg;
