@@ -71,9 +71,11 @@ static void *blocker_main(void *arg) {
   return NULL;
 }
 
-/* A sleep a signal would cut short: it must run its full length. */
+/* A sleep a signal would cut short: it must not end before the test ends
+ * it (with pthread_cancel: nanosleep is a cancellation point). Long, so
+ * that a loaded machine's slow captures all find it still asleep. */
 NOINLINE void sleep_in_nanosleep(void) {
-  struct timespec ts = {2, 0};
+  struct timespec ts = {60, 0};
   if (nanosleep(&ts, NULL) != 0)
     STORE(sleeper_early, 1);
 }
@@ -182,8 +184,9 @@ int main(void) {
   }
   STORE(target_stop, 1);
   pthread_join(target, NULL);
+  CHECK_EQ_INT(LOAD(sleeper_early), 0); /* all those captures, and it sleeps on */
+  pthread_cancel(sleeper);
   pthread_join(sleeper, NULL);
-  CHECK_EQ_INT(LOAD(sleeper_early), 0); /* all those captures, and it slept 2 s */
   if (COUNTING) {
     CHECK_EQ_INT(LOAD(target_allocations), 0);
     CHECK_EQ_INT(LOAD(probe_allocations), 2);

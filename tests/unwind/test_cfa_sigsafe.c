@@ -162,9 +162,12 @@ NOFP static uint64_t above_realigned(void) {
   return realigned(61, 1, 2, 3, 4, 5, 6) + (uint64_t)pad[0];
 }
 
+static int victim_ready; /* it has learnt what it was to learn */
+
 static void *victim(void *learn) {
   if (learn)
     cprof__stack_bounds_learn();
+  STORE(victim_ready, 1);
   while (!LOAD(stop))
     sink = above_realigned();
   return NULL;
@@ -198,9 +201,13 @@ static void phase(const char *name, void *(*fn)(void *), void *arg, int want_dep
   matched = compared = deepest = crossed = 0;
   STORE(stop, 0);
   STORE(in_program_handler, 0);
+  STORE(victim_ready, 0);
   pthread_t t;
   CHECK(pthread_create(&t, NULL, fn, arg) == 0);
   usleep(20000);
+  /* On a loaded machine 20 ms may not see the victim learn its bounds. */
+  for (int i = 0; i < 1000 && fn == victim && !LOAD(victim_ready); i++)
+    usleep(1000);
   for (int i = 0; i < 1000 && want_crossed && !LOAD(in_program_handler); i++)
     usleep(1000);
   cprof__maps_t maps = {0};
