@@ -347,23 +347,12 @@ void cprof__cpu_timer_resume(void) {
     s->state = SLOT_ARMED;
 }
 
-/* Whether a thread blocks SIGPROF, from its SigBlk mask in
- * /proc/self/task/TID/status (proc(5)): 1 or 0, or -1 when it has exited. */
+/* Whether a thread blocks SIGPROF: 1 or 0, or -1 when it has exited. */
 static int blocks_sigprof(pid_t tid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  uint64_t blocked, pending;
+  if (cprof__thread_signal_masks(tid, &blocked, &pending) != 0)
     return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  const char *p = strstr(buf, "\nSigBlk:\t");
-  if (!p)
-    return -1;
-  return (int)((strtoull(p + 9, NULL, 16) >> (SIGPROF - 1)) & 1);
+  return (int)((blocked >> (SIGPROF - 1)) & 1);
 }
 
 /* Under lock: gives tid a timer, unless it has one (the look at /proc and

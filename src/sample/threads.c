@@ -268,25 +268,29 @@ static int thread_info(pid_t tid, char name[16], char *state) {
   return cprof__thread_name(tid, name) == 0 && thread_state(tid, state) == 0 ? 0 : -1;
 }
 
-/* Whether our signal is blocked or already pending for this thread, from
- * the SigBlk and SigPnd masks of /proc/self/task/TID/status (proc(5)):
- * 1 if so, 0 if not, or a negative errno. */
-static int blocked_or_pending(pid_t tid) {
+int cprof__thread_signal_masks(pid_t tid, uint64_t *blocked, uint64_t *pending) {
   char path[64], buf[2048];
   snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
   int n = read_small(path, buf, sizeof buf);
   if (n < 0)
     return n;
-  uint64_t bit = 1ULL << (signo - 1);
   const char *fields[] = {"\nSigBlk:\t", "\nSigPnd:\t"};
+  uint64_t *out[] = {blocked, pending};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     const char *p = strstr(buf, fields[i]);
     if (!p)
       return -EPROTO;
-    if (strtoull(p + strlen(fields[i]), NULL, 16) & bit)
-      return 1;
+    *out[i] = strtoull(p + strlen(fields[i]), NULL, 16);
   }
   return 0;
+}
+
+/* Whether our signal is blocked or already pending for this thread: 1 if
+ * so, 0 if not, or a negative errno. */
+static int blocked_or_pending(pid_t tid) {
+  uint64_t blocked, pending, bit = 1ULL << (signo - 1);
+  int err = cprof__thread_signal_masks(tid, &blocked, &pending);
+  return err < 0 ? err : ((blocked | pending) & bit) != 0;
 }
 
 /* Where a thread is blocked, from /proc/self/task/TID/syscall (proc(5)):

@@ -59,6 +59,11 @@ int cprof__threads_list(pid_t **out);
  * or -1 when the thread has exited. */
 int cprof__thread_name(pid_t tid, char name[16]);
 
+/* A thread's blocked and pending signals, from the SigBlk and SigPnd masks
+ * of /proc/self/task/TID/status (proc(5)), bit n-1 for signal n. Returns 0,
+ * or a negative errno (the thread has exited). */
+int cprof__thread_signal_masks(pid_t tid, uint64_t *blocked, uint64_t *pending);
+
 /* The number of threads in the process now (for the index page). */
 int cprof__threads_count(void);
 
