@@ -19,15 +19,21 @@ fetch() {
   cp "$T/g.debug=2" "$T/dump"
 }
 
-# The calls, each in its own thread, 5 s each. Each plain run goes on
-# beside its run under cprof, to keep the test short.
-run waits.plain -- "$H/host_eintr_waits" &
-plain=$!
-start waits.pre --ready LD_PRELOAD="$LIB" -- "$H/host_eintr_waits"
-fetch 3
-await waits.pre
-wait $plain
-compare waits
+# side_by_side NAME PROGRAM: runs the program without cprof and, beside
+# it (to keep the test short), under cprof while the profile is fetched;
+# then compares the two.
+side_by_side() {
+  run "$1.plain" -- "$2" &
+  local plain=$!
+  start "$1.pre" --ready LD_PRELOAD="$LIB" -- "$2"
+  fetch 3
+  await "$1.pre"
+  wait $plain
+  compare "$1"
+}
+
+# The calls, each in its own thread, 5 s each.
+side_by_side waits "$H/host_eintr_waits"
 check "waits: every call waited (no EINTR, nothing early)" \
   bash -c "! grep -Eq 'EINTR|early' '$T/waits.pre.out'"
 for fn in wait_in_recv wait_in_accept wait_in_msgrcv wait_in_semtimedop wait_in_epoll \
@@ -57,13 +63,7 @@ check "stopped: the sleep is in the dump" has "$T/dump" '^sleep_in_nanosleep\('
 if [ "$(id -u)" != 0 ]; then
   echo "skip: the privilege drop needs root"
 else
-  run setuid.plain -- "$H/host_setuid_sleep" &
-  plain=$!
-  start setuid.pre --ready LD_PRELOAD="$LIB" -- "$H/host_setuid_sleep"
-  fetch 3
-  await setuid.pre
-  wait $plain
-  compare setuid
+  side_by_side setuid "$H/host_setuid_sleep"
   check "setuid: sleeping threads are reported as of unknown state" \
     has "$T/dump" '^\[thread state unknown: .*syscall'
 fi
