@@ -27,7 +27,7 @@
  * SIGPROF still queued after a stop finds no buffer and returns. Our
  * handler stays installed afterwards: SIGPROF's default action would end
  * the program if a late one arrived. A SIGPROF that is not from our timers
- * goes to the program's own action (sigprof.c).
+ * goes to the program's own action (signals.c).
  *
  * A thread that blocks SIGPROF has no running timer (see "Threads that
  * block SIGPROF" below): a program that reads SIGPROF itself, with
@@ -53,7 +53,7 @@
 
 #include "core/clock.h"
 #include "sample/heap.h"
-#include "sample/sigprof.h"
+#include "sample/signals.h"
 #include "sample/threads.h"
 #include "symbol/maps.h"
 #include "unwind/bounds.h"
@@ -128,7 +128,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   /* Only our timers carry the cookie; a SIGPROF from kill(1), setitimer or
    * elsewhere is the program's. */
   if (info->si_code != SI_TIMER || (value & ~(uint64_t)UINT32_MAX) != cookie()) {
-    cprof__sigprof_forward_sigsafe(sig, info, uctx); /* errno is still the program's */
+    cprof__signal_forward_sigsafe(sig, info, uctx); /* errno is still the program's */
     return;
   }
   unsigned e = handler_enter_sigsafe();
@@ -473,10 +473,13 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
    * this handler's frames rather than the program's. */
   if (cprof__threads_signal())
     sigaddset(&sa.sa_mask, cprof__threads_signal());
-  /* The program's own SIGPROF handler: not ours to take either. (Taken
-   * before our lock, which is never held while another lock of cprof's is
-   * taken: the fork handlers take it last.) */
-  int err = cprof__sigprof_take(&sa);
+  /* The program's own SIGPROF handler: not ours to take either. Once
+   * taken, SIGPROF stays ours (a deleted timer's signal may still be
+   * queued), and the program's action is kept aside for every SIGPROF not
+   * from our timers (signals.c, CPROF_SHARE_KEEP). Taken before our lock,
+   * which is never held while another lock of cprof's is taken: the fork
+   * handlers take it last. */
+  int err = cprof__signal_take(SIGPROF, &sa, CPROF_SHARE_KEEP);
   if (err != 0)
     return err;
   cprof__heap_guard_enter();

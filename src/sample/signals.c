@@ -1,7 +1,7 @@
 /* Signals cprof shares with the program.
  *
  * cprof handles two signals a program may want as well: SIGPROF, for the
- * CPU profile's timers (cpu.c, through sigprof.c), and one real-time
+ * CPU profile's timers (cpu.c), and one real-time
  * signal, with which the all-thread capture asks running threads for their
  * stacks (threads.c). Neither may change what the program sees of its own
  * signals. So sigaction and signal are interposed for the signals we hold:
