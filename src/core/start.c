@@ -318,17 +318,13 @@ static int parent_runs_cprof(void) {
   return found;
 }
 
-/* CPROF_CHILDREN=1: programs the profiled program runs start cprof too. */
-static int children_wanted(void) {
-  const char *v = getenv("CPROF_CHILDREN");
-  return v && strcmp(v, "1") == 0;
-}
-
 __attribute__((constructor)) static void preload_start(void) {
   if (!preloaded())
     return;
+  /* CPROF_CHILDREN=1: programs the profiled program runs start cprof too. */
   const char *v = getenv("CPROF_CHILDREN");
-  if (!children_wanted() && parent_runs_cprof())
+  int children = v && strcmp(v, "1") == 0;
+  if (!children && parent_runs_cprof())
     return; /* exec'd by a program under cprof: be silent, serve and write nothing */
   if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
     cprof__log("CPROF_CHILDREN=%s: want 0 or 1; programs this one runs will not start cprof", v);
