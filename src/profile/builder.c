@@ -185,6 +185,7 @@ static int label_cmp(const void *pa, const void *pb) {
 typedef struct sample_key {
   const uintptr_t *pcs;
   int depth;
+  uint32_t modules;
   int64_t pseudo;
   const cprof__label_rec_t *labels;
   int nlabels;
@@ -193,7 +194,8 @@ typedef struct sample_key {
 static int sample_eq(const void *ctx, uint32_t value, const void *key) {
   const cprof__sample_rec_t *s = &((const cprof__builder_t *)ctx)->samples[value];
   const sample_key_t *k = key;
-  if (s->depth != k->depth || s->pseudo != k->pseudo || s->nlabels != k->nlabels)
+  if (s->depth != k->depth || s->pseudo != k->pseudo || s->nlabels != k->nlabels ||
+      s->modules != k->modules)
     return 0;
   for (int i = 0; i < k->depth; i++)
     if (s->pcs[i] != k->pcs[i])
@@ -207,6 +209,7 @@ static int sample_eq(const void *ctx, uint32_t value, const void *key) {
 static uint64_t sample_hash(const sample_key_t *k) {
   uint64_t h = cprof__hash_u64(CPROF_HASH_SEED, (uint64_t)k->pseudo);
   h = cprof__hash_u64(h, (uint64_t)k->depth);
+  h = cprof__hash_u64(h, k->modules);
   h = cprof__hash_u64(h, cprof__hash_pcs(k->pcs, k->depth));
   for (int i = 0; i < k->nlabels; i++) {
     const cprof__label_rec_t *l = &k->labels[i];
@@ -238,6 +241,7 @@ static int merge(cprof__builder_t *b, const sample_key_t *k, const int64_t *valu
     s->hash = h;
     s->pseudo = k->pseudo;
     s->depth = k->depth;
+    s->modules = k->modules;
     s->nlabels = k->nlabels;
     s->labels = (cprof__label_rec_t *)(void *)block;
     s->pcs = (uintptr_t *)(void *)(block + lsize);
@@ -271,6 +275,12 @@ static int add(cprof__builder_t *b, const uintptr_t *pcs, int depth, const char 
     return -ENOMEM;
   int rc = -ENOMEM;
   sample_key_t k = {.pcs = pcs, .depth = depth, .labels = lr, .nlabels = nlabels};
+  /* A stack taken after a dlclose says in its last word in which module
+   * generation: that is part of what its addresses mean, not a frame. */
+  if (depth > 0 && cprof__pc_is_modules(pcs[depth - 1])) {
+    k.modules = cprof__pc_mark_number(pcs[depth - 1]);
+    k.depth--;
+  }
   if (pseudo && (k.pseudo = intern(&b->strings, pseudo)) < 0)
     goto out;
   /* An empty name would look like a real stack (pseudo == 0): give it one. */
@@ -320,15 +330,18 @@ int64_t cprof__builder_count(const cprof__builder_t *b) { return b ? b->count : 
 
 /* ---- symbolizing ---- */
 
+/* A location is an address in one mapping: after a dlclose the same
+ * address may be in two (unwind/modules.h). */
 typedef struct loc_key {
   uint64_t address;
   int64_t pseudo;
+  int mapping;
 } loc_key_t;
 
 static int loc_eq(const void *ctx, uint32_t value, const void *key) {
   const cprof__res_location_t *l = &((const cprof__resolved_t *)ctx)->locations[value];
   const loc_key_t *k = key;
-  return l->address == k->address && l->pseudo == k->pseudo;
+  return l->address == k->address && l->pseudo == k->pseudo && l->mapping == k->mapping;
 }
 
 static int func_eq(const void *ctx, uint32_t value, const void *key) {
@@ -369,15 +382,19 @@ typedef struct tally {
 /* The index of the Location for `address` (or for pseudo frame `pseudo`),
  * symbolized and added if new; or -ENOMEM. */
 static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
-                            tally_t *tallies, uint64_t address, int64_t pseudo) {
-  loc_key_t k = {.address = address, .pseudo = pseudo};
+                            tally_t *tallies, uint64_t address, int64_t pseudo, uint32_t modules) {
+  int m = pseudo ? -1 : cprof__symbolizer_mapping_then(sym, (uintptr_t)address, modules);
+  if (m >= 0 && (size_t)m >= r->nmappings)
+    m = -1;
+  loc_key_t k = {.address = address, .pseudo = pseudo, .mapping = m};
   uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, address), (uint64_t)pseudo);
+  h = cprof__hash_u64(h, (uint64_t)(int64_t)m);
   int64_t i = cprof__table_find(&r->location_index, h, loc_eq, r, &k);
   if (i >= 0)
     return i;
   if (grow((void **)&r->locations, &r->caplocations, r->nlocations + 1, sizeof *r->locations) != 0)
     return -ENOMEM;
-  cprof__res_location_t loc = {.address = address, .pseudo = pseudo, .mapping = -1,
+  cprof__res_location_t loc = {.address = address, .pseudo = pseudo, .mapping = m,
                                .first_line = (uint32_t)r->nlines};
   if (pseudo) {
     /* Go attributes lost samples to a function of their own
@@ -387,12 +404,9 @@ static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__sy
     if (f < 0 || add_line(r, f, 0) != 0)
       return -ENOMEM;
   } else {
-    int m = cprof__symbolizer_mapping_of(sym, (uintptr_t)address);
-    if (m >= 0 && (size_t)m < r->nmappings)
-      loc.mapping = m;
     cprof__frame_t frames[MAX_INLINE];
     uintptr_t offset = 0;
-    int nf = cprof__symbolize(sym, (uintptr_t)address, frames, MAX_INLINE, &offset);
+    int nf = cprof__symbolize_in(sym, m, (uintptr_t)address, frames, MAX_INLINE, &offset);
     if (nf < 0)
       nf = 0;
     if (nf > MAX_INLINE)
@@ -435,21 +449,23 @@ static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__sy
 
 struct cprof__recent_loc {
   uint64_t address;
+  uint32_t modules;
   uint32_t loc_plus_1; /* 0: empty */
 };
 
 /* location_new, through the cache. */
 static int64_t location_for(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
-                            tally_t *tallies, uint64_t address, int64_t pseudo) {
+                            tally_t *tallies, uint64_t address, int64_t pseudo, uint32_t modules) {
   struct cprof__recent_loc *slot = NULL;
   if (!pseudo && r->recent) {
-    slot = &r->recent[(address * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - RECENT_BITS)];
-    if (slot->loc_plus_1 && slot->address == address)
+    slot = &r->recent[((address ^ modules) * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - RECENT_BITS)];
+    if (slot->loc_plus_1 && slot->address == address && slot->modules == modules)
       return slot->loc_plus_1 - 1;
   }
-  int64_t i = location_new(b, r, sym, tallies, address, pseudo);
+  int64_t i = location_new(b, r, sym, tallies, address, pseudo, modules);
   if (slot && i >= 0)
-    *slot = (struct cprof__recent_loc){.address = address, .loc_plus_1 = (uint32_t)i + 1};
+    *slot = (struct cprof__recent_loc){
+        .address = address, .modules = modules, .loc_plus_1 = (uint32_t)i + 1};
   return i;
 }
 
@@ -464,6 +480,29 @@ void cprof__resolved_free(cprof__resolved_t *r) {
   free(r->stack_locs);
   free(r->stack_start);
   memset(r, 0, sizeof *r);
+}
+
+/* Modules unloaded since are Mappings only where a location is theirs: a
+ * program that reloads plugins would otherwise list every one it ever had
+ * in every profile. Mapped ones are listed all, as always. */
+static void drop_unused_retired(cprof__resolved_t *r, const cprof__mapping_t *maps,
+                                const tally_t *tallies) {
+  size_t kept = 0;
+  int *moved = malloc((r->nmappings ? r->nmappings : 1) * sizeof *moved);
+  if (!moved)
+    return; /* all kept: true, only longer */
+  for (size_t m = 0; m < r->nmappings; m++) {
+    moved[m] = -1;
+    if (!maps[m].retired || tallies[m].located > 0) {
+      moved[m] = (int)kept;
+      r->mappings[kept++] = r->mappings[m];
+    }
+  }
+  for (size_t i = 0; i < r->nlocations; i++)
+    if (r->locations[i].mapping >= 0)
+      r->locations[i].mapping = moved[r->locations[i].mapping];
+  r->nmappings = kept;
+  free(moved);
 }
 
 int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
@@ -509,7 +548,7 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
     const cprof__sample_rec_t *s = &b->samples[i];
     r->stack_start[i] = pos;
     if (s->pseudo) {
-      int64_t l = location_for(b, r, sym, tallies, 0, s->pseudo);
+      int64_t l = location_for(b, r, sym, tallies, 0, s->pseudo, 0);
       if (l < 0)
         goto out;
       r->stack_locs[pos++] = (uint32_t)l;
@@ -525,8 +564,8 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
        * says so, as Go's lost-samples frame does, not a bare address. */
       if (s->pcs[j] == CPROF_PC_STACK_CUT && (cut = intern(&b->strings, "[stack cut]")) < 0)
         goto out;
-      int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut)
-                      : location_for(b, r, sym, tallies, address, 0);
+      int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut, 0)
+                      : location_for(b, r, sym, tallies, address, 0, s->modules);
       if (l < 0)
         goto out;
       r->stack_locs[pos++] = (uint32_t)l;
@@ -551,6 +590,7 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
     rm->has_filenames = rm->has_line_numbers = rm->has_inline_frames =
         maps[m].has_dwarf && !deferred;
   }
+  drop_unused_retired(r, maps, tallies);
   rc = 0;
 out:
   cprof__symbolizer_release(sym);

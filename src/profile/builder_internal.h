@@ -32,6 +32,7 @@ typedef struct cprof__sample_rec {
   int64_t values[CPROF_MAX_SAMPLE_TYPES];
   int64_t pseudo;
   int depth, nlabels;
+  uint32_t modules;            /* the module generation it was taken in (unwind/modules.h) */
   uintptr_t *pcs;              /* depth entries, in the same block as labels */
   cprof__label_rec_t *labels;  /* sorted, so that label order does not matter */
 } cprof__sample_rec_t;
@@ -64,6 +65,7 @@ typedef struct cprof__res_location {
   uint64_t address;    /* Location.address: pcs[0], or pcs[i] - 1 for i > 0 */
   int64_t pseudo;      /* string index of a pseudo frame's name, or 0 */
   int mapping;         /* index into mappings, -1 for none */
+  uint32_t modules;    /* the module generation it was looked up in */
   uint32_t first_line; /* index into lines; nlines of them, innermost first */
   uint32_t nlines;
   uint64_t sym_offset; /* address minus the start of the outermost function */

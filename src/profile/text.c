@@ -12,6 +12,7 @@
 #include "profile/builder.h"
 #include "profile/builder_internal.h"
 #include "symbol/symbolize.h"
+#include "unwind/pc.h"
 
 #define MAX_INLINE 32
 
@@ -430,17 +431,20 @@ void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {
   cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
   const cprof__mapping_t *maps = NULL;
   int nmaps = cprof__symbolizer_mappings(sym, &maps);
+  uint32_t modules = 0; /* the module generation, from the last word (unwind/modules.h) */
+  if (depth > 0 && cprof__pc_is_modules(pcs[depth - 1]))
+    modules = cprof__pc_mark_number(pcs[--depth]);
   for (int i = 0; i < depth; i++) {
     /* Symbolize inside the call instruction for return addresses (see
      * builder.h), but print offsets from the pc itself, as Go's traceback
      * prints frame.pc - entry ("+0x1d") with the return address. */
     uintptr_t pc = pcs[i];
     uintptr_t addr = i == 0 ? pc : pc - 1;
-    int m = cprof__symbolizer_mapping_of(sym, addr);
+    int m = cprof__symbolizer_mapping_then(sym, addr, modules);
     const cprof__mapping_t *map = m >= 0 && m < nmaps && maps ? &maps[m] : NULL;
     cprof__frame_t frames[MAX_INLINE];
     uintptr_t offset = 0;
-    int nf = cprof__symbolize(sym, addr, frames, MAX_INLINE, &offset);
+    int nf = cprof__symbolize_in(sym, m, addr, frames, MAX_INLINE, &offset);
     if (nf > MAX_INLINE)
       nf = MAX_INLINE;
     int printed = 0;

@@ -81,6 +81,7 @@
 #include "core/clock.h"
 #include "sample/signals.h"
 #include "symbol/symbolize.h"
+#include "unwind/modules.h"
 
 enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
 #define STATE(gen, phase) (((uint64_t)(gen) << 2) | (phase))
@@ -389,7 +390,7 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
         return OUTSIDE;
       if (look >= 2 && where == IN_KERNEL) {
         t->pcs[0] = k.pc;
-        t->depth = 1;
+        t->depth = cprof__modules_mark_sigsafe(t->pcs, 1, cprof__modules_generation_sigsafe());
         return OUTSIDE;
       }
       break;
@@ -412,7 +413,7 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
         return ASK;
       if (look >= 2 && where == IN_KERNEL) {
         t->pcs[0] = k.pc;
-        t->depth = 1;
+        t->depth = cprof__modules_mark_sigsafe(t->pcs, 1, cprof__modules_generation_sigsafe());
         return OUTSIDE;
       }
     }

@@ -34,6 +34,7 @@
 #include "symbol/elf_funcs.h"
 #include "symbol/maps.h"
 #include "symbol/names.h"
+#include "unwind/modules.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -50,10 +51,20 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A retired module's own Dwfl, made the first time one of its addresses
+ * is symbolized: it may share its addresses with a module mapped now, or
+ * with another retired one, and a Dwfl holds one module per address. */
+typedef struct retired_dwfl {
+  const cprof__retired_t *r;
+  Dwfl *dwfl; /* NULL: not made yet, or the file is gone or is another build */
+  int tried;
+} retired_dwfl_t;
+
 struct cprof__symbolizer {
   cprof__maps_t maps; /* the snapshot the mappings were made from; paths point here */
-  cprof__mapping_t *mappings;
-  int nmappings;
+  cprof__mapping_t *mappings; /* nlive mapped now, then the retired */
+  int nmappings, nlive;
+  retired_dwfl_t *retired; /* nmappings - nlive of them */
   int *by_addr; /* mapping indices in address order, for mapping_of */
   Dwfl *dwfl;   /* NULL when libdw could not be set up: mappings only */
   cprof__names_t names;
@@ -129,13 +140,17 @@ static void destroy(cprof__symbolizer_t *s) {
   cprof__dwarf_scopes_free(&s->scopes);
   cprof__elf_funcs_free(&s->funcs);
   cprof__names_free(&s->names);
-  for (int i = 0; i < s->nmappings; i++)
+  for (int i = 0; i < s->nlive; i++)
     if (s->mappings[i].build_id[0])
       free((char *)s->mappings[i].build_id);
   free(s->mappings);
   free(s->by_addr);
   if (s->dwfl)
     dwfl_end(s->dwfl);
+  for (int i = 0; i < s->nmappings - s->nlive; i++)
+    if (s->retired[i].dwfl)
+      dwfl_end(s->retired[i].dwfl);
+  free(s->retired);
   for (int i = 0; i < s->nrefs; i++)
     elf_end(s->refs[i]); /* the last reference now: unmapped, nothing closed */
   free(s->refs);
@@ -272,6 +287,66 @@ static void exe_path(char *buf, size_t size) {
     buf[n - sl] = '\0';
 }
 
+/* The retired modules become mappings after the live ones, their names
+ * found only when first needed (retired_dwfl_of). */
+static void add_retired(cprof__symbolizer_t *s, cprof__retired_t *const *gone, int ngone) {
+  for (int k = 0; k < ngone; k++) {
+    const cprof__retired_t *r = gone[k];
+    s->retired[k].r = r;
+    s->mappings[s->nmappings++] = (cprof__mapping_t){
+        .start = r->start, .limit = r->end, .offset = r->offset, .path = r->path,
+        .build_id = r->build_id, .retired = 1};
+  }
+}
+
+/* A Dwfl of the retired module alone, where it was loaded: the file is
+ * opened by name as for a module mapped now (dwfl_files.c), and must still
+ * be the build that was loaded, or its names would be another's. */
+static Dwfl *report_retired(const cprof__retired_t *r, cprof__mapping_t *mp) {
+  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks_tracked);
+  if (!dwfl)
+    return NULL;
+  dwfl_report_begin(dwfl);
+  Dwfl_Module *mod = dwfl_report_module(dwfl, r->path, r->low, r->high);
+  if (!mod || dwfl_report_end(dwfl, NULL, NULL) != 0) {
+    dwfl_end(dwfl);
+    return NULL;
+  }
+  GElf_Addr bias;
+  Elf *elf = dwfl_module_getelf(mod, &bias);
+  const unsigned char *bits;
+  GElf_Addr vaddr;
+  int len = elf ? dwfl_module_build_id(mod, &bits, &vaddr) : -1;
+  char hex[sizeof r->build_id] = "";
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < len && 2 * i + 2 < (int)sizeof hex; i++) {
+    hex[2 * i] = digits[bits[i] >> 4];
+    hex[2 * i + 1] = digits[bits[i] & 15];
+    hex[2 * i + 2] = '\0';
+  }
+  if (!elf || bias != r->bias || strcmp(hex, r->build_id) != 0) {
+    dwfl_end(dwfl);
+    return NULL;
+  }
+  mp->has_symbols = dwfl_module_getsymtab(mod) > 0;
+  uint64_t packed;
+  mp->has_dwarf = probe_dwarf(mod, elf, &packed);
+  mp->heavy_dwarf = mp->has_dwarf && packed > QUICK_MAX_PACKED_DWARF;
+  return dwfl;
+}
+
+/* The Dwfl that symbolizes mapping mi: the process's for a live one. */
+static Dwfl *dwfl_for(cprof__symbolizer_t *s, int mi) {
+  if (mi < s->nlive)
+    return s->dwfl;
+  retired_dwfl_t *rd = &s->retired[mi - s->nlive];
+  if (!rd->tried) {
+    rd->tried = 1;
+    rd->dwfl = report_retired(rd->r, &s->mappings[mi]);
+  }
+  return rd->dwfl;
+}
+
 /* Builds an instance over `maps`, which it takes over (also on failure). */
 static cprof__symbolizer_t *build(cprof__maps_t *maps) {
   cprof__symbolizer_t *s = calloc(1, sizeof *s);
@@ -285,11 +360,14 @@ static cprof__symbolizer_t *build(cprof__maps_t *maps) {
   int n = 0;
   for (int i = 0; i < s->maps.n; i++)
     n += is_code(&s->maps.v[i]);
+  cprof__retired_t *const *gone;
+  int ngone = cprof__modules_retired(&gone);
   /* One spare element so that a process with no code mappings (impossible in
    * practice) does not depend on malloc(0). */
-  s->mappings = calloc((size_t)n + 1, sizeof *s->mappings);
+  s->mappings = calloc((size_t)(n + ngone) + 1, sizeof *s->mappings);
   s->by_addr = calloc((size_t)n + 1, sizeof *s->by_addr);
-  if (!s->mappings || !s->by_addr)
+  s->retired = calloc((size_t)ngone + 1, sizeof *s->retired);
+  if (!s->mappings || !s->by_addr || !s->retired)
     goto fail;
 
   /* The main program first, as pprof expects mapping 1 to be the binary;
@@ -326,6 +404,8 @@ static cprof__symbolizer_t *build(cprof__maps_t *maps) {
   for (int i = 0; i < s->nmappings; i++)
     if (describe_module(s->dwfl, &s->mappings[i]) != 0)
       goto fail;
+  s->nlive = s->nmappings;
+  add_retired(s, gone, ngone);
 
   cprof__names_init(&s->names);
   return s;
@@ -470,7 +550,9 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
       return current;
     memset(&maps, 0, sizeof maps);
   }
-  if (current && same_code(&current->maps, &maps)) {
+  cprof__retired_t *const *gone;
+  if (current && same_code(&current->maps, &maps) &&
+      current->nmappings - current->nlive == cprof__modules_retired(&gone)) {
     cprof__maps_free(&maps);
     return current;
   }
@@ -486,11 +568,18 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
 
 int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_t sp, uintptr_t pc,
                                      uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  /* Read before the walk, as the walkers in signal handlers do. */
+  uint32_t g = max > 1 ? cprof__modules_generation_sigsafe() : 0;
+  int n;
   if (s == &empty) {
     pcs[0] = pc;
-    return max > 0;
+    n = 1;
+  } else {
+    n = cprof__dwfl_unwind_blocked(s->dwfl, &s->blocked, tid, sp, pc, pcs, g ? max - 1 : max);
   }
-  return cprof__dwfl_unwind_blocked(s->dwfl, &s->blocked, tid, sp, pc, pcs, max);
+  return cprof__modules_mark_sigsafe(pcs, n, g);
 }
 
 void cprof__symbolizer_release(cprof__symbolizer_t *s) {
@@ -568,7 +657,7 @@ int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **
 }
 
 int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr) {
-  int lo = 0, hi = s->nmappings;
+  int lo = 0, hi = s->nlive;
   while (lo < hi) { /* the last mapping (in address order) with start <= addr */
     int mid = lo + (hi - lo) / 2;
     if (s->mappings[s->by_addr[mid]].start <= addr)
@@ -580,6 +669,23 @@ int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr) {
     return -1;
   int i = s->by_addr[lo - 1];
   return addr < s->mappings[i].limit ? i : -1;
+}
+
+int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint32_t gen) {
+  /* Of the retired modules that held addr and went after generation gen,
+   * the first to go held it then (modules.h). A few entries: a scan. */
+  int best = -1;
+  uint32_t best_gone = 0;
+  for (int i = s->nlive; i < s->nmappings; i++) {
+    if (addr < s->mappings[i].start || addr >= s->mappings[i].limit)
+      continue;
+    uint32_t gone = cprof__retired_gone(s->retired[i - s->nlive].r);
+    if (gone > gen && (best < 0 || gone < best_gone)) {
+      best = i;
+      best_gone = gone;
+    }
+  }
+  return best >= 0 ? best : cprof__symbolizer_mapping_of(s, addr);
 }
 
 /* ---- symbolizing --------------------------------------------------------- */
@@ -646,16 +752,16 @@ static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const c
 /* The frames of one address, innermost first, as eu-addr2line -i -f prints
  * them. With keep_outer, a full array has its last slot overwritten so that
  * the outermost function always ends up last. */
-static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
-                   uintptr_t *offset, int keep_outer) {
+static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_t *frames,
+                   int max, uintptr_t *offset, int keep_outer) {
   if (offset)
     *offset = 0;
   /* Code is only in the mappings we list; and dwfl_addrmodule answers the
    * last module for any address above it, so its answer is checked too. */
-  int mi = s->dwfl && max > 0 ? cprof__symbolizer_mapping_of(s, addr) : -1;
-  if (mi < 0)
+  Dwfl *dwfl = mi >= 0 && mi < s->nmappings && max > 0 ? dwfl_for(s, mi) : NULL;
+  if (!dwfl)
     return 0;
-  Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+  Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
   Dwarf_Addr mod_start, mod_end;
   if (!mod || !dwfl_module_info(mod, NULL, &mod_start, &mod_end, NULL, NULL, NULL, NULL) ||
       addr < mod_start || addr >= mod_end)
@@ -715,10 +821,16 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
 
 int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
                      uintptr_t *offset) {
-  return resolve(s, addr, frames, max, offset, 0);
+  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, frames, max, offset, 0);
+}
+
+int cprof__symbolize_in(cprof__symbolizer_t *s, int m, uintptr_t addr, cprof__frame_t *frames,
+                        int max, uintptr_t *offset) {
+  return resolve(s, m, addr, frames, max, offset, 0);
 }
 
 const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr) {
   cprof__frame_t f;
-  return resolve(s, addr, &f, 1, NULL, 1) ? f.function : NULL;
+  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, &f, 1, NULL, 1) ? f.function
+                                                                                  : NULL;
 }

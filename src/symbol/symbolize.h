@@ -21,6 +21,7 @@ typedef struct cprof__mapping {
   int has_symbols;        /* the module has a symbol table we read */
   int has_dwarf;          /* the module has DWARF line information */
   int heavy_dwarf;        /* ... and it is costly to load: see cprof__symbolizer_quick */
+  int retired;            /* unmapped since by a dlclose (unwind/modules.h) */
 } cprof__mapping_t;
 
 /* One source-level frame. A machine address yields one or more: the
@@ -49,10 +50,15 @@ long cprof__symbolizer_trim(long idle_ms);
 void cprof__symbolizer_set_used_hook(void (*hook)(void));
 
 /* The executable file-backed mappings, the main program's first, then by
- * address. Returns the count and sets *out. */
+ * address, then the retired modules' (unwind/modules.h), oldest first.
+ * Returns the count and sets *out. */
 int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **out);
-/* Index into the mappings of the one containing addr, or -1. */
+/* Index into the mappings of the one containing addr now, or -1. */
 int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr);
+/* Index of the mapping that held addr when a stack of module generation
+ * gen was taken (unwind/modules.h): a retired module's, or else the one
+ * mapped now; -1 for none. */
+int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint32_t gen);
 
 /* Quick mode, for the calling thread: while on, modules whose DWARF would
  * take more than a few milliseconds to load (compressed debug sections, as
@@ -72,13 +78,19 @@ int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i);
 int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
                      uintptr_t *offset);
 
+/* cprof__symbolize in mapping m, from mapping_of or mapping_then: for the
+ * addresses of a stack taken before a dlclose. */
+int cprof__symbolize_in(cprof__symbolizer_t *s, int m, uintptr_t addr, cprof__frame_t *frames,
+                        int max, uintptr_t *offset);
+
 /* The symbol name containing addr, demangled, or NULL (for /debug/pprof/symbol). */
 const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr);
 
 /* Unwinds a thread blocked in a system call, from the stack pointer and pc
  * in /proc/self/task/TID/syscall, without signalling it: see
  * blocked_unwind.c for why and how. Same stack convention as the
- * unwinders. Returns the depth, at least 1 when max > 0. */
+ * unwinders, CPROF_PC_MODULES included. Returns the depth, at least 1 when
+ * max > 0. */
 int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_t sp, uintptr_t pc,
                                      uintptr_t *pcs, int max);
 

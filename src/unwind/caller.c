@@ -15,6 +15,7 @@
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/modules.h"
 
 /* The DWARF walker's rules for this thread's last stack, per thread,
  * initial-exec: one %fs-relative access, never an allocation. Written only
@@ -78,6 +79,9 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_from_context(uintp
 
 int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr_t ret) {
   uintptr_t hi = cprof__stack_hi();
+  /* Read before the walk: its addresses mean what they meant then. */
+  uint32_t g = max > 1 ? cprof__modules_generation_sigsafe() : 0;
+  max -= g != 0;
   int n;
   if (how == CPROF_UNWIND_FP)
     n = unwind_fp(pcs, max, ret, hi);
@@ -88,5 +92,5 @@ int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr
     n = 1;
   }
   pcs[0] -= 1;
-  return n;
+  return cprof__modules_mark_sigsafe(pcs, n, g);
 }

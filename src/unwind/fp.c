@@ -30,6 +30,7 @@
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/modules.h"
 #include "unwind/unload.h"
 
 CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
@@ -100,10 +101,8 @@ static uintptr_t room_below_sigsafe(uintptr_t here, const stack_t *alt,
   return m ? here - m->start : UINTPTR_MAX;
 }
 
-int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
-                          uintptr_t *pcs, int max) {
-  if (max <= 0)
-    return 0;
+static int walk_with_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
+                             uintptr_t *pcs, int max) {
   /* The walkers run on the interrupted thread's stack, below the kernel's
    * signal frame. Where what is left is less than they may use, the sample
    * keeps its exact pc and says the stack was cut, rather than overflow a
@@ -119,6 +118,16 @@ int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cpr
   if (how == CPROF_UNWIND_DWARF)
     return cprof__unwind_cfa_sigsafe(uc, stacks, pcs, max);
   return cprof__unwind_fp_sigsafe(uc, stacks, pcs, max);
+}
+
+int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cprof__maps_t *stacks,
+                          uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  /* Read before the walk: its addresses mean what they meant then. */
+  uint32_t g = max > 1 ? cprof__modules_generation_sigsafe() : 0;
+  int n = walk_with_sigsafe(how, uc, stacks, pcs, g ? max - 1 : max);
+  return cprof__modules_mark_sigsafe(pcs, n, g);
 }
 
 void cprof__unwind_bind_now(void) {

@@ -8,6 +8,7 @@
 
 #include "core/next.h"
 #include "cprof.h"
+#include "unwind/modules.h"
 
 cprof__unload_t cprof__unload;
 
@@ -23,6 +24,7 @@ void cprof__unload_atfork_child(void) {
   __atomic_store_n(&cprof__unload.walks[1], 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&cprof__unload.unloading, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&flipping, 0, __ATOMIC_SEQ_CST);
+  cprof__modules_atfork_child();
 }
 
 #ifndef CPROF_NO_INTERPOSE
@@ -48,14 +50,20 @@ CPROF_EXTERN int dlclose(void *handle) {
   static void *real;
   int (*next)(void *) = (int (*)(void *))cprof__next(&real, "dlclose");
   int saved = errno;
+  /* What is loaded now, for the samples taken in what this unmaps
+   * (modules.h). */
+  cprof__modules_unload_begin();
   __atomic_add_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
   wait_for_walks();
   errno = saved;
   int rc = next(handle);
+  saved = errno;
   /* Whatever went, its rules go with it: pcs of a library loaded at the
    * same address later must not find them. */
   __atomic_add_fetch(&cprof__unload.generation, 1, __ATOMIC_RELEASE);
+  cprof__modules_unload_end();
   __atomic_sub_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
+  errno = saved;
   return rc;
 }
 
