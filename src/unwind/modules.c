@@ -249,6 +249,90 @@ static void retire(const loaded_t *m, const exec_seg_t *seg, const char *path, u
   __atomic_store_n(&nretired, nretired + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- where retired modules were, for the walkers ---------------------------
+ * A few sorted, disjoint ranges covering every retired segment (more than
+ * one segment to a range once there are many: a wider cover only marks more
+ * stacks than needed). Two copies: the dlclose that changes it writes the
+ * one not in use and then switches, after waiting for the walks in flight
+ * (unload.c), so a walk reads one whole copy. */
+
+#define COVER_MAX 32
+
+typedef struct cover {
+  int n;
+  struct {
+    uintptr_t start, end;
+  } v[COVER_MAX + 1];
+} cover_t;
+
+static cover_t covers[2];
+static int cover_now; /* the copy walkers read */
+
+/* Adds [start, end) to c, merging what overlaps or touches, then the two
+ * closest neighbours while there are too many. */
+static void cover_add(cover_t *c, uintptr_t start, uintptr_t end) {
+  int i = 0;
+  while (i < c->n && c->v[i].end < start)
+    i++;
+  int j = i;
+  while (j < c->n && c->v[j].start <= end) {
+    if (c->v[j].start < start)
+      start = c->v[j].start;
+    if (c->v[j].end > end)
+      end = c->v[j].end;
+    j++;
+  }
+  memmove(&c->v[i + 1], &c->v[j], (size_t)(c->n - j) * sizeof c->v[0]);
+  c->n += 1 - (j - i);
+  c->v[i].start = start;
+  c->v[i].end = end;
+  if (c->n <= COVER_MAX)
+    return;
+  int best = 0;
+  for (int k = 1; k + 1 < c->n; k++)
+    if (c->v[k + 1].start - c->v[k].end < c->v[best + 1].start - c->v[best].end)
+      best = k;
+  c->v[best].end = c->v[best + 1].end;
+  memmove(&c->v[best + 1], &c->v[best + 2], (size_t)(c->n - best - 2) * sizeof c->v[0]);
+  c->n--;
+}
+
+static void cover_update(void) {
+  int next = !cover_now;
+  cover_t *c = &covers[next];
+  c->n = 0;
+  for (int i = 0; i < nretired; i++)
+    cover_add(c, retired[i]->start, retired[i]->end);
+  __atomic_store_n(&cover_now, next, __ATOMIC_RELEASE);
+}
+
+static int covered_sigsafe(const cover_t *c, uintptr_t pc) {
+  int lo = 0, hi = c->n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (c->v[mid].end <= pc)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < c->n && c->v[lo].start <= pc;
+}
+
+int cprof__modules_mark_sigsafe(uintptr_t *pcs, int n, uint32_t g) {
+  if (g == 0)
+    return n;
+  const cover_t *c = &covers[__atomic_load_n(&cover_now, __ATOMIC_ACQUIRE)];
+  for (int i = 0; i < n; i++) {
+    /* Return addresses are looked up one byte back, inside the call. */
+    uintptr_t pc = i == 0 ? pcs[i] : pcs[i] - 1;
+    if (covered_sigsafe(c, pc)) {
+      pcs[n++] = CPROF_PC_MODULES(g);
+      return n;
+    }
+  }
+  return n;
+}
+
 int cprof__modules_retired(cprof__retired_t *const **out) {
   int n = __atomic_load_n(&nretired, __ATOMIC_ACQUIRE);
   *out = retired;
@@ -301,8 +385,10 @@ void cprof__modules_unload_end(void) {
         retire(&v[i], &v[i].exec[j], name, gone);
       any = 1;
     }
-    if (any)
+    if (any) {
+      cover_update();
       __atomic_store_n(&cprof__modules_generation, gone, __ATOMIC_RELEASE);
+    }
   }
   __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
   errno = saved;

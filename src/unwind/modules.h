@@ -52,13 +52,14 @@ static inline uint32_t cprof__modules_generation_sigsafe(void) {
 }
 
 /* Appends CPROF_PC_MODULES(g) to a stack of depth n walked in generation g,
- * into pcs[n] (the caller left room for it) when g is not 0; returns the
- * new depth. */
-static inline int cprof__modules_mark_sigsafe(uintptr_t *pcs, int n, uint32_t g) {
-  if (g != 0)
-    pcs[n++] = CPROF_PC_MODULES(g);
-  return n;
-}
+ * into pcs[n] (the caller left room for it), when some address of the
+ * stack lies where a retired module was; returns the new depth. Other
+ * stacks mean the same in generation 0: no module has left any of their
+ * addresses yet, so whatever later leaves them held them when they were
+ * taken. That keeps the stack tables from taking a new copy of every
+ * stack at each dlclose of a program that unloads a library per request
+ * (PAM modules), where only stacks through the library need one. */
+int cprof__modules_mark_sigsafe(uintptr_t *pcs, int n, uint32_t g);
 
 /* Around the real dlclose: `begin` lists the modules loaded now, `end`
  * retires those gone since and moves the generation if any went. A dlclose

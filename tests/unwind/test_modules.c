@@ -62,6 +62,13 @@ int main(void) {
     CHECK_EQ_INT(cprof__retired_gone(r), g1);
   }
 
+  /* Only a stack through where a module left says its generation. */
+  uintptr_t mine[2] = {(uintptr_t)main};
+  CHECK_EQ_INT(cprof__modules_mark_sigsafe(mine, 1, g1), 1);
+  uintptr_t through[3] = {(uintptr_t)main, fn + 1};
+  CHECK_EQ_INT(cprof__modules_mark_sigsafe(through, 2, g1), 3);
+  CHECK(through[2] == CPROF_PC_MODULES(g1));
+
   /* Symbolized as a stack of generation g0 would be: in the retired
    * module, by name. Now, the address is in nothing of expat's. */
   cprof__symbolizer_t *s = cprof__symbolizer_acquire();
