@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* What the kernel appends to the path of an unlinked file in
@@ -78,10 +77,13 @@ static int elf_from(int fd, char **file_name, Elf **elfp) {
 /* The vDSO has no file, but the kernel maps its whole ELF image, section
  * headers included, so a copy of the mapping is as good as one. libdw's
  * callback reads it through /proc/PID/mem, which is root's in a process
- * that is not dumpable (proc(5)); a process may always read its own memory
- * with process_vm_readv, which fails where a plain copy would fault. The
- * copy is made once and kept for the life of the process: the vDSO does
- * not move, and an Elf libdw holds points into the copy. Called under the
+ * that is not dumpable (proc(5)). We copy it where it is: the module is
+ * reported only where the kernel's AT_SYSINFO_EHDR says the vDSO starts
+ * and the maps snapshot shows it mapped, readable (r-xp), and nothing but
+ * a program that unmaps its own vDSO removes it. The copy is made once
+ * and kept for the life of the process: the vDSO does not move, and an
+ * Elf libdw holds points into the copy (libelf may write to an image it
+ * reads, which the vDSO's pages would not allow). Called under the
  * symbolizer's lock, like everything here. */
 static Elf *vdso_elf(Dwfl_Module *mod) {
   static char *image;
@@ -94,11 +96,9 @@ static Elf *vdso_elf(Dwfl_Module *mod) {
   size_t size = (size_t)(end - start);
   if (!image || image_at != start || image_size != size) {
     char *copy = malloc(size);
-    struct iovec local = {copy, size}, remote = {(void *)(uintptr_t)start, size};
-    if (!copy || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size) {
-      free(copy);
+    if (!copy)
       return NULL;
-    }
+    memcpy(copy, (const void *)(uintptr_t)start, size);
     /* A copy made before is left as it is: an Elf may still point into it. */
     image = copy;
     image_at = start;
