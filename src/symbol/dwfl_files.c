@@ -78,9 +78,9 @@ static int elf_from(int fd, char **file_name, Elf **elfp) {
  * headers included, so a copy of the mapping is as good as one. libdw's
  * callback reads it through /proc/PID/mem, which is root's in a process
  * that is not dumpable (proc(5)). We copy it where it is: the module is
- * reported only where the kernel's AT_SYSINFO_EHDR says the vDSO starts
- * and the maps snapshot shows it mapped, readable (r-xp), and nothing but
- * a program that unmaps its own vDSO removes it. The copy is made once
+ * reported only where the maps snapshot shows the vDSO mapped and
+ * readable, it is copied only from where the kernel's AT_SYSINFO_EHDR says
+ * it starts, and nothing but a program that unmaps its own vDSO removes it. The copy is made once
  * and kept for the life of the process: the vDSO does not move, and an
  * Elf libdw holds points into the copy (libelf may write to an image it
  * reads, which the vDSO's pages would not allow). Called under the
@@ -257,8 +257,8 @@ static int report_module(Dwfl *dwfl, const cprof__map_entry_t *first, uintptr_t 
   if (first->deleted &&
       (size_t)snprintf(name, sizeof name, "%s%s", first->path, deleted_suffix) >= sizeof name)
     return 0; /* no such path on Linux */
-  return dwfl_report_module(dwfl, first->deleted ? name : first->path, first->start, high) ? 0
-                                                                                          : -1;
+  const char *as = first->deleted ? name : first->path;
+  return dwfl_report_module(dwfl, as, first->start, high) ? 0 : -1;
 }
 
 int cprof__dwfl_report_maps(Dwfl *dwfl, const cprof__maps_t *m) {
@@ -266,7 +266,9 @@ int cprof__dwfl_report_maps(Dwfl *dwfl, const cprof__maps_t *m) {
   for (int i = 0; i < m->n;) {
     const cprof__map_entry_t *first = &m->v[i++];
     if (strcmp(first->path, "[vdso]") == 0) {
-      if (!dwfl_report_module(dwfl, CPROF_DWFL_VDSO, first->start, first->end))
+      /* Readable, as the kernel maps it: find_elf copies it from there. */
+      if (first->perms[0] == 'r' &&
+          !dwfl_report_module(dwfl, CPROF_DWFL_VDSO, first->start, first->end))
         err = -1;
       continue;
     }

@@ -23,8 +23,7 @@ typedef struct modules {
   int n;
 } modules_t;
 
-static int collect(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr low,
-                   void *arg) {
+static int collect(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr low, void *arg) {
   modules_t *ms = arg;
   Dwarf_Addr start, end;
   if (ms->n < 64 && dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL)) {
