@@ -3,12 +3,14 @@
 #include "symbol/dwfl_files.h"
 
 #include <elfutils/libdwelf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,10 +23,12 @@ static int ends_deleted(const char *path) {
   return len > sl && strcmp(path + len - sl, deleted_suffix) == 0;
 }
 
-/* The main program after its file was deleted or replaced, as happens when
- * a new version is deployed under a running server: /proc/self/exe still
- * opens the file we run, with its symbol table and DWARF. */
-static int open_deleted_exe(const char *name, char **file_name) {
+/* The main program through /proc/thread-self/exe, when name is its path
+ * as the kernel shows it. The link opens the file we run without walking
+ * its path: after the file was deleted or replaced (a new version deployed
+ * under a running server), and after a program started by root from a
+ * directory only root may enter has dropped to another user. */
+static int open_exe(const char *name, char **file_name) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
   if (n <= 0)
@@ -37,7 +41,8 @@ static int open_deleted_exe(const char *name, char **file_name) {
     return -1;
   /* The name without the marker, so that the debuglink search looks in the
    * directory the program came from. */
-  *file_name = strndup(name, strlen(name) - (sizeof deleted_suffix - 1));
+  size_t len = strlen(name) - (ends_deleted(name) ? sizeof deleted_suffix - 1 : 0);
+  *file_name = strndup(name, len);
   if (!*file_name) {
     close(fd);
     return -1;
@@ -69,15 +74,53 @@ static int elf_from(int fd, char **file_name, Elf **elfp) {
   return -1;
 }
 
+/* The vDSO has no file, but the kernel maps its whole ELF image, section
+ * headers included, so a copy of the mapping is as good as one. libdw's
+ * callback reads it through /proc/PID/mem, which is root's in a process
+ * that is not dumpable (proc(5)). We copy it where it is: the module is
+ * reported only where the maps snapshot shows the vDSO mapped and
+ * readable, it is copied only from where the kernel's AT_SYSINFO_EHDR says
+ * it starts, and nothing but a program that unmaps its own vDSO removes it. The copy is made once
+ * and kept for the life of the process: the vDSO does not move, and an
+ * Elf libdw holds points into the copy (libelf may write to an image it
+ * reads, which the vDSO's pages would not allow). Called under the
+ * symbolizer's lock, like everything here. */
+static Elf *vdso_elf(Dwfl_Module *mod) {
+  static char *image;
+  static uintptr_t image_at;
+  static size_t image_size;
+  Dwarf_Addr start, end;
+  if (!dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL) || end <= start ||
+      start != getauxval(AT_SYSINFO_EHDR))
+    return NULL;
+  size_t size = (size_t)(end - start);
+  if (!image || image_at != start || image_size != size) {
+    char *copy = malloc(size);
+    if (!copy)
+      return NULL;
+    memcpy(copy, (const void *)(uintptr_t)start, size);
+    /* A copy made before is left as it is: an Elf may still point into it. */
+    image = copy;
+    image_at = start;
+    image_size = size;
+  }
+  return elf_memory(image, size);
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
                     char **file_name, Elf **elfp) {
+  if (strcmp(name, CPROF_DWFL_VDSO) == 0) {
+    *elfp = vdso_elf(mod);
+    return -1;
+  }
   if (name[0] == '/' && ends_deleted(name)) {
-    int fd = open_deleted_exe(name, file_name);
+    int fd = open_exe(name, file_name);
     if (fd >= 0)
       return elf_from(fd, file_name, elfp);
   }
-  /* The vDSO and other deleted files are read from memory (their loaded
-   * parts only), which libdw's callback knows how to do. */
+  /* Other deleted files are read from memory (their loaded parts only),
+   * which libdw's callback knows how to do, through /proc/PID/mem: not in
+   * a process that is not dumpable. */
   if (name[0] != '/' || ends_deleted(name)) {
     int fd = dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
     return fd >= 0 && !*elfp ? elf_from(fd, file_name, elfp) : fd;
@@ -85,7 +128,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
   /* Only regular files: opening a device that happens to be mapped could
    * block or have side effects, as libdw's callback also guards against. */
   struct stat st;
-  if (stat(name, &st) != 0 || !S_ISREG(st.st_mode))
+  if (stat(name, &st) != 0) {
+    int fd = errno == EACCES ? open_exe(name, file_name) : -1;
+    return fd >= 0 ? elf_from(fd, file_name, elfp) : -1;
+  }
+  if (!S_ISREG(st.st_mode))
     return -1;
   int fd = open(name, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -178,6 +225,74 @@ int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mo
       return fd;
   }
   return -1;
+}
+
+/* ---- the modules ----------------------------------------------------------
+ * What dwfl_linux_proc_report does, from the maps snapshot the symbolizer
+ * has already read (/proc/thread-self/maps). libdw's report reads
+ * /proc/PID/auxv first, for the vDSO's address, and gives up before
+ * reporting any module when it cannot: that file is mode 0400 and root's
+ * in a process that is not dumpable (PR_SET_DUMPABLE 0, or any change of
+ * uid from root), proc(5). It then reads /proc/PID/maps, the main thread's,
+ * which reads empty once main has called pthread_exit. The calling thread's
+ * maps can be read in both cases, and one snapshot for the symbolizer's
+ * mappings and the Dwfl's modules means they cannot disagree about a
+ * dlopen that happened between two reads. */
+
+/* Whether e maps a file: libdw's test (a path, and a device or an inode). */
+static int maps_file(const cprof__map_entry_t *e) {
+  return e->path[0] == '/' && (e->dev != 0 || e->inode != 0);
+}
+
+static int same_file(const cprof__map_entry_t *a, const cprof__map_entry_t *b) {
+  return a->dev == b->dev && a->inode == b->inode && a->deleted == b->deleted &&
+         strcmp(a->path, b->path) == 0;
+}
+
+/* Reports one module over [first->start, high). The name is the one
+ * find_elf expects: the path, with the kernel's marker for a deleted
+ * file, which the snapshot leaves out of the path. */
+static int report_module(Dwfl *dwfl, const cprof__map_entry_t *first, uintptr_t high) {
+  char name[PATH_MAX + sizeof deleted_suffix];
+  if (first->deleted &&
+      (size_t)snprintf(name, sizeof name, "%s%s", first->path, deleted_suffix) >= sizeof name)
+    return 0; /* no such path on Linux */
+  const char *as = first->deleted ? name : first->path;
+  return dwfl_report_module(dwfl, as, first->start, high) ? 0 : -1;
+}
+
+int cprof__dwfl_report_maps(Dwfl *dwfl, const cprof__maps_t *m) {
+  int err = 0;
+  for (int i = 0; i < m->n;) {
+    const cprof__map_entry_t *first = &m->v[i++];
+    if (strcmp(first->path, "[vdso]") == 0) {
+      /* Readable, as the kernel maps it: find_elf copies it from there. */
+      if (first->perms[0] == 'r' &&
+          !dwfl_report_module(dwfl, CPROF_DWFL_VDSO, first->start, first->end))
+        err = -1;
+      continue;
+    }
+    if (!maps_file(first))
+      continue;
+    /* The file's later mappings, as libdw groups them: up to the next
+     * mapping of another file, anonymous ones (.bss) in between skipped.
+     * Only files with code are modules: a data file the program maps is
+     * nothing to symbolize against. */
+    uintptr_t high = first->end;
+    int code = first->perms[2] == 'x';
+    for (int j = i; j < m->n && strcmp(m->v[j].path, "[vdso]") != 0; j++) {
+      if (!maps_file(&m->v[j]))
+        continue;
+      if (!same_file(first, &m->v[j]))
+        break;
+      high = m->v[j].end;
+      code |= m->v[j].perms[2] == 'x';
+      i = j + 1;
+    }
+    if (code && report_module(dwfl, first, high) != 0)
+      err = -1;
+  }
+  return err;
 }
 
 /* ---- descriptors handed to libdw ------------------------------------------

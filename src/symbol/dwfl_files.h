@@ -17,14 +17,27 @@
 #ifndef CPROF_SYMBOL_DWFL_FILES_H
 #define CPROF_SYMBOL_DWFL_FILES_H
 
+#include "symbol/maps.h"
+
 #include <elfutils/libdwfl.h>
 #include <sys/types.h>
 
-/* For dwfl_begin with modules from dwfl_linux_proc_report. */
+/* For dwfl_begin with modules from cprof__dwfl_report_maps (or
+ * dwfl_linux_proc_report). */
 extern const Dwfl_Callbacks cprof__dwfl_callbacks;
 /* The same, noting every descriptor handed to libdw for
  * cprof__dwfl_handed_take: for the symbolizer's one Dwfl in use. */
 extern const Dwfl_Callbacks cprof__dwfl_callbacks_tracked;
+
+/* The name of the vDSO's module, which these callbacks read from memory. */
+#define CPROF_DWFL_VDSO "[vdso]"
+
+/* Reports to dwfl, between dwfl_report_begin and dwfl_report_end, a module
+ * for each file of the snapshot m that has code, and the vDSO: what
+ * dwfl_linux_proc_report does, without reading /proc/PID/auxv or
+ * /proc/PID/maps, which a process that is not dumpable cannot read. Returns
+ * 0, or -1 when libdw refused a module (the others are still reported). */
+int cprof__dwfl_report_maps(Dwfl *dwfl, const cprof__maps_t *m);
 
 /* The callbacks' search for a module's separate debug file, for a caller
  * that only looks: the descriptor returned is the caller's to close. */

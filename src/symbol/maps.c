@@ -42,13 +42,15 @@ static int parse_hex(const char **p, uint64_t *out) {
   return 0;
 }
 
-static int parse_dec(const char **p) {
+static int parse_dec(const char **p, uint64_t *out) {
   const char *s = *p;
+  uint64_t v = 0;
   while (*s >= '0' && *s <= '9')
-    s++;
+    v = v * 10 + (uint64_t)(*s++ - '0');
   if (s == *p)
     return -1;
   *p = s;
+  *out = v;
   return 0;
 }
 
@@ -57,7 +59,7 @@ static int parse_dec(const char **p) {
  * the line, which this may shorten by writing a NUL. */
 static int parse_line(char *line, cprof__map_entry_t *e) {
   const char *p = line;
-  uint64_t start, end, offset, dev;
+  uint64_t start, end, offset, major, minor, inode;
 
   if (parse_hex(&p, &start) || *p++ != '-' || parse_hex(&p, &end) || *p++ != ' ')
     return -1;
@@ -70,10 +72,10 @@ static int parse_line(char *line, cprof__map_entry_t *e) {
   p += 4;
   if (*p++ != ' ' || parse_hex(&p, &offset) || *p++ != ' ')
     return -1;
-  /* The device is major:minor in hex; we only check its shape. */
-  if (parse_hex(&p, &dev) || *p++ != ':' || parse_hex(&p, &dev) || *p++ != ' ')
+  /* The device is major:minor in hex, the inode in decimal. */
+  if (parse_hex(&p, &major) || *p++ != ':' || parse_hex(&p, &minor) || *p++ != ' ')
     return -1;
-  if (parse_dec(&p))
+  if (parse_dec(&p, &inode))
     return -1;
   if (*p != ' ' && *p != '\0')
     return -1;
@@ -85,13 +87,16 @@ static int parse_line(char *line, cprof__map_entry_t *e) {
   char *path = line + (p - line);
   size_t len = strlen(path);
   size_t sl = sizeof deleted_suffix - 1;
-  if (len > sl && strcmp(path + len - sl, deleted_suffix) == 0)
+  e->deleted = len > sl && strcmp(path + len - sl, deleted_suffix) == 0;
+  if (e->deleted)
     path[len - sl] = '\0';
 
   e->start = (uintptr_t)start;
   e->end = (uintptr_t)end;
   e->offset = offset;
   e->path = path;
+  e->dev = major << 32 | (minor & 0xffffffffu);
+  e->inode = inode;
   return 0;
 }
 

@@ -13,6 +13,8 @@ typedef struct cprof__map_entry {
   uint64_t offset;      /* file offset of start */
   char perms[5];        /* "r-xp" */
   const char *path;     /* "" for anonymous; "[stack]", "[vdso]", a file path */
+  uint64_t dev, inode;  /* the file's device (major << 32 | minor) and inode; 0 when anonymous */
+  int deleted;          /* the kernel marked the file " (deleted)", which path leaves out */
 } cprof__map_entry_t;
 
 typedef struct cprof__maps {

@@ -158,9 +158,11 @@ static void destroy(cprof__symbolizer_t *s) {
   free(s);
 }
 
-/* Reports every module of this process to a new Dwfl. Returns NULL when
- * libdw cannot do it; the caller carries on without names. */
-static Dwfl *build_dwfl(void) {
+/* Reports every module of the snapshot maps to a new Dwfl. Returns NULL
+ * when libdw cannot do it; the caller carries on without names. The
+ * modules come from our snapshot, not libdw's dwfl_linux_proc_report,
+ * which reads files a process that is not dumpable cannot (dwfl_files.c). */
+static Dwfl *build_dwfl(const cprof__maps_t *maps) {
   /* Our debuginfo callback opens ELF files with libelf itself. */
   if (elf_version(EV_CURRENT) == EV_NONE)
     return NULL;
@@ -168,9 +170,9 @@ static Dwfl *build_dwfl(void) {
   if (!dwfl)
     return NULL;
   dwfl_report_begin(dwfl);
-  /* A nonzero result means the report stopped part way; what was reported
-   * before that is still worth keeping, so only report_end decides. */
-  (void)dwfl_linux_proc_report(dwfl, getpid());
+  /* A module libdw refused leaves the others worth keeping, so only
+   * report_end decides. */
+  (void)cprof__dwfl_report_maps(dwfl, maps);
   if (dwfl_report_end(dwfl, NULL, NULL) != 0) {
     dwfl_end(dwfl);
     return NULL;
@@ -400,7 +402,7 @@ static cprof__symbolizer_t *build(cprof__maps_t *maps) {
       s->by_addr[k++] = strcmp(e->path, exe) == 0 ? next_exe++ : next_other++;
   }
 
-  s->dwfl = build_dwfl();
+  s->dwfl = build_dwfl(&s->maps);
   for (int i = 0; i < s->nmappings; i++)
     if (describe_module(s->dwfl, &s->mappings[i]) != 0)
       goto fail;

@@ -22,4 +22,9 @@ check "output: and the heap profile" [ -s "$T/out/heap.pb.gz" ]
 check "output: go tool pprof reads the CPU profile" bash -c "go tool pprof -raw '$T/out/cpu.pb.gz' >/dev/null 2>&1"
 check "output: the heap profile has the worker's allocations" \
   bash -c "go tool pprof -sample_index=alloc_space -top '$T/out/heap.pb.gz' 2>/dev/null | grep -q worker"
+# Named by cprof, not by pprof from the files here: main has gone, so
+# /proc/PID/maps reads empty and /proc/PID/auxv cannot be read (libdw's
+# module report found nothing, and every frame was [module]).
+check "output: cprof named the worker itself" bash -c \
+  "go tool pprof -symbolize=none -sample_index=alloc_space -top '$T/out/heap.pb.gz' 2>/dev/null | grep -q ' worker$'"
 finish

@@ -77,6 +77,26 @@ static const struct line_case line_cases[] = {
     {"11111111111111111-2000 r-xp 00000000 08:01 1 /x", 0, 0, 0, 0, NULL, NULL}, /* > 64 bits */
 };
 
+/* The kernel's marker for a deleted file is left out of the path and
+ * kept as a flag; a large inode and a wide device are read whole. */
+static void test_deleted_dev_inode(void) {
+  cprof__maps_t m;
+  CHECK_EQ_INT(cprof__maps_parse(&m, dup_text("1000-2000 r-xp 00000000 103:0a 18446744073709551 "
+                                              "/tmp/libgone.so (deleted)\n"
+                                              "2000-3000 r-xp 00000000 fe:01 7 /tmp/here.so\n")),
+               0);
+  CHECK_EQ_INT(m.n, 2);
+  if (m.n == 2) {
+    CHECK_EQ_STR(m.v[0].path, "/tmp/libgone.so");
+    CHECK_EQ_INT(m.v[0].deleted, 1);
+    CHECK_EQ_INT(m.v[0].dev, (uint64_t)0x103 << 32 | 0xa);
+    CHECK_EQ_INT(m.v[0].inode, 18446744073709551ull);
+    CHECK_EQ_INT(m.v[1].deleted, 0);
+    CHECK_EQ_INT(m.v[1].dev, (uint64_t)0xfe << 32 | 1);
+  }
+  cprof__maps_free(&m);
+}
+
 static void test_lines(void) {
   for (size_t i = 0; i < sizeof line_cases / sizeof line_cases[0]; i++) {
     const struct line_case *c = &line_cases[i];
@@ -123,6 +143,13 @@ static void test_file(void) {
   CHECK_EQ_STR(m.v[4].path, "[stack]");
   CHECK_EQ_STR(m.v[5].path, "[vdso]");
   CHECK_EQ_STR(m.v[5].perms, "r-xp");
+  /* Device and inode, which tell one file's mappings from another's. */
+  CHECK_EQ_INT(m.v[0].dev, (uint64_t)8 << 32 | 2);
+  CHECK_EQ_INT(m.v[0].inode, 173521);
+  CHECK_EQ_INT(m.v[3].inode, 135522);
+  CHECK_EQ_INT(m.v[2].dev, 0);
+  CHECK_EQ_INT(m.v[2].inode, 0);
+  CHECK_EQ_INT(m.v[0].deleted, 0);
 
   /* Lookup boundaries: start inclusive, end exclusive. */
   CHECK(cprof__maps_find_sigsafe(&m, 0) == NULL);
@@ -227,6 +254,7 @@ static void test_live_large(void) {
 
 int main(void) {
   test_lines();
+  test_deleted_dev_inode();
   test_file();
   test_adjacent_unsorted();
   test_live();
