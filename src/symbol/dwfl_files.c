@@ -2,6 +2,8 @@
  * dwfl_files.h for why we do not use libdw's standard callbacks as they are. */
 #include "symbol/dwfl_files.h"
 
+#include "symbol/debuginfod.h"
+
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <libelf.h>
@@ -118,6 +120,72 @@ static int open_debug_file(const char *path, const unsigned char *id, int idlen,
   return -1;
 }
 
+/* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
+static int find_in_build_id_tree(const unsigned char *id, int idlen, char **debuginfo_file_name) {
+  char path[PATH_MAX];
+  size_t n = (size_t)snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
+  for (int i = 1; i < idlen && n + 3 < sizeof path; i++)
+    n += (size_t)snprintf(path + n, sizeof path - n, "%02x", id[i]);
+  if (n + sizeof ".debug" > sizeof path)
+    return -1;
+  memcpy(path + n, ".debug", sizeof ".debug");
+  return open_debug_file(path, id, idlen, debuginfo_file_name);
+}
+
+/* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
+ * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
+ * the directories GDB and libdw search by default. */
+static int find_by_debuglink(const char *file_name, const char *debuglink, const unsigned char *id,
+                             int idlen, char **debuginfo_file_name) {
+  if (!file_name || file_name[0] != '/')
+    return -1;
+  const char *slash = strrchr(file_name, '/');
+  int dirlen = (int)(slash - file_name);
+  char invented[NAME_MAX + 1];
+  if (!debuglink || !debuglink[0]) {
+    int k = snprintf(invented, sizeof invented, "%s.debug", slash + 1);
+    if (k < 0 || (size_t)k >= sizeof invented)
+      return -1;
+    debuglink = invented;
+  }
+  char path[PATH_MAX];
+  for (int i = 0; i < 3; i++) {
+    int k;
+    if (i == 0)
+      k = snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink);
+    else if (i == 1)
+      k = snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink);
+    else
+      k = snprintf(path, sizeof path, "/usr/lib/debug%.*s/%s", dirlen, file_name, debuglink);
+    /* The main file under another name is no debug file. */
+    if (k < 0 || (size_t)k >= sizeof path || strcmp(path, file_name) == 0)
+      continue;
+    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
+    if (fd >= 0)
+      return fd;
+  }
+  return -1;
+}
+
+/* A file debuginfod brought, in this process or an earlier one (see
+ * debuginfod.c; nothing at all without DEBUGINFOD_URLS). Local files only:
+ * fetching happens elsewhere, in the background. */
+static int find_fetched(const unsigned char *id, int idlen, char **debuginfo_file_name) {
+  char hex[2 * 64 + 1], path[PATH_MAX];
+  if (idlen > 64)
+    return -1;
+  for (int i = 0; i < idlen; i++)
+    snprintf(hex + 2 * i, 3, "%02x", id[i]);
+  for (int k = 0; k < 2; k++) {
+    if (cprof__debuginfod_candidate(hex, k, path, sizeof path) != 0)
+      continue;
+    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
+    if (fd >= 0)
+      return fd;
+  }
+  return -1;
+}
+
 int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                                Dwarf_Addr base, const char *file_name, const char *debuglink,
                                GElf_Word crc, char **debuginfo_file_name) {
@@ -135,49 +203,12 @@ int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mo
   int idlen = dwfl_module_build_id(mod, &id, &vaddr);
   if (idlen < 2)
     return -1;
-
-  /* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
-  char path[PATH_MAX];
-  size_t n = (size_t)snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
-  for (int i = 1; i < idlen && n + 3 < sizeof path; i++)
-    n += (size_t)snprintf(path + n, sizeof path - n, "%02x", id[i]);
-  if (n + sizeof ".debug" <= sizeof path) {
-    memcpy(path + n, ".debug", sizeof ".debug");
-    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
-    if (fd >= 0)
-      return fd;
-  }
-
-  /* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
-   * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
-   * the directories GDB and libdw search by default. */
-  if (!file_name || file_name[0] != '/')
-    return -1;
-  const char *slash = strrchr(file_name, '/');
-  int dirlen = (int)(slash - file_name);
-  char invented[NAME_MAX + 1];
-  if (!debuglink || !debuglink[0]) {
-    int k = snprintf(invented, sizeof invented, "%s.debug", slash + 1);
-    if (k < 0 || (size_t)k >= sizeof invented)
-      return -1;
-    debuglink = invented;
-  }
-  for (int i = 0; i < 3; i++) {
-    int k;
-    if (i == 0)
-      k = snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink);
-    else if (i == 1)
-      k = snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink);
-    else
-      k = snprintf(path, sizeof path, "/usr/lib/debug%.*s/%s", dirlen, file_name, debuglink);
-    /* The main file under another name is no debug file. */
-    if (k < 0 || (size_t)k >= sizeof path || strcmp(path, file_name) == 0)
-      continue;
-    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
-    if (fd >= 0)
-      return fd;
-  }
-  return -1;
+  int fd = find_in_build_id_tree(id, idlen, debuginfo_file_name);
+  if (fd < 0)
+    fd = find_by_debuglink(file_name, debuglink, id, idlen, debuginfo_file_name);
+  if (fd < 0)
+    fd = find_fetched(id, idlen, debuginfo_file_name);
+  return fd;
 }
 
 /* ---- descriptors handed to libdw ------------------------------------------
