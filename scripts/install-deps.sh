@@ -12,9 +12,10 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # strace: the host tests list the system calls cprof makes; libexpat1: a
 # library the dlclose test loads and unloads under a CPU profile.
 # debuginfod: the server debuginfod.sh serves a stripped program's debug files
-# from; libdebuginfod1: the client library cprof dlopens to ask it.
+# from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
+# those debug files share a third, as Debian's -dbgsym packages do.
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  debuginfod libdebuginfod1)
+  debuginfod libdebuginfod1 dwz)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

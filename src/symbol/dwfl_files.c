@@ -6,6 +6,7 @@
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
@@ -186,15 +187,70 @@ static int find_fetched(const unsigned char *id, int idlen, char **debuginfo_fil
   return -1;
 }
 
+/* The build ID by which a debug file names its dwz alternate file: its
+ * .gnu_debugaltlink section holds that file's path, a NUL, then the ID. */
+static int altlink_id(const char *debug_file, unsigned char *id, int max) {
+  int fd = open(debug_file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  size_t shstrndx;
+  int n = -1;
+  for (Elf_Scn *scn = NULL; elf && elf_getshdrstrndx(elf, &shstrndx) == 0 &&
+                            (scn = elf_nextscn(elf, scn)) != NULL;) {
+    GElf_Shdr sh;
+    const char *name;
+    if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+        strcmp(name, ".gnu_debugaltlink") != 0)
+      continue;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    size_t path = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
+    if (d && d->d_buf && path + 3 <= d->d_size && d->d_size - path - 1 <= (size_t)max) {
+      n = (int)(d->d_size - path - 1);
+      memcpy(id, (const char *)d->d_buf + path + 1, (size_t)n);
+    }
+    break;
+  }
+  if (elf)
+    elf_end(elf);
+  close(fd);
+  return n;
+}
+
+/* A dwz alternate file debuginfod brought, for the debug file libdw is
+ * reading (debuginfod.c; nothing at all without DEBUGINFOD_URLS). Debian's
+ * -dbgsym files have one: what several of a package's files share (types,
+ * inlined functions' names) is in it. Not here yet: asked for, and the
+ * symbolizer builds its Dwfl again when it comes. */
+static int find_fetched_alt(const char *debug_file, char **debuginfo_file_name) {
+  unsigned char id[64];
+  int idlen = cprof__debuginfod_enabled() && debug_file && debug_file[0] == '/'
+                  ? altlink_id(debug_file, id, (int)sizeof id)
+                  : -1;
+  if (idlen < 2)
+    return -1;
+  int fd = find_fetched(id, idlen, debuginfo_file_name);
+  if (fd < 0) {
+    char hex[2 * sizeof id + 1];
+    for (int i = 0; i < idlen; i++)
+      snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    cprof__debuginfod_want(hex);
+  }
+  return fd;
+}
+
 int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                                Dwarf_Addr base, const char *file_name, const char *debuglink,
                                GElf_Word crc, char **debuginfo_file_name) {
   /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
-   * that file's path as the debuglink and a zero CRC. Its build ID is only in
-   * libdw's hands, so libdw's build-ID lookup, which stays local, does it. */
-  if (debuglink && (strchr(debuglink, '/') || crc == 0))
-    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
-                                        debuginfo_file_name);
+   * that file's path as the debuglink, a zero CRC, and the debug file that
+   * names it as file_name. libdw's build-ID lookup, which stays local, finds
+   * an installed one; else one from debuginfod may be there. */
+  if (debuglink && (strchr(debuglink, '/') || crc == 0)) {
+    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
+                                          debuginfo_file_name);
+    return fd >= 0 ? fd : find_fetched_alt(file_name, debuginfo_file_name);
+  }
 
   /* Without a build ID there is nothing to check a candidate against, so we
    * do not guess. */

@@ -518,7 +518,8 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
       current = NULL;
     destroy(s);
     pthread_mutex_unlock(&lock);
-    cprof__debuginfod_kick();
+    if (!quick)
+      cprof__debuginfod_kick();
     return;
   }
   clock_gettime(CLOCK_MONOTONIC, &last_used);
@@ -526,8 +527,10 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
   pthread_mutex_unlock(&lock);
   if (hook)
     hook();
-  /* Fetches asked for during this use start now, with our lock free. */
-  cprof__debuginfod_kick();
+  /* Fetches asked for during this use start now, with our lock free; not
+   * in quick mode, where the program is exiting. */
+  if (!quick)
+    cprof__debuginfod_kick();
 }
 
 void cprof__symbolizer_set_used_hook(void (*hook)(void)) {

@@ -3,11 +3,14 @@
 # ships them: no symbol table, no DWARF, no debug link. Their debug files
 # (objcopy --only-keep-debug) are found through a debug link beside them,
 # through /usr/lib/debug/.build-id, or fetched from a local debuginfod
-# server when DEBUGINFOD_URLS is set. The program's main thread spins in
-# main -> main_loop -> stripped_lib_run -> lib_spin, where main_loop and
-# lib_spin are static: only debug information names them. Each case reads
-# the goroutine profile with go tool pprof -top -lines (-symbolize=none: what
-# cprof served), whose header shows the profile's comments.
+# server when DEBUGINFOD_URLS is set; the server's copies went through dwz,
+# as Debian's -dbgsym files do, so that what the two share is in a third
+# file, which is fetched too. The program's main thread spins in main ->
+# main_loop -> stripped_lib_run -> lib_spin -> shared_spin (inlined), where
+# main_loop and lib_spin are static: only debug information names them, and
+# shared_spin's name is in the shared file. Each case reads the goroutine
+# profile with go tool pprof -top -lines (-symbolize=none: what cprof
+# served), whose header shows the profile's comments.
 . "$(dirname "$0")/lib.sh"
 P=$B/tests/integration
 S=$CPROF_SOURCE_DIR/tests/integration/programs
@@ -30,13 +33,27 @@ for f in stripped_main libstripped_lib.so; do
 done
 MAIN_ID=$(readelf -n "$T/bin/stripped_main" | sed -n 's/.*Build ID: //p')
 LIB_ID=$(readelf -n "$T/bin/libstripped_lib.so" | sed -n 's/.*Build ID: //p')
+# What the server serves: the debug files through dwz, as Debian's.
+mkdir -p "$T/served"
+cp "$T/dbg/"*.debug "$T/served/"
+ALT_ID=
+if command -v dwz >/dev/null; then
+  dwz -q -m "$T/served/common.debug" -M /usr/lib/debug/.dwz/x86_64-linux-gnu/cprof-test.debug \
+    "$T/served/stripped_main.debug" "$T/served/libstripped_lib.so.debug" || true
+  ALT_ID=$(readelf -n "$T/served/common.debug" 2>/dev/null | sed -n 's/.*Build ID: //p')
+  check "dwz put what the two share in a file of its own" \
+    bash -c "[ -n '$ALT_ID' ] && readelf -S '$T/served/libstripped_lib.so.debug' | grep -q gnu_debugaltlink"
+else
+  echo "note: no dwz; the served debug files are whole"
+fi
 check "the stripped copies have build IDs and no symbol table" \
   bash -c "[ -n '$MAIN_ID' ] && [ -n '$LIB_ID' ] && ! readelf -S '$T/bin/stripped_main' | grep -q symtab"
 
 # The lines the frames must name: the calls, and the spinning loop.
 MAIN_CALL=$(grep -n "the program's call" "$S/stripped_main.c" | cut -d: -f1)
 LIB_CALL=$(grep -n "the library's call" "$S/stripped_lib.c" | cut -d: -f1)
-SPIN=$(grep -n "the spinning line" "$S/stripped_lib.c" | cut -d: -f1)
+INLINED_CALL=$(grep -n "the inlined call" "$S/stripped_lib.c" | cut -d: -f1)
+SPIN=$(grep -n "the spinning line" "$S/stripped_shared.h" | cut -d: -f1)
 
 # grab NAME: the goroutine profile of $ADDR into $T/NAME.pb.gz, the time it
 # took in ms into $T/NAME.ms, and its report (-top -lines) into $T/NAME.top.
@@ -50,12 +67,13 @@ grab() {
 }
 # named NAME: the report names every frame of the spinning stack, with its file and line.
 named() {
-  has "$T/$1.top" " lib_spin .*stripped_lib\.c:($((SPIN - 1))|$SPIN)\$" &&
+  has "$T/$1.top" " shared_spin .*stripped_shared\.h:($((SPIN - 1))|$SPIN) \(inline\)\$" &&
+    has "$T/$1.top" " lib_spin .*stripped_lib\.c:$INLINED_CALL\$" &&
     has "$T/$1.top" " stripped_lib_run .*stripped_lib\.c:$LIB_CALL\$" &&
     has "$T/$1.top" " main_loop .*stripped_main\.c:$MAIN_CALL\$"
 }
 # unnamed NAME: neither static function has a name.
-unnamed() { ! has "$T/$1.top" " (lib_spin|main_loop) "; }
+unnamed() { ! has "$T/$1.top" " (shared_spin|lib_spin|main_loop) "; }
 # says NAME MODULE TEXT: the report's header has the comment on MODULE.
 says() { has "$T/$1.top" "^no debug symbols for $T/bin/$2 \(build ID [0-9a-f]+\): $3"; }
 free_port() {
@@ -100,12 +118,13 @@ fi
 DB_PID=
 for _ in 1 2 3; do
   DB_PORT=$(free_port)
-  debuginfod -F "$T/dbg" -p "$DB_PORT" -d "$T/debuginfod.sqlite" -t 0 -g 0 -c 1 \
+  debuginfod -F "$T/served" -p "$DB_PORT" -d "$T/debuginfod.sqlite" -t 0 -g 0 -c 1 \
     >"$T/debuginfod.log" 2>&1 &
   DB_PID=$!
   for _ in $(seq 1 100); do
     if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$DB_PORT/buildid/$LIB_ID/debuginfo")" = 200 ] &&
-      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$DB_PORT/buildid/$MAIN_ID/debuginfo")" = 200 ]; then
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$DB_PORT/buildid/$MAIN_ID/debuginfo")" = 200 ] &&
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$DB_PORT/buildid/${ALT_ID:-$MAIN_ID}/debuginfo")" = 200 ]; then
       break 2
     fi
     kill -0 "$DB_PID" 2>/dev/null || break
@@ -136,6 +155,7 @@ check "... and no comment on the program or its library" \
   bash -c "! grep -q '^no debug symbols for $T/bin/.*stripped' '$T/up_later.top'"
 check "the files are in DEBUGINFOD_CACHE_PATH" \
   test -s "$T/cache/$MAIN_ID/debuginfo" -a -s "$T/cache/$LIB_ID/debuginfo"
+[ -z "$ALT_ID" ] || check "... the shared one too" test -s "$T/cache/$ALT_ID/debuginfo"
 check "nothing on stderr but the serving line" bash -c "[ \$(grep -vc '^cprof: serving' '$T/up.err') = 0 ]"
 stop
 

@@ -13,11 +13,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "stripped_shared.h"
+
 #define NOINLINE __attribute__((noinline))
 
 void stripped_lib_run(volatile int *stop);
 
-static volatile int stop;
+static volatile int stop, stopped = 1;
+static volatile unsigned long steps;
 
 static void *timer(void *arg) {
   sleep((unsigned)(long)arg);
@@ -26,6 +29,7 @@ static void *timer(void *arg) {
 }
 
 static NOINLINE void main_loop(void) {
+  shared_spin(&stopped, &steps); /* returns at once: here for its debug information */
   stripped_lib_run(&stop); /* the program's call */
 }
 
