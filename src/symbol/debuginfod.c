@@ -248,20 +248,24 @@ void cprof__debuginfod_advice(const char *build_id, char *buf, size_t len) {
   }
   pthread_mutex_lock(&f.lock);
   entry_t *e = find_locked(build_id);
-  entry_t c = e ? *e : (entry_t){.state = WAITING};
+  entry_t c = e ? *e : (entry_t){.state = -1};
   pthread_mutex_unlock(&f.lock);
-  if (c.state == WAITING || c.state == FETCHING)
+  if (c.state == -1) /* a profile written at exit asks nothing */
+    snprintf(buf, len, "debuginfod (DEBUGINFOD_URLS) was not asked for it");
+  else if (c.state == WAITING || c.state == FETCHING)
     snprintf(buf, len, "asking debuginfod (DEBUGINFOD_URLS); its names come in a later profile");
   else if (c.state == FOUND)
     snprintf(buf, len, "debuginfod's file for it has no debug information");
   else if (c.err == -ENOENT)
     snprintf(buf, len, "debuginfod (DEBUGINFOD_URLS) has no debug file for it");
   else if (c.err == -ETIME)
-    snprintf(buf, len, "debuginfod did not deliver its debug file within %ld s (DEBUGINFOD_MAXTIME)",
+    snprintf(buf, len,
+             "debuginfod did not deliver its debug file within %ld s (DEBUGINFOD_MAXTIME)",
              c.limit_s);
   else if (c.err == -ELIBACC)
-    snprintf(buf, len, "libdebuginfod.so.1 could not be loaded to ask debuginfod (Debian: "
-                       "libdebuginfod1)");
+    snprintf(buf, len,
+             "libdebuginfod.so.1 could not be loaded to ask debuginfod (Debian: "
+             "libdebuginfod1)");
   else if (c.err == -ENOTSUP)
     snprintf(buf, len, "the kernel refused the descriptor table cprof fetches debug files in");
   else

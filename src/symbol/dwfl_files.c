@@ -196,8 +196,9 @@ static int altlink_id(const char *debug_file, unsigned char *id, int max) {
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
   size_t shstrndx;
   int n = -1;
-  for (Elf_Scn *scn = NULL; elf && elf_getshdrstrndx(elf, &shstrndx) == 0 &&
-                            (scn = elf_nextscn(elf, scn)) != NULL;) {
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    goto out;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
     GElf_Shdr sh;
     const char *name;
     if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
@@ -211,6 +212,7 @@ static int altlink_id(const char *debug_file, unsigned char *id, int max) {
     }
     break;
   }
+out:
   if (elf)
     elf_end(elf);
   close(fd);
