@@ -44,6 +44,15 @@
  * A malformed value is reported once on stderr, naming the variable and the
  * accepted form, and that feature stays off; the program runs on.
  *
+ * Names in stripped programs come from their debug files: in
+ * /usr/lib/debug/.build-id (Debian's -dbgsym packages), through
+ * .gnu_debuglink, and, only when libdebuginfod's own DEBUGINFOD_URLS is set,
+ * from those debuginfod servers: fetched in the background (never while a
+ * profile waits), each within DEBUGINFOD_MAXTIME seconds (default 30), kept
+ * in libdebuginfod's cache (DEBUGINFOD_CACHE_PATH), and used from the next
+ * profile on. A profile says in a comment (shown by go tool pprof -top)
+ * which modules have no debug symbols, and what would give them.
+ *
  * Functions return 0 on success or a negative errno-style code; see
  * cprof_strerror().
  */

@@ -13,8 +13,11 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # library the dlclose test loads and unloads under a CPU profile.
 # libc6-dbg: libc's own symbol table, for the names of its static functions
 # (start_thread, msort_with_tmp) that tests/host/dumpable.sh checks.
+# debuginfod: the server debuginfod.sh serves a stripped program's debug files
+# from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
+# those debug files share a third, as Debian's -dbgsym packages do.
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg)
+  libc6-dbg debuginfod libdebuginfod1 dwz)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

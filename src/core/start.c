@@ -24,6 +24,7 @@
 #include "sample/stack_table.h"
 #include "sample/thread_start.h"
 #include "sample/threads.h"
+#include "symbol/debuginfod.h"
 #include "symbol/symbolize.h"
 #include "unwind/unwind.h"
 
@@ -41,7 +42,8 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * them itself: this lock (held while the server and the output collector
  * start and stop), the output's (held while it writes, which symbolizes),
  * the capture's (held while it unwinds threads from outside, which
- * symbolizes), the symbolizer's, the server keeper's, the settings'.
+ * symbolizes), the symbolizer's, the debuginfod fetcher's (taken under the
+ * symbolizer's), the server keeper's, the settings'.
  * Inner still, each with handlers of its own registered earlier, so that
  * their prepare runs after this one: cpu.c's lock, then the samplers'
  * tables (own_lock.c). */
@@ -50,6 +52,7 @@ static void atfork_prepare(void) {
   cprof__output_atfork_prepare();
   cprof__threads_atfork_prepare();
   cprof__symbolizer_atfork_prepare();
+  cprof__debuginfod_atfork_prepare();
   cprof__server_atfork_prepare();
   cprof__config_atfork_prepare();
 }
@@ -57,6 +60,7 @@ static void atfork_prepare(void) {
 static void atfork_parent(void) {
   cprof__config_atfork_parent();
   cprof__server_atfork_parent();
+  cprof__debuginfod_atfork_parent();
   cprof__symbolizer_atfork_parent();
   cprof__threads_atfork_parent();
   cprof__output_atfork_parent();
@@ -69,6 +73,7 @@ static void atfork_child(void) {
    * cprof_start again. */
   cprof__config_atfork_child();
   cprof__server_atfork_child();
+  cprof__debuginfod_atfork_child();
   cprof__symbolizer_atfork_child();
   cprof__threads_atfork_child();
   cprof__output_atfork_child();
@@ -170,6 +175,7 @@ void cprof_stop(void) {
   running = 0;
   bound[0] = '\0';
   pthread_mutex_unlock(&life_lock);
+  cprof__debuginfod_stop();
   cprof__heap_guard_leave();
 }
 
@@ -181,6 +187,7 @@ void cprof_stop(void) {
  * the same port. */
 static void park_locked(void) {
   cprof__output_park();
+  cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
     serving = 0;

@@ -30,6 +30,7 @@ enum {
   PROFILE_DURATION_NANOS = 10,     /* int64 */
   PROFILE_PERIOD_TYPE = 11,        /* ValueType */
   PROFILE_PERIOD = 12,             /* int64 */
+  PROFILE_COMMENT = 13,            /* repeated int64 (string index) */
   PROFILE_DEFAULT_SAMPLE_TYPE = 14 /* int64 (string index) */
 };
 /* message ValueType */
@@ -590,6 +591,16 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
     rm->has_filenames = rm->has_line_numbers = rm->has_inline_frames =
         maps[m].has_dwarf && !deferred;
   }
+  /* A module that left addresses without names for want of debug
+   * information says so, and what would give them, in a comment: pprof
+   * prints comments in its report's header (-top, graphs) and with
+   * -comments. */
+  for (int m = 0; m < nmaps; m++) {
+    char why[1024];
+    if (tallies[m].unnamed && cprof__symbolizer_no_symbols(sym, m, why, sizeof why) &&
+        (r->mappings[m].no_symbols = intern(&b->strings, why)) < 0)
+      goto out;
+  }
   drop_unused_retired(r, maps, tallies);
   rc = 0;
 out:
@@ -701,6 +712,8 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
   cprof__pb_int64_opt(pb, PROFILE_PERIOD, b->period);
   if (b->default_sample_type >= 0)
     cprof__pb_int64(pb, PROFILE_DEFAULT_SAMPLE_TYPE, b->default_sample_type);
+  for (size_t i = 0; i < r->nmappings; i++)
+    cprof__pb_int64_opt(pb, PROFILE_COMMENT, r->mappings[i].no_symbols);
 }
 
 int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out) {

@@ -79,6 +79,7 @@ typedef struct cprof__res_mapping {
   uint64_t start, limit, offset;
   int64_t file, build_id; /* string indexes */
   int has_functions, has_filenames, has_line_numbers, has_inline_frames;
+  int64_t no_symbols; /* string index of the comment saying it has none, or 0 */
 } cprof__res_mapping_t;
 
 typedef struct cprof__resolved {

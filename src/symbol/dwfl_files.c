@@ -2,9 +2,12 @@
  * dwfl_files.h for why we do not use libdw's standard callbacks as they are. */
 #include "symbol/dwfl_files.h"
 
+#include "symbol/debuginfod.h"
+
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
@@ -165,39 +168,23 @@ static int open_debug_file(const char *path, const unsigned char *id, int idlen,
   return -1;
 }
 
-int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                               Dwarf_Addr base, const char *file_name, const char *debuglink,
-                               GElf_Word crc, char **debuginfo_file_name) {
-  /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
-   * that file's path as the debuglink and a zero CRC. Its build ID is only in
-   * libdw's hands, so libdw's build-ID lookup, which stays local, does it. */
-  if (debuglink && (strchr(debuglink, '/') || crc == 0))
-    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
-                                        debuginfo_file_name);
-
-  /* Without a build ID there is nothing to check a candidate against, so we
-   * do not guess. */
-  const unsigned char *id;
-  GElf_Addr vaddr;
-  int idlen = dwfl_module_build_id(mod, &id, &vaddr);
-  if (idlen < 2)
-    return -1;
-
-  /* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
+/* The build-ID tree: /usr/lib/debug/.build-id/ab/cdef….debug */
+static int find_in_build_id_tree(const unsigned char *id, int idlen, char **debuginfo_file_name) {
   char path[PATH_MAX];
   size_t n = (size_t)snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
   for (int i = 1; i < idlen && n + 3 < sizeof path; i++)
     n += (size_t)snprintf(path + n, sizeof path - n, "%02x", id[i]);
-  if (n + sizeof ".debug" <= sizeof path) {
-    memcpy(path + n, ".debug", sizeof ".debug");
-    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
-    if (fd >= 0)
-      return fd;
-  }
+  if (n + sizeof ".debug" > sizeof path)
+    return -1;
+  memcpy(path + n, ".debug", sizeof ".debug");
+  return open_debug_file(path, id, idlen, debuginfo_file_name);
+}
 
-  /* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
-   * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
-   * the directories GDB and libdw search by default. */
+/* The .gnu_debuglink name (or, without one, "<file>.debug", as libdw
+ * assumes) next to the file, in its .debug/, and under /usr/lib/debug:
+ * the directories GDB and libdw search by default. */
+static int find_by_debuglink(const char *file_name, const char *debuglink, const unsigned char *id,
+                             int idlen, char **debuginfo_file_name) {
   if (!file_name || file_name[0] != '/')
     return -1;
   const char *slash = strrchr(file_name, '/');
@@ -209,6 +196,7 @@ int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mo
       return -1;
     debuglink = invented;
   }
+  char path[PATH_MAX];
   for (int i = 0; i < 3; i++) {
     int k;
     if (i == 0)
@@ -293,6 +281,107 @@ int cprof__dwfl_report_maps(Dwfl *dwfl, const cprof__maps_t *m) {
       err = -1;
   }
   return err;
+}
+
+/* A file debuginfod brought, in this process or an earlier one (see
+ * debuginfod.c; nothing at all without DEBUGINFOD_URLS). Local files only:
+ * fetching happens elsewhere, in the background. */
+static int find_fetched(const unsigned char *id, int idlen, char **debuginfo_file_name) {
+  char hex[2 * 64 + 1], path[PATH_MAX];
+  if (idlen > 64)
+    return -1;
+  for (int i = 0; i < idlen; i++)
+    snprintf(hex + 2 * i, 3, "%02x", id[i]);
+  for (int k = 0; k < 2; k++) {
+    if (cprof__debuginfod_candidate(hex, k, path, sizeof path) != 0)
+      continue;
+    int fd = open_debug_file(path, id, idlen, debuginfo_file_name);
+    if (fd >= 0)
+      return fd;
+  }
+  return -1;
+}
+
+/* The build ID by which a debug file names its dwz alternate file: its
+ * .gnu_debugaltlink section holds that file's path, a NUL, then the ID. */
+static int altlink_id(const char *debug_file, unsigned char *id, int max) {
+  int fd = open(debug_file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  size_t shstrndx;
+  int n = -1;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    goto out;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+    GElf_Shdr sh;
+    const char *name;
+    if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+        strcmp(name, ".gnu_debugaltlink") != 0)
+      continue;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    size_t path = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
+    if (d && d->d_buf && path + 3 <= d->d_size && d->d_size - path - 1 <= (size_t)max) {
+      n = (int)(d->d_size - path - 1);
+      memcpy(id, (const char *)d->d_buf + path + 1, (size_t)n);
+    }
+    break;
+  }
+out:
+  if (elf)
+    elf_end(elf);
+  close(fd);
+  return n;
+}
+
+/* A dwz alternate file debuginfod brought, for the debug file libdw is
+ * reading (debuginfod.c; nothing at all without DEBUGINFOD_URLS). Debian's
+ * -dbgsym files have one: what several of a package's files share (types,
+ * inlined functions' names) is in it. Not here yet: asked for, and the
+ * symbolizer builds its Dwfl again when it comes. */
+static int find_fetched_alt(const char *debug_file, char **debuginfo_file_name) {
+  unsigned char id[64];
+  int idlen = cprof__debuginfod_enabled() && debug_file && debug_file[0] == '/'
+                  ? altlink_id(debug_file, id, (int)sizeof id)
+                  : -1;
+  if (idlen < 2)
+    return -1;
+  int fd = find_fetched(id, idlen, debuginfo_file_name);
+  if (fd < 0) {
+    char hex[2 * sizeof id + 1];
+    for (int i = 0; i < idlen; i++)
+      snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    cprof__debuginfod_want(hex);
+  }
+  return fd;
+}
+
+int cprof__dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                               Dwarf_Addr base, const char *file_name, const char *debuglink,
+                               GElf_Word crc, char **debuginfo_file_name) {
+  /* libdw calls this also for a dwz alternate file (.gnu_debugaltlink), with
+   * that file's path as the debuglink, a zero CRC, and the debug file that
+   * names it as file_name. libdw's build-ID lookup, which stays local, finds
+   * an installed one; else one from debuginfod may be there. */
+  if (debuglink && (strchr(debuglink, '/') || crc == 0)) {
+    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc,
+                                          debuginfo_file_name);
+    return fd >= 0 ? fd : find_fetched_alt(file_name, debuginfo_file_name);
+  }
+
+  /* Without a build ID there is nothing to check a candidate against, so we
+   * do not guess. */
+  const unsigned char *id;
+  GElf_Addr vaddr;
+  int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+  if (idlen < 2)
+    return -1;
+  int fd = find_in_build_id_tree(id, idlen, debuginfo_file_name);
+  if (fd < 0)
+    fd = find_by_debuglink(file_name, debuglink, id, idlen, debuginfo_file_name);
+  if (fd < 0)
+    fd = find_fetched(id, idlen, debuginfo_file_name);
+  return fd;
 }
 
 /* ---- descriptors handed to libdw ------------------------------------------

@@ -13,7 +13,9 @@
  *   downloads debug files over the network while the symbolizer is held.
  *
  * So these callbacks open files themselves, close-on-exec, search only
- * local places, and leave to libdw only the cases that need its internals. */
+ * local places, and leave to libdw only the cases that need its internals.
+ * With DEBUGINFOD_URLS set, the local places include the files debuginfod
+ * brought, which debuginfod.c fetches in the background. */
 #ifndef CPROF_SYMBOL_DWFL_FILES_H
 #define CPROF_SYMBOL_DWFL_FILES_H
 

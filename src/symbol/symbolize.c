@@ -29,6 +29,7 @@
 
 #include "core/fds.h"
 #include "symbol/blocked_unwind.h"
+#include "symbol/debuginfod.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/elf_funcs.h"
@@ -45,6 +46,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,6 +68,10 @@ struct cprof__symbolizer {
   int nmappings, nlive;
   retired_dwfl_t *retired; /* nmappings - nlive of them */
   int *by_addr; /* mapping indices in address order, for mapping_of */
+  /* Per mapping: debuginfod was told it has no debug information (see
+   * ask_debuginfod). */
+  unsigned char *asked;
+  unsigned fetched; /* cprof__debuginfod_generation when this was built */
   Dwfl *dwfl;   /* NULL when libdw could not be set up: mappings only */
   cprof__names_t names;
   cprof__elf_funcs_t funcs;
@@ -145,6 +151,7 @@ static void destroy(cprof__symbolizer_t *s) {
       free((char *)s->mappings[i].build_id);
   free(s->mappings);
   free(s->by_addr);
+  free(s->asked);
   if (s->dwfl)
     dwfl_end(s->dwfl);
   for (int i = 0; i < s->nmappings - s->nlive; i++)
@@ -369,8 +376,12 @@ static cprof__symbolizer_t *build(cprof__maps_t *maps) {
   s->mappings = calloc((size_t)(n + ngone) + 1, sizeof *s->mappings);
   s->by_addr = calloc((size_t)n + 1, sizeof *s->by_addr);
   s->retired = calloc((size_t)ngone + 1, sizeof *s->retired);
-  if (!s->mappings || !s->by_addr || !s->retired)
+  s->asked = calloc((size_t)(n + ngone) + 1, 1);
+  if (!s->mappings || !s->by_addr || !s->retired || !s->asked)
     goto fail;
+  /* Read before the files are looked for: a file fetched meanwhile makes
+   * the next acquire build again. */
+  s->fetched = cprof__debuginfod_generation();
 
   /* The main program first, as pprof expects mapping 1 to be the binary;
    * then the rest. Both passes walk the maps in address order, so each group
@@ -552,9 +563,13 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
       return current;
     memset(&maps, 0, sizeof maps);
   }
+  /* The same code, no module retired, and no debug file fetched since
+   * (debuginfod.c): libdw looks for a module's debug file once, so a file
+   * that arrived later takes a new Dwfl. */
   cprof__retired_t *const *gone;
   if (current && same_code(&current->maps, &maps) &&
-      current->nmappings - current->nlive == cprof__modules_retired(&gone)) {
+      current->nmappings - current->nlive == cprof__modules_retired(&gone) &&
+      current->fetched == cprof__debuginfod_generation()) {
     cprof__maps_free(&maps);
     return current;
   }
@@ -594,6 +609,8 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
       current = NULL;
     destroy(s);
     pthread_mutex_unlock(&lock);
+    if (!quick)
+      cprof__debuginfod_kick();
     return;
   }
   clock_gettime(CLOCK_MONOTONIC, &last_used);
@@ -601,6 +618,10 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
   pthread_mutex_unlock(&lock);
   if (hook)
     hook();
+  /* Fetches asked for during this use start now, with our lock free; not
+   * in quick mode, where the program is exiting. */
+  if (!quick)
+    cprof__debuginfod_kick();
 }
 
 void cprof__symbolizer_set_used_hook(void (*hook)(void)) {
@@ -651,6 +672,25 @@ int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
   if (i < 0 || i >= s->nmappings)
     return 0;
   return s->mappings[i].has_dwarf && !(quick && s->mappings[i].heavy_dwarf);
+}
+
+int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len) {
+  if (i < 0 || i >= s->nmappings)
+    return 0;
+  const cprof__mapping_t *mp = &s->mappings[i];
+  if (mp->has_dwarf || mp->path[0] != '/')
+    return 0;
+  if (!mp->build_id[0]) {
+    snprintf(buf, len, "no debug symbols for %s: it has no build ID to find them by", mp->path);
+    return 1;
+  }
+  /* Asked again for each profile: a failed fetch is retried after a while. */
+  if (!quick)
+    cprof__debuginfod_want(mp->build_id);
+  int n = snprintf(buf, len, "no debug symbols for %s (build ID %s): ", mp->path, mp->build_id);
+  if (n > 0 && (size_t)n < len)
+    cprof__debuginfod_advice(mp->build_id, buf + n, len - (size_t)n);
+  return 1;
 }
 
 int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **out) {
@@ -751,6 +791,17 @@ static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const c
   frames[(*n)++] = (cprof__frame_t){.function = fn, .file = file, .line = line};
 }
 
+/* An address fell in a module without debug information: debuginfod may
+ * have it (debuginfod.c; nothing happens without DEBUGINFOD_URLS). Once per
+ * module and instance, and not in quick mode, where the program exits. */
+static void ask_debuginfod(cprof__symbolizer_t *s, int i) {
+  const cprof__mapping_t *mp = &s->mappings[i];
+  if (s->asked[i] || quick || mp->has_dwarf || mp->path[0] != '/' || !mp->build_id[0])
+    return;
+  s->asked[i] = 1;
+  cprof__debuginfod_want(mp->build_id);
+}
+
 /* The frames of one address, innermost first, as eu-addr2line -i -f prints
  * them. With keep_outer, a full array has its last slot overwritten so that
  * the outermost function always ends up last. */
@@ -763,6 +814,7 @@ static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_
   Dwfl *dwfl = mi >= 0 && mi < s->nmappings && max > 0 ? dwfl_for(s, mi) : NULL;
   if (!dwfl)
     return 0;
+  ask_debuginfod(s, mi);
   Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
   Dwarf_Addr mod_start, mod_end;
   if (!mod || !dwfl_module_info(mod, NULL, &mod_start, &mod_end, NULL, NULL, NULL, NULL) ||

@@ -9,6 +9,7 @@
 #ifndef CPROF_SYMBOL_SYMBOLIZE_H
 #define CPROF_SYMBOL_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -70,6 +71,13 @@ void cprof__symbolizer_quick(int on);
 /* Whether the calling thread's lookups in mapping i use its DWARF: it has
  * some, and quick mode does not leave it out. */
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i);
+
+/* For a profile's comments, when mapping i has no debug information
+ * (DWARF) of its own or found for it: a sentence naming the file and its
+ * build ID, and what would give it names (its -dbgsym package,
+ * DEBUGINFOD_URLS) or how fetching it from debuginfod stands. Returns 1
+ * with buf filled, or 0 when there is nothing to say. */
+int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len);
 
 /* Symbolizes one code address (an exact pc: callers pass return address - 1).
  * Fills up to max frames, innermost first, and returns how many (0: nothing
