@@ -29,6 +29,7 @@
 
 #include "core/fds.h"
 #include "symbol/blocked_unwind.h"
+#include "symbol/die_names.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/elf_funcs.h"
@@ -59,6 +60,7 @@ struct cprof__symbolizer {
   cprof__names_t names;
   cprof__elf_funcs_t funcs;
   cprof__dwarf_scopes_t scopes;
+  cprof__die_names_t die_names;
   cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
   Elf **refs;                   /* our references to debug files' Elfs, see below */
   int nrefs, caprefs;
@@ -126,6 +128,7 @@ static void destroy(cprof__symbolizer_t *s) {
   if (s->tainted)
     return;
   /* The caches point into the Dwfl's data: they go first. */
+  cprof__die_names_free(&s->die_names);
   cprof__dwarf_scopes_free(&s->scopes);
   cprof__elf_funcs_free(&s->funcs);
   cprof__names_free(&s->names);
@@ -599,24 +602,6 @@ static int next_function(Dwarf_Die *chain, int n, int i) {
   return -1;
 }
 
-/* A function DIE's name. For C++ that is the linkage name, demangled: it
- * carries the namespaces, classes and parameter types that DW_AT_name lacks.
- * Other linkage names are not mangled names but assembler labels (glibc
- * calls __libc_malloc "__GI___libc_malloc" that way), so for them the
- * source name is the better one. dwarf_attr_integrate follows
- * DW_AT_abstract_origin and DW_AT_specification, where inlined and
- * out-of-line copies keep their names. */
-static const char *die_name(cprof__symbolizer_t *s, Dwarf_Die *die) {
-  Dwarf_Attribute attr;
-  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-  if (!name)
-    name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
-  if (name && name[0] == '_' && name[1] == 'Z')
-    return cprof__names_show(&s->names, name);
-  const char *plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return plain ? plain : cprof__names_show(&s->names, name);
-}
-
 /* Where an inlined call was made: DW_AT_call_file and DW_AT_call_line of the
  * DW_TAG_inlined_subroutine, the file an index into its unit's file table. */
 static void call_site(Dwarf_Die *inl, const char **file, int *line) {
@@ -681,6 +666,12 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
   Dwarf_Die *chain = NULL;
   int nchain = cudie ? cprof__dwarf_scopes_at(&s->scopes, cudie, addr - bias, &chain) : 0;
 
+  cprof__die_name_ctx_t names = {.names = &s->names,
+                                 .funcs = &s->funcs,
+                                 .scopes = &s->scopes,
+                                 .mod = mod,
+                                 .bias = bias,
+                                 .cudie = cudie};
   int n = 0;
   int i = next_function(chain, nchain, 0);
   if (i < 0) {
@@ -694,7 +685,7 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
   for (;;) {
     Dwarf_Die *die = &chain[i];
     int inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-    const char *fn = die_name(s, die);
+    const char *fn = cprof__die_name(&s->die_names, &names, die);
     if (!fn && !inlined)
       fn = elf_fn;
     put(frames, max, &n, keep_outer, fn, file, line);
