@@ -34,12 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One worked-out name. `owned` is ours to free, NULL when `name` is
- * borrowed (from libdw's data). */
+/* One worked-out name, and the symbol it came from (NULL: none). Both
+ * are ours to free. */
 struct cprof__die_name {
   const void *key; /* the DIE's address in libdw's data */
-  const char *name;
-  char *owned;
+  char *name, *system;
 };
 
 /* How deep a lambda may sit in other lambdas' bodies before we stop naming
@@ -47,7 +46,7 @@ struct cprof__die_name {
 #define MAX_DEPTH 8
 
 static const char *name_of(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die,
-                           int depth);
+                           const char **system, int depth);
 
 static int is_mangled(const char *s) { return s && s[0] == '_' && s[1] == 'Z'; }
 
@@ -124,38 +123,44 @@ static int grow(cprof__die_names_t *t) {
   return 0;
 }
 
-/* Remembers name (owned: ours to free, or NULL) for key and returns it; or,
- * without room to remember it, frees owned and returns fallback, so that
- * nothing leaks and the caller's strings stay valid. */
-static const char *remember(cprof__die_names_t *t, const void *key, const char *name, char *owned,
-                            const char *fallback) {
+/* Keeps name and system (malloc'd, or NULL) for key. Returns the entry,
+ * or NULL without room for it, having freed both. */
+static const struct cprof__die_name *remember(cprof__die_names_t *t, const void *key, char *name,
+                                              char *system) {
   if ((t->len + 1) * 2 > t->cap && grow(t) != 0) {
-    free(owned);
-    return fallback;
+    free(name);
+    free(system);
+    return NULL;
   }
   size_t k = slot_of(key, t->cap);
   while (t->v[k].key)
     k = (k + 1) & (t->cap - 1);
-  t->v[k] = (struct cprof__die_name){.key = key, .name = name, .owned = owned};
+  t->v[k] = (struct cprof__die_name){.key = key, .name = name, .system = system};
   t->len++;
-  return name;
+  return &t->v[k];
 }
 
 void cprof__die_names_free(cprof__die_names_t *t) {
-  for (size_t i = 0; i < t->cap; i++)
-    free(t->v[i].owned);
+  for (size_t i = 0; i < t->cap; i++) {
+    free(t->v[i].name);
+    free(t->v[i].system);
+  }
   free(t->v);
   memset(t, 0, sizeof *t);
 }
 
 /* ---- 1: the symbol of the function's code -------------------------------- */
 
-/* Whether a demangled name names the function DWARF calls plain: plain,
- * then its parameter list. */
+/* Whether a demangled name names the function DWARF calls plain: it has
+ * plain's identifier followed by template arguments or parameters. Only
+ * the identifier, because GCC spells template arguments its own way in
+ * DW_AT_name ("f<main()::<lambda()> >" for f<main::{lambda()#1}>). */
 static int names_it(const char *demangled, const char *plain) {
-  size_t len = strlen(plain);
-  for (const char *p = demangled; (p = strstr(p, plain)) != NULL; p++)
-    if (p[len] == '(')
+  size_t len = strcspn(plain, "<(");
+  if (len == 0)
+    return 0;
+  for (const char *p = demangled; *p; p++)
+    if (strncmp(p, plain, len) == 0 && (p[len] == '(' || p[len] == '<'))
       return 1;
   return 0;
 }
@@ -173,8 +178,9 @@ static int code_entry(const cprof__die_name_ctx_t *c, Dwarf_Die *die, Dwarf_Addr
 }
 
 /* The demangled symbol that starts where die's function's code does, or
- * NULL. malloc'd. */
-static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const char *plain) {
+ * NULL; and in *system that symbol. Both malloc'd. */
+static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const char *plain,
+                         char **system) {
   Dwarf_Addr entry;
   if (!c->names->demangle || code_entry(c, die, &entry) != 0)
     return NULL;
@@ -190,11 +196,12 @@ static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const c
     return NULL;
   int status = -1;
   char *shown = c->names->demangle(cut, NULL, NULL, &status);
-  free(cut);
   if (status != 0 || !shown || !names_it(shown, plain)) {
     free(shown);
+    free(cut);
     return NULL;
   }
+  *system = cut;
   return shown;
 }
 
@@ -259,14 +266,15 @@ static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, tex
     else
       put_unnamed(b, scope, closure);
   } else {
-    const char *fn = depth < MAX_DEPTH ? name_of(t, c, scope, depth + 1) : NULL;
+    const char *system;
+    const char *fn = depth < MAX_DEPTH ? name_of(t, c, scope, &system, depth + 1) : NULL;
     puts_(b, fn ? fn : "?");
   }
 }
 
-/* "outer::scopes::plain" for named, a member function, from its DWARF
- * parents; NULL when it is no member of a class (C++ then gives it no
- * linkage name only when it is extern "C": plain is its name). malloc'd. */
+/* "outer::scopes::plain" for named, from its DWARF parents; NULL when it
+ * is declared at the top of its unit, where a C++ function without a
+ * linkage name is extern "C" (or main), and plain is its name. malloc'd. */
 static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *named,
                        const char *plain, int depth) {
   Dwarf_Die *scopes = NULL;
@@ -274,7 +282,8 @@ static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dw
   int first = 1;
   while (first < n && dwarf_tag(&scopes[first]) == DW_TAG_lexical_block)
     first++;
-  if (first >= n || !is_class(dwarf_tag(&scopes[first]))) {
+  if (first >= n || (!is_class(dwarf_tag(&scopes[first])) &&
+                     dwarf_tag(&scopes[first]) != DW_TAG_namespace)) {
     free(scopes);
     return NULL;
   }
@@ -311,10 +320,15 @@ static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dw
 /* ---- the name -------------------------------------------------------------- */
 
 static const char *name_of(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die,
-                           int depth) {
+                           const char **system, int depth) {
   const char *linkage = linkage_name(die);
-  if (is_mangled(linkage))
-    return cprof__names_show(c->names, linkage);
+  *system = NULL;
+  if (is_mangled(linkage)) {
+    const char *shown = cprof__names_show(c->names, linkage);
+    if (shown != linkage)
+      *system = linkage;
+    return shown;
+  }
   Dwarf_Attribute attr;
   const char *plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
   if (linkage || !plain || !is_cxx(die))
@@ -328,15 +342,25 @@ static const char *name_of(cprof__die_names_t *t, const cprof__die_name_ctx_t *c
   if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &attr), &origin))
     origin = *die;
   const struct cprof__die_name *known = find(t, origin.addr);
-  if (known)
-    return known->name;
-  char *name = symbol_name(c, die, plain);
-  if (!name)
-    name = qualified(t, c, &named, plain, depth);
-  return name ? remember(t, origin.addr, name, name, plain)
-              : remember(t, origin.addr, plain, NULL, plain);
+  if (!known) {
+    char *sym = NULL;
+    char *name = symbol_name(c, die, plain, &sym);
+    /* A made name has no symbol; its system name is the one debuggers
+     * and addr2line -i show, DWARF's own. */
+    if (!name && (name = qualified(t, c, &named, plain, depth)) != NULL && !(sym = strdup(plain))) {
+      free(name);
+      name = NULL;
+    }
+    /* Remembered even when it is plain (name NULL), not to look again. */
+    known = remember(t, origin.addr, name, sym);
+  }
+  if (!known || !known->name)
+    return plain;
+  *system = known->system;
+  return known->name;
 }
 
-const char *cprof__die_name(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die) {
-  return name_of(t, c, die, 0);
+const char *cprof__die_name(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die,
+                            const char **system) {
+  return name_of(t, c, die, system, 0);
 }

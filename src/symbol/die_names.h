@@ -32,8 +32,11 @@ typedef struct cprof__die_name_ctx {
 } cprof__die_name_ctx_t;
 
 /* The name of die, a DW_TAG_subprogram or DW_TAG_inlined_subroutine of
- * c->cudie, or NULL when DWARF names it not at all. */
-const char *cprof__die_name(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die);
+ * c->cudie, or NULL when DWARF names it not at all. *system is set to the
+ * mangled name it was demangled from, or NULL when there is none (a C
+ * function, a name made from DWARF parents). */
+const char *cprof__die_name(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *die,
+                            const char **system);
 void cprof__die_names_free(cprof__die_names_t *t);
 
 #endif

@@ -619,13 +619,14 @@ static void call_site(Dwarf_Die *inl, const char **file, int *line) {
 }
 
 static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const char *fn,
-                const char *file, int line) {
+                const char *system, const char *file, int line) {
   if (*n == max) {
     if (!keep_outer)
       return;
     --*n;
   }
-  frames[(*n)++] = (cprof__frame_t){.function = fn, .file = file, .line = line};
+  frames[(*n)++] =
+      (cprof__frame_t){.function = fn, .system_name = system, .file = file, .line = line};
 }
 
 /* The frames of one address, innermost first, as eu-addr2line -i -f prints
@@ -651,6 +652,7 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
   if (ef && offset)
     *offset = addr - ef->start;
   const char *elf_fn = ef ? cprof__names_show(&s->names, ef->name) : NULL;
+  const char *elf_sys = elf_fn && elf_fn != ef->name ? ef->name : NULL;
 
   /* The unit holding addr; its line table gives the innermost position,
    * and its DIEs the nest of scopes from the innermost outwards. */
@@ -678,17 +680,20 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
     /* No function DIE for this address: the ELF symbol, with the line
      * table's position if it happens to have one. */
     if (elf_fn)
-      put(frames, max, &n, keep_outer, elf_fn, file, line);
+      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
     free(chain);
     return n;
   }
   for (;;) {
     Dwarf_Die *die = &chain[i];
     int inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-    const char *fn = cprof__die_name(&s->die_names, &names, die);
-    if (!fn && !inlined)
+    const char *sys;
+    const char *fn = cprof__die_name(&s->die_names, &names, die, &sys);
+    if (!fn && !inlined) {
       fn = elf_fn;
-    put(frames, max, &n, keep_outer, fn, file, line);
+      sys = elf_sys;
+    }
+    put(frames, max, &n, keep_outer, fn, sys, file, line);
     if (!inlined || (n == max && !keep_outer))
       break;
     call_site(die, &file, &line);
@@ -696,7 +701,7 @@ static int resolve(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frame
     if (i < 0) {
       /* An inlined call with no enclosing function DIE: malformed DWARF, but
        * the call site and the symbol still say where we are. */
-      put(frames, max, &n, keep_outer, elf_fn, file, line);
+      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
       break;
     }
   }

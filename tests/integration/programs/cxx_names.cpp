@@ -1,20 +1,31 @@
 // C++ functions that only their full names keep apart, for names.sh: two
 // lambdas in main, two overloads of one function, two instances of one
-// template, each out of line as `nm -C` lists it; and, inlined into other
-// functions (frames that come from DW_TAG_inlined_subroutine), a template
-// instance, a lambda that also has an out-of-line copy, and a lambda that
-// has none. Knows nothing of cprof: it runs under LD_PRELOAD.
+// template; some of them inlined into other functions, so that their
+// frames come from DW_TAG_inlined_subroutine. Knows nothing of cprof: it
+// runs under LD_PRELOAD.
 //
 //   cxx_names heap   allocates a known number of bytes in each, keeps them,
 //                    prints "ready" and waits
 //   cxx_names cpu    prints "ready" and spins, main's second lambda doing 3
 //                    units of work for the first one's 1
+//
+// What nm -C and addr2line -f -C -i call them:
+//   main::{lambda(int)#1}::operator()(int) const   100000 bytes, inlined
+//   main::{lambda(int)#2}::operator()(int) const   300000   into main and
+//                                                           out of line
+//   main::{lambda()#3}::operator()() const           8192 out of line only,
+//   void* shop::grab<8192>()                         8192   and inlined in it
+//   shop::fill(int), shop::fill(double)       11111, 22222
+//   int* shop::make<int>(unsigned long)              40000
+//   double* shop::make<double>(unsigned long)        80000
+//   void* shop::grab<4096>(), inlined in outer()      4096
+//   and a fourth lambda, inlined with no copy (so no symbol), 70000 bytes.
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <new>
 #include <cstring>
+#include <new>
 
 #define NOINLINE __attribute__((noinline))
 #define INLINE __attribute__((always_inline))
@@ -61,19 +72,22 @@ static void kernel(int n) {
 
 int main(int argc, char **argv) {
   bool cpu = argc > 1 && std::strcmp(argv[1], "cpu") == 0;
-  // nm -C: main::{lambda(int)#1}::operator()(int) const, and #2.
-  auto one = [cpu](int n) NOINLINE {
+  // Inlined where main calls them; their out-of-line copies are called
+  // through member pointers the compiler cannot see through.
+  auto one = [cpu](int n) INLINE {
     if (cpu)
       kernel(n);
     else
       keep(static_cast<size_t>(n));
   };
-  auto two = [cpu](int n) NOINLINE {
+  auto two = [cpu](int n) INLINE {
     if (cpu)
       kernel(3 * n);
     else
       keep(3 * static_cast<size_t>(n));
   };
+  void (decltype(one)::*volatile call_one)(int) const = &decltype(one)::operator();
+  void (decltype(two)::*volatile call_two)(int) const = &decltype(two)::operator();
   if (cpu) {
     std::puts("ready");
     std::fflush(stdout);
@@ -82,23 +96,20 @@ int main(int argc, char **argv) {
       two(200000);
     }
   }
-  // Inlined at its call below, and also out of line, called through a
-  // member pointer the compiler cannot see through.
-  auto three = [](size_t n) INLINE { return keep(n); };
-  // Inlined, with no out-of-line copy anywhere.
+  auto three = []() NOINLINE { return shop::grab<8192>(); };
   auto four = [](size_t n) INLINE { return keep(n); };
-  void *(decltype(three)::*volatile call)(size_t) const = &decltype(three)::operator();
 
-  one(100000);
-  two(100000);  // 300000 bytes
+  one(60000);
+  (one.*call_one)(40000);
+  two(60000);              // 180000 bytes
+  (two.*call_two)(40000);  // 120000 bytes
+  three();
+  four(70000);
   shop::fill(11111);
   shop::fill(22222.0);
   shop::make<int>(10000);     // 40000 bytes
   shop::make<double>(10000);  // 80000 bytes
-  outer();                    // 4096 bytes
-  three(50000);
-  (three.*call)(60000);
-  four(70000);
+  outer();
   std::puts("ready");
   std::fflush(stdout);
   for (;;)
