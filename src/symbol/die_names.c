@@ -34,6 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The children of a scope, in DWARF's order, which is by offset. */
+struct cprof__die_kids {
+  const void *key; /* the scope DIE's address in libdw's data */
+  Dwarf_Die *v;
+  int n;
+};
+
 /* One worked-out name, and the symbol it came from (NULL: none). Both
  * are ours to free. */
 struct cprof__die_name {
@@ -145,6 +152,9 @@ void cprof__die_names_free(cprof__die_names_t *t) {
     free(t->v[i].name);
     free(t->v[i].system);
   }
+  for (size_t i = 0; i < t->kcap; i++)
+    free(t->kids[i].v);
+  free(t->kids);
   free(t->v);
   memset(t, 0, sizeof *t);
 }
@@ -165,15 +175,18 @@ static int names_it(const char *demangled, const char *plain) {
   return 0;
 }
 
-/* The DWARF address where the code of die's function starts: its own, or
- * for an inlined call, that of an out-of-line copy of what it inlines. */
+/* The DWARF address where the code of die's function starts: its own, or,
+ * for an inlined call or an abstract instance (a function named as the
+ * scope of a lambda), that of an out-of-line copy of it. */
 static int code_entry(const cprof__die_name_ctx_t *c, Dwarf_Die *die, Dwarf_Addr *entry) {
-  if (dwarf_tag(die) != DW_TAG_inlined_subroutine)
-    return cprof__dwarf_entry(die, entry);
   Dwarf_Attribute attr;
-  Dwarf_Die origin;
-  if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &attr), &origin))
-    return -1;
+  Dwarf_Die origin = *die;
+  if (dwarf_tag(die) == DW_TAG_inlined_subroutine) {
+    if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &attr), &origin))
+      return -1;
+  } else if (cprof__dwarf_entry(die, entry) == 0) {
+    return 0;
+  }
   return cprof__dwarf_copy_entry(c->scopes, c->cudie, &origin, entry);
 }
 
@@ -255,7 +268,7 @@ static void put_unnamed(text_t *b, Dwarf_Die *cls, int closure) {
 /* One scope of a member function's name: a namespace, a class, or the
  * function it is written in, whose own name is already whole. */
 static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, text_t *b,
-                     Dwarf_Die *scope, int closure, int depth) {
+                      Dwarf_Die *scope, int closure, int depth) {
   int tag = dwarf_tag(scope);
   const char *name = dwarf_diename(scope);
   if (tag == DW_TAG_namespace) {
@@ -272,28 +285,116 @@ static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, tex
   }
 }
 
+/* How many scopes deep a function may be declared for us to name it. */
+#define MAX_SCOPES 32
+
+/* The children of scope, listed on first use. A unit or a namespace may
+ * have thousands, and every function named from its parents looks through
+ * them (parents_of): a list to search halves the work once and makes the
+ * rest a binary search. NULL on failure or for a scope without children. */
+static const struct cprof__die_kids *kids_of(cprof__die_names_t *t, Dwarf_Die *scope) {
+  for (size_t k = t->kcap ? slot_of(scope->addr, t->kcap) : 0; t->kcap && t->kids[k].key;
+       k = (k + 1) & (t->kcap - 1))
+    if (t->kids[k].key == scope->addr)
+      return t->kids[k].v ? &t->kids[k] : NULL;
+  if ((t->klen + 1) * 2 > t->kcap) {
+    size_t cap = t->kcap ? t->kcap * 2 : 64;
+    struct cprof__die_kids *v = calloc(cap, sizeof *v);
+    if (!v)
+      return NULL;
+    for (size_t i = 0; i < t->kcap; i++) {
+      if (!t->kids[i].key)
+        continue;
+      size_t k = slot_of(t->kids[i].key, cap);
+      while (v[k].key)
+        k = (k + 1) & (cap - 1);
+      v[k] = t->kids[i];
+    }
+    free(t->kids);
+    t->kids = v;
+    t->kcap = cap;
+  }
+  struct cprof__die_kids l = {.key = scope->addr};
+  Dwarf_Die child;
+  int cap = 0;
+  if (dwarf_child(scope, &child) == 0) {
+    do {
+      if (l.n == cap) {
+        cap = cap ? cap * 2 : 16;
+        Dwarf_Die *v = realloc(l.v, (size_t)cap * sizeof *v);
+        if (!v) {
+          free(l.v);
+          return NULL;
+        }
+        l.v = v;
+      }
+      l.v[l.n++] = child;
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  size_t k = slot_of(l.key, t->kcap);
+  while (t->kids[k].key)
+    k = (k + 1) & (t->kcap - 1);
+  t->kids[k] = l; /* kept even when empty, not to list it again */
+  t->klen++;
+  return l.v ? &t->kids[k] : NULL;
+}
+
+/* The scopes enclosing die, innermost first, short of its unit; or -1.
+ * DWARF lays a DIE's children out after it and before its next sibling, so
+ * from the unit down, the scope holding die is the last child at or before
+ * its offset. dwarf_getscopes_die walks the whole unit instead: with 2000
+ * lambdas in one unit, naming them all took 13 s that way. */
+static int parents_of(cprof__die_names_t *t, Dwarf_Die *die, Dwarf_Die *out, int max) {
+  Dwarf_Die scope;
+  if (!dwarf_diecu(die, &scope, NULL, NULL))
+    return -1;
+  Dwarf_Off want = dwarf_dieoffset(die);
+  for (int n = 0;; n++) {
+    const struct cprof__die_kids *kids = kids_of(t, &scope);
+    if (!kids)
+      return -1;
+    int lo = 0, hi = kids->n; /* lo: how many children start at or before want */
+    while (lo < hi) {
+      int mid = lo + (hi - lo) / 2;
+      if (dwarf_dieoffset(&kids->v[mid]) <= want)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == 0)
+      return -1;
+    if (dwarf_dieoffset(&kids->v[lo - 1]) == want) {
+      for (int i = 0, j = n - 1; i < j; i++, j--) {
+        Dwarf_Die tmp = out[i];
+        out[i] = out[j];
+        out[j] = tmp;
+      }
+      return n;
+    }
+    if (n == max)
+      return -1;
+    out[n] = scope = kids->v[lo - 1];
+  }
+}
+
 /* "outer::scopes::plain" for named, from its DWARF parents; NULL when it
  * is declared at the top of its unit, where a C++ function without a
  * linkage name is extern "C" (or main), and plain is its name. malloc'd. */
 static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dwarf_Die *named,
                        const char *plain, int depth) {
-  Dwarf_Die *scopes = NULL;
-  int n = dwarf_getscopes_die(named, &scopes); /* [0] is named itself */
-  int first = 1;
+  Dwarf_Die scopes[MAX_SCOPES];
+  int n = parents_of(t, named, scopes, MAX_SCOPES);
+  int first = 0;
   while (first < n && dwarf_tag(&scopes[first]) == DW_TAG_lexical_block)
     first++;
-  if (first >= n || (!is_class(dwarf_tag(&scopes[first])) &&
-                     dwarf_tag(&scopes[first]) != DW_TAG_namespace)) {
-    free(scopes);
+  if (first >= n ||
+      (!is_class(dwarf_tag(&scopes[first])) && dwarf_tag(&scopes[first]) != DW_TAG_namespace))
     return NULL;
-  }
-  /* The outermost scope that is part of the name: up to the enclosing
-   * function or namespace-level end. */
+  /* The outermost scope that is part of the name: the enclosing function,
+   * whose own name is whole, or else the outermost namespace. */
   int last = first;
   for (int i = first; i < n; i++) {
     int tag = dwarf_tag(&scopes[i]);
-    if (tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit || tag == DW_TAG_type_unit)
-      break;
     if (tag == DW_TAG_namespace || is_class(tag) || tag == DW_TAG_subprogram)
       last = i;
     if (tag == DW_TAG_subprogram)
@@ -309,7 +410,6 @@ static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dw
     puts_(&b, "::");
   }
   puts_(&b, plain);
-  free(scopes);
   if (b.failed) {
     free(b.s);
     return NULL;
@@ -336,9 +436,7 @@ static const char *name_of(cprof__die_names_t *t, const cprof__die_name_ctx_t *c
 
   /* A C++ function without a linkage name. Its answer is kept under the
    * DIE all its copies and inlined calls share: the abstract instance. */
-  Dwarf_Die named, origin;
-  if (!named_die(die, &named))
-    return plain;
+  Dwarf_Die origin, named;
   if (!dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &attr), &origin))
     origin = *die;
   const struct cprof__die_name *known = find(t, origin.addr);
@@ -347,7 +445,8 @@ static const char *name_of(cprof__die_names_t *t, const cprof__die_name_ctx_t *c
     char *name = symbol_name(c, die, plain, &sym);
     /* A made name has no symbol; its system name is the one debuggers
      * and addr2line -i show, DWARF's own. */
-    if (!name && (name = qualified(t, c, &named, plain, depth)) != NULL && !(sym = strdup(plain))) {
+    if (!name && named_die(die, &named) && (name = qualified(t, c, &named, plain, depth)) &&
+        !(sym = strdup(plain))) {
       free(name);
       name = NULL;
     }

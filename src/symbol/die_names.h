@@ -17,6 +17,8 @@
 typedef struct cprof__die_names {
   struct cprof__die_name *v; /* open addressing on the DIE's address */
   size_t cap, len;
+  struct cprof__die_kids *kids; /* scopes' children, the same way */
+  size_t kcap, klen;
 } cprof__die_names_t;
 
 /* What naming a DIE of one unit needs: the caches the symbolizer keeps,
