@@ -3,23 +3,26 @@
  * A C++ function's DW_AT_name is only its last part ("fill", "make<int>",
  * "operator()"); its linkage name, demangled, is the whole of it
  * ("shop::fill(double)", "int* shop::make<int>(unsigned long)"), and only
- * that keeps overloads and template instances apart. GCC gives a lambda's
- * operator() no linkage name at all, so every lambda would be
- * "operator()". For those, in order:
+ * that keeps overloads and template instances apart. GCC gives some C++
+ * functions no linkage name at all: a lambda's operator() (so every lambda
+ * would be "operator()"), a static function, a template instance whose
+ * arguments name a lambda. For those, in order:
  *
  * 1. The symbol at the start of the function's code, demangled:
  *    "main::{lambda(int)#1}::operator()(int) const", as nm -C lists it. For
  *    a frame inlined from the function, the code of its out-of-line copy,
  *    if the unit has one. A clone's suffix (".constprop.0") is left out,
  *    as a linkage name has none. The symbol is taken only if it is a C++
- *    name and names this function (its demangled form has the DWARF name
- *    followed by the parameter list), so that another function's symbol at
- *    the same address (identical code folded by the linker) is not used.
- * 2. Inlined everywhere, a lambda has no symbol: its name is made from its
- *    DWARF parents, "main::{lambda at prog.cpp:87}::operator()". The
- *    number nm -C would give it (#3) is the compiler's, and DWARF does not
- *    record it; the line where it is written keeps it apart from its
- *    neighbours instead.
+ *    name and names this function (its demangled form has the identifier
+ *    of the DWARF name followed by template arguments or parameters), so
+ *    that another function's symbol at the same address (identical code
+ *    folded by the linker) is not used.
+ * 2. Inlined everywhere, such a function has no symbol: its name is made
+ *    from its DWARF parents, "std::__invoke<main()::<lambda()> >",
+ *    "main::{lambda at prog.cpp:87}::operator()". The number nm -C would
+ *    give the lambda (#3) is the compiler's, and DWARF does not record it;
+ *    the line where it is written keeps it apart from its neighbours
+ *    instead.
  *
  * C functions, and C++ ones declared extern "C", have no linkage name and
  * keep their plain names, as nm shows them. A linkage name that is not a
