@@ -24,6 +24,7 @@
  * idle a while (cprof__symbolizer_trim), to give back its memory.
  *
  * The parts: dwfl_files.c finds the files, names.c makes names readable,
+ * die_names.c gives each DWARF function the full name nm -C would,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
 #include "symbol/symbolize.h"
 
