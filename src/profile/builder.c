@@ -351,9 +351,11 @@ static int func_eq(const void *ctx, uint32_t value, const void *key) {
   return f->name == k->name && f->file == k->file;
 }
 
-/* The index of the Function (name, file), added if new; or -ENOMEM. */
-static int64_t function_for(cprof__resolved_t *r, int64_t name, int64_t file) {
-  cprof__res_function_t k = {.name = name, .file = file};
+/* The index of the Function (name, file), added if new with system_name;
+ * or -ENOMEM. */
+static int64_t function_for(cprof__resolved_t *r, int64_t name, int64_t file,
+                            int64_t system_name) {
+  cprof__res_function_t k = {.name = name, .file = file, .system_name = system_name};
   uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, (uint64_t)name), (uint64_t)file);
   int64_t i = cprof__table_find(&r->function_index, h, func_eq, r, &k);
   if (i >= 0)
@@ -401,7 +403,7 @@ static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__sy
     /* Go attributes lost samples to a function of their own
      * (runtime/pprof's lostProfileEvent); ours has no mapping and no
      * address, just one Line naming it. */
-    int64_t f = function_for(r, pseudo, 0);
+    int64_t f = function_for(r, pseudo, 0, pseudo);
     if (f < 0 || add_line(r, f, 0) != 0)
       return -ENOMEM;
   } else {
@@ -424,7 +426,9 @@ static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__sy
       }
       int64_t name = intern(&b->strings, frames[j].function);
       int64_t file = name < 0 ? name : intern(&b->strings, frames[j].file);
-      int64_t f = file < 0 ? file : function_for(r, name, file);
+      int64_t sys = file < 0 || !frames[j].system_name ? file
+                                                       : intern(&b->strings, frames[j].system_name);
+      int64_t f = sys < 0 ? sys : function_for(r, name, file, frames[j].system_name ? sys : name);
       if (f < 0 || add_line(r, f, frames[j].line > 0 ? frames[j].line : 0) != 0)
         return -ENOMEM;
     }
@@ -693,9 +697,13 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     const cprof__res_function_t *f = &r->functions[i];
     size_t start = cprof__pb_start(pb);
     cprof__pb_uint64(pb, FUNCTION_ID, i + 1);
-    /* Our names are already demangled; like Go, system_name repeats name. */
+    /* profile.proto: name is for people, system_name as the system knows
+     * it, "a C++ mangled name". Where the two differ, pprof shows name as
+     * it is; where they are equal, it takes the name for one it may
+     * simplify, and cuts "shop::fill(int)" and "shop::fill(double)" both
+     * to "shop::fill" (internal/symbolizer: demangleSingleFunction). */
     cprof__pb_int64_opt(pb, FUNCTION_NAME, f->name);
-    cprof__pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->name);
+    cprof__pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
     cprof__pb_int64_opt(pb, FUNCTION_FILENAME, f->file);
     cprof__pb_end(pb, PROFILE_FUNCTION, start);
   }

@@ -72,7 +72,8 @@ typedef struct cprof__res_location {
 } cprof__res_location_t;
 
 typedef struct cprof__res_function {
-  int64_t name, file; /* string indexes */
+  int64_t name, file; /* string indexes; a Function is one (name, file) */
+  int64_t system_name; /* string index: the first frame's, see builder.c */
 } cprof__res_function_t;
 
 typedef struct cprof__res_mapping {

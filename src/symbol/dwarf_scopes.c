@@ -13,11 +13,21 @@ typedef struct sub_range {
   Dwarf_Die die;
 } sub_range_t;
 
+/* An out-of-line copy of a function that is also inlined: the abstract
+ * instance both point to, and where the copy's code starts. */
+typedef struct copy {
+  const void *origin; /* the abstract instance DIE's address in libdw's data */
+  Dwarf_Addr entry;
+} copy_t;
+
 /* One unit's subprogram ranges, sorted by low. */
 struct cprof__cu_index {
   const void *key; /* the unit DIE's address in libdw's data: unique per unit */
   sub_range_t *v;
   int n;
+  copy_t *copies; /* sorted by origin; built on the first cprof__dwarf_copy_entry */
+  int ncopies;
+  int copies_built;
 };
 
 /* One address range of a compilation unit. */
@@ -55,11 +65,18 @@ static void sub_push(sub_list_t *l, Dwarf_Addr low, Dwarf_Addr high, Dwarf_Die *
   l->v[l->n++] = (sub_range_t){.low = low, .high = high, .die = *die};
 }
 
+static int is_class(int tag) {
+  return tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_union_type;
+}
+
 /* Collects the subprograms with code under parent. Concrete functions sit at
  * the top of a unit, inside C++ namespaces, or (GNU C nested functions)
- * inside other functions; class bodies hold only declarations, and types and
- * variables hold no code, so those subtrees are skipped. */
-static void index_scope(Dwarf_Die *parent, sub_list_t *l, int depth) {
+ * inside other functions. Class bodies at namespace level hold only
+ * declarations, and types and variables hold no code, so those subtrees are
+ * skipped; but a class inside a function, a C++ lambda's closure above all,
+ * holds its member functions' code itself (GCC puts the operator() of a
+ * lambda that is never inlined there), so those are walked. */
+static void index_scope(Dwarf_Die *parent, sub_list_t *l, int depth, int in_function) {
   Dwarf_Die child;
   if (depth > 64 || dwarf_child(parent, &child) != 0)
     return;
@@ -70,16 +87,17 @@ static void index_scope(Dwarf_Die *parent, sub_list_t *l, int depth) {
       ptrdiff_t off = 0;
       while ((off = dwarf_ranges(&child, off, &base, &low, &high)) > 0)
         sub_push(l, low, high, &child);
-      index_scope(&child, l, depth + 1);
-    } else if (tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_lexical_block) {
-      index_scope(&child, l, depth + 1);
+      index_scope(&child, l, depth + 1, 1);
+    } else if (tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_lexical_block ||
+               (in_function && is_class(tag))) {
+      index_scope(&child, l, depth + 1, in_function);
     } else if (tag == DW_TAG_imported_unit) {
       /* dwz moves DIEs shared between units into partial units that each
        * unit imports; their contents count as the unit's own. */
       Dwarf_Attribute attr;
       Dwarf_Die unit;
       if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit))
-        index_scope(&unit, l, depth + 1);
+        index_scope(&unit, l, depth + 1, in_function);
     }
   } while (dwarf_siblingof(&child, &child) == 0);
 }
@@ -115,7 +133,7 @@ static int grow(cprof__dwarf_scopes_t *t) {
   return 0;
 }
 
-static const struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie) {
+static struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie) {
   const void *key = cudie->addr;
   if (t->cap) {
     size_t mask = t->cap - 1;
@@ -126,7 +144,7 @@ static const struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Di
   if ((t->len + 1) * 2 > t->cap && grow(t) != 0)
     return NULL;
   sub_list_t l = {0};
-  index_scope(cudie, &l, 0);
+  index_scope(cudie, &l, 0, 0);
   if (l.failed) {
     free(l.v);
     return NULL;
@@ -316,9 +334,79 @@ Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwar
   return mu->v[lo - 1].cu;
 }
 
+static int copy_cmp(const void *pa, const void *pb) {
+  const copy_t *a = pa, *b = pb;
+  if (a->origin != b->origin)
+    return (uintptr_t)a->origin < (uintptr_t)b->origin ? -1 : 1;
+  return a->entry < b->entry ? -1 : a->entry > b->entry;
+}
+
+/* Where a function's code starts: DW_AT_entry_pc or DW_AT_low_pc, else
+ * (a function split into hot and cold parts has only DW_AT_ranges) the
+ * start of its first range, the hot part, which is where its symbol is. */
+static int entry_of(Dwarf_Die *die, Dwarf_Addr *entry) {
+  if (dwarf_entrypc(die, entry) == 0)
+    return 0;
+  Dwarf_Addr base, low, high;
+  if (dwarf_ranges(die, 0, &base, &low, &high) > 0) {
+    *entry = low;
+    return 0;
+  }
+  return -1;
+}
+
+/* The unit's concrete functions that have an abstract instance, once. */
+static void build_copies(struct cprof__cu_index *ci) {
+  ci->copies_built = 1;
+  copy_t *v = malloc((size_t)(ci->n ? ci->n : 1) * sizeof *v);
+  if (!v)
+    return;
+  int n = 0;
+  for (int i = 0; i < ci->n; i++) {
+    /* A function in several ranges is here once per range: the copies
+     * repeat, harmlessly. */
+    Dwarf_Die *die = &ci->v[i].die;
+    Dwarf_Attribute attr;
+    Dwarf_Die origin;
+    Dwarf_Addr entry;
+    if (dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &attr), &origin) &&
+        entry_of(die, &entry) == 0)
+      v[n++] = (copy_t){.origin = origin.addr, .entry = entry};
+  }
+  if (n > 1)
+    qsort(v, (size_t)n, sizeof *v, copy_cmp);
+  ci->copies = v;
+  ci->ncopies = n;
+}
+
+int cprof__dwarf_copy_entry(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Die *origin,
+                            Dwarf_Addr *entry) {
+  struct cprof__cu_index *ci = cu_index(t, cudie);
+  if (!ci)
+    return -1;
+  if (!ci->copies_built)
+    build_copies(ci);
+  int lo = 0, hi = ci->ncopies;
+  while (lo < hi) { /* the first copy at or after origin */
+    int mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)ci->copies[mid].origin < (uintptr_t)origin->addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == ci->ncopies || ci->copies[lo].origin != origin->addr)
+    return -1;
+  *entry = ci->copies[lo].entry;
+  return 0;
+}
+
+int cprof__dwarf_entry(Dwarf_Die *die, Dwarf_Addr *entry) { return entry_of(die, entry); }
+
 void cprof__dwarf_scopes_free(cprof__dwarf_scopes_t *t) {
-  for (size_t i = 0; i < t->cap; i++)
+  for (size_t i = 0; i < t->cap; i++) {
     free(t->v[i].v);
+    free(t->v[i].copies);
+  }
   free(t->v);
   for (int i = 0; i < t->nmods; i++)
     free(t->mods[i].v);

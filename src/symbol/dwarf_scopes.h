@@ -37,6 +37,16 @@ Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwar
  * function contains pc, and sets *out to a malloc'd array (or NULL). */
 int cprof__dwarf_scopes_at(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Addr pc,
                            Dwarf_Die **out);
+/* Where an out-of-line copy of a function starts, for a frame inlined from
+ * it: origin is the inlined call's DW_AT_abstract_origin, and a copy is a
+ * subprogram with code in cudie's unit pointing to the same abstract
+ * instance (the lowest, if GCC made several clones). Sets *entry (a DWARF
+ * address) and returns 0, or -1 when the unit has no such copy. */
+int cprof__dwarf_copy_entry(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Die *origin,
+                            Dwarf_Addr *entry);
+/* Where a function DIE's code starts (a DWARF address): its entry pc, low
+ * pc, or the start of its first range. Returns 0, or -1 if it has none. */
+int cprof__dwarf_entry(Dwarf_Die *die, Dwarf_Addr *entry);
 void cprof__dwarf_scopes_free(cprof__dwarf_scopes_t *t);
 
 #endif

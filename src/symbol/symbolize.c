@@ -24,12 +24,14 @@
  * idle a while (cprof__symbolizer_trim), to give back its memory.
  *
  * The parts: dwfl_files.c finds the files, names.c makes names readable,
+ * die_names.c gives each DWARF function the full name nm -C would,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
 #include "symbol/symbolize.h"
 
 #include "core/fds.h"
 #include "symbol/blocked_unwind.h"
 #include "symbol/debuginfod.h"
+#include "symbol/die_names.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/elf_funcs.h"
@@ -76,6 +78,7 @@ struct cprof__symbolizer {
   cprof__names_t names;
   cprof__elf_funcs_t funcs;
   cprof__dwarf_scopes_t scopes;
+  cprof__die_names_t die_names;
   cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
   Elf **refs;                   /* our references to debug files' Elfs, see below */
   int nrefs, caprefs;
@@ -143,6 +146,7 @@ static void destroy(cprof__symbolizer_t *s) {
   if (s->tainted)
     return;
   /* The caches point into the Dwfl's data: they go first. */
+  cprof__die_names_free(&s->die_names);
   cprof__dwarf_scopes_free(&s->scopes);
   cprof__elf_funcs_free(&s->funcs);
   cprof__names_free(&s->names);
@@ -747,24 +751,6 @@ static int next_function(Dwarf_Die *chain, int n, int i) {
   return -1;
 }
 
-/* A function DIE's name. For C++ that is the linkage name, demangled: it
- * carries the namespaces, classes and parameter types that DW_AT_name lacks.
- * Other linkage names are not mangled names but assembler labels (glibc
- * calls __libc_malloc "__GI___libc_malloc" that way), so for them the
- * source name is the better one. dwarf_attr_integrate follows
- * DW_AT_abstract_origin and DW_AT_specification, where inlined and
- * out-of-line copies keep their names. */
-static const char *die_name(cprof__symbolizer_t *s, Dwarf_Die *die) {
-  Dwarf_Attribute attr;
-  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-  if (!name)
-    name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
-  if (name && name[0] == '_' && name[1] == 'Z')
-    return cprof__names_show(&s->names, name);
-  const char *plain = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return plain ? plain : cprof__names_show(&s->names, name);
-}
-
 /* Where an inlined call was made: DW_AT_call_file and DW_AT_call_line of the
  * DW_TAG_inlined_subroutine, the file an index into its unit's file table. */
 static void call_site(Dwarf_Die *inl, const char **file, int *line) {
@@ -782,13 +768,14 @@ static void call_site(Dwarf_Die *inl, const char **file, int *line) {
 }
 
 static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const char *fn,
-                const char *file, int line) {
+                const char *system, const char *file, int line) {
   if (*n == max) {
     if (!keep_outer)
       return;
     --*n;
   }
-  frames[(*n)++] = (cprof__frame_t){.function = fn, .file = file, .line = line};
+  frames[(*n)++] =
+      (cprof__frame_t){.function = fn, .system_name = system, .file = file, .line = line};
 }
 
 /* An address fell in a module without debug information: debuginfod may
@@ -826,6 +813,7 @@ static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_
   if (ef && offset)
     *offset = addr - ef->start;
   const char *elf_fn = ef ? cprof__names_show(&s->names, ef->name) : NULL;
+  const char *elf_sys = elf_fn && elf_fn != ef->name ? ef->name : NULL;
 
   /* The unit holding addr; its line table gives the innermost position,
    * and its DIEs the nest of scopes from the innermost outwards. */
@@ -841,23 +829,32 @@ static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_
   Dwarf_Die *chain = NULL;
   int nchain = cudie ? cprof__dwarf_scopes_at(&s->scopes, cudie, addr - bias, &chain) : 0;
 
+  cprof__die_name_ctx_t names = {.names = &s->names,
+                                 .funcs = &s->funcs,
+                                 .scopes = &s->scopes,
+                                 .mod = mod,
+                                 .bias = bias,
+                                 .cudie = cudie};
   int n = 0;
   int i = next_function(chain, nchain, 0);
   if (i < 0) {
     /* No function DIE for this address: the ELF symbol, with the line
      * table's position if it happens to have one. */
     if (elf_fn)
-      put(frames, max, &n, keep_outer, elf_fn, file, line);
+      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
     free(chain);
     return n;
   }
   for (;;) {
     Dwarf_Die *die = &chain[i];
     int inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-    const char *fn = die_name(s, die);
-    if (!fn && !inlined)
+    const char *sys;
+    const char *fn = cprof__die_name(&s->die_names, &names, die, &sys);
+    if (!fn && !inlined) {
       fn = elf_fn;
-    put(frames, max, &n, keep_outer, fn, file, line);
+      sys = elf_sys;
+    }
+    put(frames, max, &n, keep_outer, fn, sys, file, line);
     if (!inlined || (n == max && !keep_outer))
       break;
     call_site(die, &file, &line);
@@ -865,7 +862,7 @@ static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_
     if (i < 0) {
       /* An inlined call with no enclosing function DIE: malformed DWARF, but
        * the call site and the symbol still say where we are. */
-      put(frames, max, &n, keep_outer, elf_fn, file, line);
+      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
       break;
     }
   }

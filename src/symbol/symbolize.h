@@ -29,6 +29,9 @@ typedef struct cprof__mapping {
  * innermost inlined function first, the real (outermost) function last. */
 typedef struct cprof__frame {
   const char *function; /* demangled, or NULL when unknown */
+  /* The name as the system knows it, when it is another: the C++ mangled
+   * name function was demangled from, or a symbol with its version. */
+  const char *system_name;
   const char *file;     /* source path, or NULL */
   int line;             /* 0 when unknown */
 } cprof__frame_t;

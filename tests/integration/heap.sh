@@ -132,7 +132,8 @@ stop
 start cxx --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc" --wait
 check "fetch cxx heap" fetch cxx.pb.gz "http://$ADDR/debug/pprof/heap"
 check "pprof cxx" top_to ctop "$T/cxx.pb.gz"
-check "C++: make_nodes keeps its 4 MiB of Nodes" within "$T/ctop" make_nodes $((1024 * 4000)) 0.25 cum
+# A static C++ function is named as nm -C lists it, with its parameters.
+check "C++: make_nodes keeps its 4 MiB of Nodes" within "$T/ctop" 'make_nodes(int)' $((1024 * 4000)) 0.25 cum
 stop
 
 # Another allocator first in the lookup order: cprof says so and stays out
@@ -203,6 +204,6 @@ mkdir -p "$T/out"
 run out LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/out" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc"
 check "CPROF_OUTPUT: the program exits 0" rc_is out 0
 check "pprof heap.pb.gz" top_to xtop -sample_index=alloc_space "$T/out/heap.pb.gz"
-check "CPROF_OUTPUT: heap.pb.gz has build_map's allocations" has "$T/xtop" ' build_map$'
+check "CPROF_OUTPUT: heap.pb.gz has build_map's allocations" has "$T/xtop" ' build_map\(int\)$'
 
 finish

@@ -383,6 +383,8 @@ static void test_sweep(void) {
         CHECK(f[i].function == NULL || f[i].function[0] != '\0');
         /* Symbol versions are not part of a function's name. */
         CHECK(f[i].function == NULL || f[i].function[0] == '@' || !strchr(f[i].function, '@'));
+        /* glibc's assembler labels for its internal calls are not names. */
+        CHECK(f[i].function == NULL || strncmp(f[i].function, "__GI_", 5) != 0);
         CHECK(f[i].file == NULL || f[i].file[0] != '\0');
       }
       if (strcmp(m[j].path, "[vdso]") == 0 && k > 0 && f[k - 1].function)
