@@ -95,7 +95,8 @@ void cprof__cpu_profile_add(void *arg, const cprof__cpu_sample_t *s) {
     values[1] = s->cpu_ns;
   }
   cprof__label_t labels[1 + CPROF_MAX_LABELS];
-  labels[0] = (cprof__label_t){.key = "thread", .str = thread_name(p, s->tid)};
+  labels[0] =
+      (cprof__label_t){.key = "thread", .str = s->name[0] ? s->name : thread_name(p, s->tid)};
   for (int i = 0; i < s->labels.n; i++)
     labels[1 + i] = (cprof__label_t){.key = s->labels.key[i], .str = s->labels.value[i]};
   if (cprof__builder_add(p->b, s->pcs, s->depth, values, labels, 1 + s->labels.n) != 0)

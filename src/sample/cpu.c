@@ -255,6 +255,7 @@ typedef struct timer_slot {
    * samples"). */
   int64_t unsampled_since, owed_ns;
   uint32_t why; /* SLOT_FAILED: CPROF_PC_UNSAMPLED_NO_TIMER's number; 0 otherwise */
+  char name[16]; /* the owner's: the thread's name when it last counted for it */
 } timer_slot_t;
 
 #define SLOTS_PER_CHUNK 256
@@ -341,10 +342,15 @@ static timer_slot_t *slot_at(int i) { return &chunks[i / SLOTS_PER_CHUNK][i % SL
  * cprof starts while one runs) block every signal; their time is cprof's,
  * not the program's, and is not counted.
  *
- * What remains unsampled: the CPU of a thread that exits while blocked or
- * without a timer, since the owner's last look (at most 250 ms of it); and
- * that of threads that block SIGPROF by a means the wrappers do not see
- * (sigmask.c), whose timers run on. */
+ * A thread of the program's made with pthread_create counts its own time
+ * as it exits, as a resume does (cprof__cpu_thread_ending, from
+ * thread_start.c's key destructor), with its name, for a drain that comes
+ * after it is gone.
+ *
+ * What remains unsampled: the CPU of another thread (main, one made with
+ * clone) that exits while blocked or without a timer, since the owner's
+ * last look (at most 250 ms of it); and that of threads that block SIGPROF
+ * by a means the wrappers do not see (sigmask.c), whose timers run on. */
 
 static int64_t cpu_ns_of(clockid_t clock) {
   struct timespec ts;
@@ -356,10 +362,13 @@ static int64_t cpu_ns_of(clockid_t clock) {
 
 /* Records `ns` of CPU time that no timer sampled, as a sample whose frame
  * `mark` says why (pc.h); on the thread itself (`ret` not NULL), with its
- * labels and the stack of the call whose return address is `ret`.
- * Async-signal-safe, as the handler: a mask wrapper may run in a signal
- * handler of the program's. A full buffer counts it as lost. */
-static void record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *ret) {
+ * labels and the stack of the call whose return address is `ret`; by the
+ * owner, with the thread's `name` as last seen, for a thread that may be
+ * gone by the drain. Async-signal-safe, as the handler: a mask wrapper may
+ * run in a signal handler of the program's. A full buffer counts it as
+ * lost. */
+static void record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *ret,
+                             const char *name) {
   if (ns <= 0)
     return;
   unsigned e = handler_enter_sigsafe();
@@ -370,6 +379,8 @@ static void record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *
                                        __ATOMIC_RELAXED)) {
     cprof__cpu_sample_t *smp = &r[i].s;
     smp->cpu_ns = ns;
+    if (name)
+      memcpy(smp->name, name, sizeof smp->name);
     smp->tid = tid;
     smp->periods = 0;
     smp->pcs[0] = mark;
@@ -401,7 +412,7 @@ static void record_owed(timer_slot_t *s) {
   int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
   record_unsampled(
       s->tid, s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED,
-      owed, NULL);
+      owed, NULL, s->name);
 }
 
 /* Under lock: counts, for every thread with uncounted CPU time, the time
@@ -416,8 +427,14 @@ static void count_unsampled(int final) {
     int64_t since = __atomic_load_n(&s->unsampled_since, __ATOMIC_ACQUIRE);
     int64_t now = since ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
     if (now && __atomic_compare_exchange_n(&s->unsampled_since, &since, now, 0, __ATOMIC_SEQ_CST,
-                                           __ATOMIC_SEQ_CST))
+                                           __ATOMIC_SEQ_CST)) {
       __atomic_add_fetch(&s->owed_ns, now - since, __ATOMIC_SEQ_CST);
+      /* Its name while it lives: what is owed may be recorded after it
+       * exits, when /proc no longer knows it. Once: a thread is named, if
+       * ever, as it starts. */
+      if (!s->name[0])
+        cprof__thread_name(tid, s->name);
+    }
     if (final)
       record_owed(s);
   }
@@ -486,7 +503,7 @@ void cprof__cpu_timer_resume(const void *ret) {
   if (since) {
     int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
     ns += __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
-    record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, ns, ret);
+    record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, ns, ret, NULL);
   }
   long first = s->left_ns > 0 && s->left_ns <= period_ns ? s->left_ns : first_expiry_ns();
   if (arm(s->timer, first) == 0)
@@ -559,6 +576,7 @@ static int add_timer(pid_t tid, int blocked, int keep_failed, int own, int born)
   s->left_ns = 0;
   __atomic_store_n(&s->unsampled_since, now, __ATOMIC_RELAXED);
   __atomic_store_n(&s->owed_ns, 0, __ATOMIC_RELAXED);
+  s->name[0] = '\0';
   __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
   return err ? err : 1;
 }
@@ -750,6 +768,8 @@ int cprof__cpu_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE
 void cprof__cpu_thread_started(void) {
   if (!cprof__cpu_running())
     return;
+  /* One of cprof's threads: those run guarded for life (thread_start.c). */
+  int own = cprof__heap_guarded();
   /* Not the program's allocations (pthread_getattr_np's, a chunk of
    * slots): and under our lock, nothing may reach the heap sampler's. */
   cprof__heap_guard_enter();
@@ -768,10 +788,29 @@ void cprof__cpu_thread_started(void) {
       remove_timer(stale);
     /* A thread that cannot make its own timer (a seccomp filter of its
      * own) leaves it to the owner, whose next look may. */
-    add_timer(tid, sigismember(&cur, SIGPROF), 0, cprof__heap_guarded(), 1);
+    add_timer(tid, sigismember(&cur, SIGPROF), 0, own, 1);
   }
   pthread_mutex_unlock(&lock);
   cprof__heap_guard_leave();
+}
+
+void cprof__cpu_thread_ending(void) {
+  if (!cprof__cpu_running())
+    return;
+  cprof__cpu_mask_enter();
+  timer_slot_t *s = mine();
+  /* As a resume does: the exchange first, then the clock. */
+  int64_t since = s ? __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST) : 0;
+  if (since) {
+    char name[16] = "";
+    cprof__thread_name(my_tid, name); /* for the drain, when /proc no longer knows it */
+    int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
+    ns += __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
+    record_unsampled(
+        my_tid, s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED,
+        ns, NULL, name);
+  }
+  cprof__cpu_mask_leave();
 }
 
 void cprof__cpu_refresh_stacks(void) {
@@ -803,9 +842,10 @@ static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
     if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
       continue;
     sink(arg, &r[i].s);
-    /* The handler does not set cpu_ns (one store less on its path): a
-     * record is a timer's sample unless record_unsampled says otherwise. */
+    /* The handler sets neither cpu_ns nor name (stores less on its path):
+     * a record is a timer's sample unless record_unsampled says otherwise. */
     r[i].s.cpu_ns = 0;
+    r[i].s.name[0] = '\0';
     __atomic_store_n(&r[i].state, FREE, __ATOMIC_RELEASE);
   }
 }

@@ -25,6 +25,7 @@
  * place the thread unblocked SIGPROF, when known. */
 typedef struct cprof__cpu_sample {
   int64_t cpu_ns; /* 0 for a sample of the timer */
+  char name[16];  /* "", or the thread's name where it may have exited before the drain */
   pid_t tid;
   int depth;
   int periods;
@@ -57,6 +58,11 @@ int cprof__cpu_running(void);
 /* Gives the calling thread its timer, if a CPU profile is running: called
  * first thing in threads created while one runs (src/sample/thread_start.c). */
 void cprof__cpu_thread_started(void);
+
+/* Called on a thread of the program's as it exits, while a CPU profile
+ * may run (src/sample/thread_start.c): records the CPU time no timer
+ * sampled up to its end, which the owner could no longer read. */
+void cprof__cpu_thread_ending(void);
 
 /* Takes a fresh snapshot of the address space for the walkers now, as the
  * look at threads does (at most once a second) when it finds threads that

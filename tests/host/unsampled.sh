@@ -4,7 +4,8 @@
 # - a thread that blocks every signal while it computes: its time shows as
 #   "[thread blocked SIGPROF]", above the function that blocked them when
 #   the thread unblocks again ("toggler", blocked half its time), alone
-#   when it never does ("walled", blocked all its life);
+#   when it never does ("walled", blocked all its life), and then all of
+#   it when the thread exits within the profile;
 # - a thread no timer could be made for (the program put every thread
 #   under a seccomp filter denying timer_create after the profile began):
 #   "[thread not sampled: timer_create: Operation not permitted]".
@@ -68,6 +69,17 @@ check "blocked half its time: $BLOCKED sits above block_phase, which blocked the
 total=$(total_ms "$T/blocked.pb.gz")
 check "blocked: the profile's total is the CPU time the program used ($total ms of $((p1 - p0)) ms)" \
   ratio total "$total" $((p1 - p0)) 0.55 1.2
+
+# The whole run's profile (CPROF_OUTPUT): "walled" lives and dies within
+# it, blocked throughout, and counts its time as it exits, so the profile
+# has all of it, to the clock's precision: the program prints what the
+# thread's own clock says at its end.
+run whole CPROF_ADDR=0 CPROF_OUTPUT="$T/whole" LD_PRELOAD="$LIB" -- "$H/host_unsampled" blocked 1
+check "whole run: the program ran to its end" rc_is whole 0
+clock=$(awk '$1 == "walled" { print $2 * 1000 }' "$T/whole.out")
+walled=$(flat_ms "$T/whole/cpu.pb.gz" walled "$BLOCKED")
+check "whole run: the thread blocked all its life has all its CPU time as $BLOCKED, under its name ($walled ms, its clock $clock ms)" \
+  ratio walled "$walled" "$clock" 0.98 1.02
 
 # No timer for the threads made after the program sandboxed itself.
 start sandboxed --ready LD_PRELOAD="$LIB" -- "$H/host_unsampled" sandboxed 30

@@ -11,6 +11,9 @@
  *   stops: its time comes in at the stop, without a stack.
  * - "waiter" stops its timer as for a sigwait (it sleeps: nothing counted)
  *   and burns anyway: no record.
+ * - "exiter" stops its timer the same way, burns 100 ms and ends, as
+ *   thread_start.c's key destructor ends a thread: one record, with its
+ *   name, holding all of it.
  * The mask wrappers' entry points (sample/cpu.h) are called directly, as
  * sigmask.c calls them, so that the sanitizer builds, which leave the
  * wrappers out, run this too. */
@@ -48,7 +51,7 @@ typedef struct worker {
 } worker_t;
 
 static worker_t toggler = {.name = "toggler"}, walled = {.name = "walled"},
-                waiter = {.name = "waiter"};
+                waiter = {.name = "waiter"}, exiter = {.name = "exiter"};
 
 static void burn_until(int64_t ns) {
   while (cpu_ns(CLOCK_THREAD_CPUTIME_ID) < ns && !LOAD(stop))
@@ -92,6 +95,15 @@ static void *run(void *arg) {
   } else if (w == &walled) {
     pause_timer(w, 1);
     burn_until(INT64_MAX);
+  } else if (w == &exiter) {
+    pthread_setname_np(pthread_self(), "exiter");
+    pause_timer(w, 1);
+    burn_until(w->after_pause + 100 * 1000000LL);
+    w->before_resume = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    cprof__cpu_thread_ending();
+    w->after_resume = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    STORE(w->done, 1);
+    return NULL;
   } else {
     pause_timer(w, 0); /* as for a sigwait */
     burn_until(w->after_pause + 50 * 1000000LL);
@@ -107,14 +119,16 @@ typedef struct tally {
   int64_t ns;     /* CPU time of the thread's BLOCKED records */
   int records;    /* how many */
   int with_stack; /* of them, with blocked_section's return address after the mark */
+  int named;      /* of them, with the name of the thread in the record */
   int timer_samples;
 } tally_t;
 
-static tally_t tallies[3];
-static worker_t *workers[3] = {&toggler, &walled, &waiter};
+#define NWORKERS 4
+static tally_t tallies[NWORKERS];
+static worker_t *workers[NWORKERS] = {&toggler, &walled, &waiter, &exiter};
 
 static void count(void *arg, const cprof__cpu_sample_t *s) {
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NWORKERS; i++) {
     if (s->tid != LOAD(workers[i]->tid))
       continue;
     tally_t *t = &tallies[i];
@@ -125,6 +139,7 @@ static void count(void *arg, const cprof__cpu_sample_t *s) {
     CHECK(s->depth >= 1 && s->pcs[0] == CPROF_PC_UNSAMPLED_BLOCKED);
     t->ns += s->cpu_ns;
     t->records++;
+    t->named += strcmp(s->name, workers[i]->name) == 0;
     if (s->depth >= 2) {
       cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
       const char *name = cprof__symbolize_name(sym, s->pcs[1] - 1);
@@ -136,7 +151,7 @@ static void count(void *arg, const cprof__cpu_sample_t *s) {
 }
 
 int main(void) {
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NWORKERS; i++) {
     pthread_create(&workers[i]->th, NULL, run, workers[i]);
     while (!LOAD(workers[i]->ready))
       usleep(1000);
@@ -144,22 +159,23 @@ int main(void) {
   CHECK_EQ_INT(cprof__cpu_start(100, CPROF_UNWIND_FP), 0);
   STORE(go, 1);
   /* The owner's looks (and counts) while the toggler burns blocked. */
-  for (int i = 0; i < 6000 && !(LOAD(toggler.done) && LOAD(waiter.done)); i++) {
+  for (int i = 0; i < 6000 && !(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done));
+       i++) {
     usleep(10000);
     cprof__cpu_track_threads();
     cprof__cpu_drain(count, NULL);
   }
-  CHECK(LOAD(toggler.done) && LOAD(waiter.done));
+  CHECK(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done));
   clockid_t walled_clock;
   pthread_getcpuclockid(walled.th, &walled_clock);
   int64_t walled_before_stop = cpu_ns(walled_clock);
   CHECK_EQ_INT(cprof__cpu_stop(count, NULL), 0); /* nothing lost */
   int64_t walled_after_stop = cpu_ns(walled_clock);
   STORE(stop, 1);
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < NWORKERS; i++)
     pthread_join(workers[i]->th, NULL);
 
-  tally_t *t = &tallies[0], *w = &tallies[1], *s = &tallies[2];
+  tally_t *t = &tallies[0], *w = &tallies[1], *s = &tallies[2], *e = &tallies[3];
   fprintf(
       stderr, "toggler: %d records, %d with its stack, %.3f ms (its CPU blocked %.3f..%.3f ms)\n",
       t->records, t->with_stack, t->ns / 1e6, (toggler.before_resume - toggler.after_pause) / 1e6,
@@ -180,5 +196,13 @@ int main(void) {
 
   fprintf(stderr, "waiter: %d records\n", s->records);
   CHECK_EQ_INT(s->records, 0);
+
+  fprintf(stderr, "exiter: %d records, %d named, %.3f ms (its CPU blocked %.3f..%.3f ms)\n",
+          e->records, e->named, e->ns / 1e6, (exiter.before_resume - exiter.after_pause) / 1e6,
+          (exiter.after_resume - exiter.before_pause) / 1e6);
+  CHECK(e->records >= 1);
+  CHECK_EQ_INT(e->named, e->records);
+  CHECK(e->ns >= exiter.before_resume - exiter.after_pause);
+  CHECK(e->ns <= exiter.after_resume - exiter.before_pause);
   return check_result("test_cpu_unsampled");
 }
