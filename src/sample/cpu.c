@@ -322,11 +322,17 @@ static timer_slot_t *slot_at(int i) { return &chunks[i / SLOTS_PER_CHUNK][i % SL
  * gives each nanosecond to exactly one of them:
  *
  * - the thread itself, when it opens SIGPROF again (cprof__cpu_timer_resume):
- *   it exchanges the value for 0, then reads its clock, and records the
- *   difference, and what the owner counted for it meanwhile (owed_ns),
- *   with its stack from the call that opened SIGPROF: where the code that
- *   ran blocked returns to. (Not when it is inside cprof's own work, whose
- *   guard is up: the time alone then.)
+ *   it exchanges the value for 0, then reads its clock, and adds the
+ *   difference to owed_ns, which the owner adds to as well. Once that
+ *   holds a sampling period or more, the thread records it all with its
+ *   stack from the call that opened SIGPROF: where the code that ran
+ *   blocked returns to. (Not when it is inside cprof's own work, whose
+ *   guard is up: the time alone then.) So a thread that blocks SIGPROF
+ *   for a few microseconds at a time, a hundred thousand times a second,
+ *   makes a record per period of such time, as its timer would have made
+ *   a sample, and each stack is chosen in proportion to the time blocked
+ *   before it, as a timer's would be; a record for each unblocking would
+ *   flood the buffer. A buffer that is full leaves the time owed.
  * - the profile's owner, every time it looks at the threads (every 250 ms)
  *   and at the stop: it reads the clock of each thread so counted, moves
  *   unsampled_since up to it by compare-and-swap, and adds the difference
@@ -362,15 +368,16 @@ static int64_t cpu_ns_of(clockid_t clock) {
 
 /* Records `ns` of CPU time that no timer sampled, as a sample whose frame
  * `mark` says why (pc.h); on the thread itself (`ret` not NULL), with its
- * labels and the stack of the call whose return address is `ret`; by the
- * owner, with the thread's `name` as last seen, for a thread that may be
- * gone by the drain. Async-signal-safe, as the handler: a mask wrapper may
- * run in a signal handler of the program's. A full buffer counts it as
- * lost. */
-static void record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *ret,
-                             const char *name) {
+ * labels and the stack of the call whose return address is `ret`; with the
+ * thread's `name`, for a thread that may be gone by the drain. Returns 0,
+ * or -1 when the buffer is full (the caller keeps the time for later, or
+ * counts it lost). Async-signal-safe, as the handler: a mask wrapper may
+ * run in a signal handler of the program's. */
+static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *ret,
+                            const char *name) {
   if (ns <= 0)
-    return;
+    return 0;
+  int rc = 0;
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   uint64_t i = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING : 0;
@@ -401,18 +408,30 @@ static void record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *
     }
     __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
   } else if (r) {
-    __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+    rc = -1;
   }
   handler_leave_sigsafe(e);
+  return rc;
+}
+
+static uintptr_t unsampled_mark(const timer_slot_t *s) {
+  return s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED;
+}
+
+/* Time that cannot be recorded any more (a full buffer at the end): lost,
+ * in sampling periods, as the profile's "lost samples" frame counts it. */
+static void lose(int64_t ns) {
+  long period = __atomic_load_n(&period_ns, __ATOMIC_RELAXED);
+  uint64_t n = period > 0 ? (uint64_t)((ns + period / 2) / period) : 1;
+  __atomic_add_fetch(&lost, n ? n : 1, __ATOMIC_RELAXED);
 }
 
 /* Under lock: records what the owner counted for a slot's thread, without
  * a stack (above). */
 static void record_owed(timer_slot_t *s) {
   int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
-  record_unsampled(
-      s->tid, s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED,
-      owed, NULL, s->name);
+  if (record_unsampled(s->tid, unsampled_mark(s), owed, NULL, s->name) != 0)
+    lose(owed);
 }
 
 /* Under lock: counts, for every thread with uncounted CPU time, the time
@@ -502,8 +521,11 @@ void cprof__cpu_timer_resume(const void *ret) {
   int64_t since = __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST);
   if (since) {
     int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
-    ns += __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
-    record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, ns, ret, NULL);
+    if (__atomic_add_fetch(&s->owed_ns, ns, __ATOMIC_SEQ_CST) >= period_ns) {
+      int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
+      if (record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, owed, ret, NULL) != 0)
+        __atomic_add_fetch(&s->owed_ns, owed, __ATOMIC_SEQ_CST); /* for a later one */
+    }
   }
   long first = s->left_ns > 0 && s->left_ns <= period_ns ? s->left_ns : first_expiry_ns();
   if (arm(s->timer, first) == 0)
@@ -799,16 +821,16 @@ void cprof__cpu_thread_ending(void) {
     return;
   cprof__cpu_mask_enter();
   timer_slot_t *s = mine();
-  /* As a resume does: the exchange first, then the clock. */
+  /* As a resume does: the exchange first, then the clock; and what is
+   * owed, however little. */
   int64_t since = s ? __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST) : 0;
-  if (since) {
+  int64_t ns = since ? cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since : 0;
+  ns += s ? __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST) : 0;
+  if (ns > 0) {
     char name[16] = "";
     cprof__thread_name(my_tid, name); /* for the drain, when /proc no longer knows it */
-    int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
-    ns += __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
-    record_unsampled(
-        my_tid, s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED,
-        ns, NULL, name);
+    if (record_unsampled(my_tid, unsampled_mark(s), ns, NULL, name) != 0)
+      lose(ns);
   }
   cprof__cpu_mask_leave();
 }

@@ -14,6 +14,9 @@
  * - "exiter" stops its timer the same way, burns 100 ms and ends, as
  *   thread_start.c's key destructor ends a thread: one record, with its
  *   name, holding all of it.
+ * - "flicker" blocks 20,000 times for a few microseconds each: about a
+ *   record per sampling period of that time, not one per unblocking (which
+ *   would flood the buffer), and together all of it.
  * The mask wrappers' entry points (sample/cpu.h) are called directly, as
  * sigmask.c calls them, so that the sanitizer builds, which leave the
  * wrappers out, run this too. */
@@ -51,7 +54,12 @@ typedef struct worker {
 } worker_t;
 
 static worker_t toggler = {.name = "toggler"}, walled = {.name = "walled"},
-                waiter = {.name = "waiter"}, exiter = {.name = "exiter"};
+                waiter = {.name = "waiter"}, exiter = {.name = "exiter"},
+                flicker = {.name = "flicker"};
+/* flicker's blocked CPU: at least (the sum of its bursts), at most (the sum
+ * including the pause and resume calls). */
+static int64_t flicker_least, flicker_most;
+#define FLICKERS 20000
 
 static void burn_until(int64_t ns) {
   while (cpu_ns(CLOCK_THREAD_CPUTIME_ID) < ns && !LOAD(stop))
@@ -77,6 +85,16 @@ NOINLINE static void unblock(worker_t *w, int counted) {
   w->after_resume = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
+NOINLINE static void flicker_section(worker_t *w) {
+  pause_timer(w, 1);
+  for (int i = 0; i < 50; i++)
+    sink = sink * 6364136223846793005ULL + 1;
+  unblock(w, 1);
+  __asm__ volatile("" ::: "memory");
+  flicker_least += w->before_resume - w->after_pause;
+  flicker_most += w->after_resume - w->before_pause;
+}
+
 NOINLINE static void blocked_section(worker_t *w, int64_t burn_ns) {
   pause_timer(w, 1);
   burn_until(w->after_pause + burn_ns);
@@ -95,6 +113,9 @@ static void *run(void *arg) {
   } else if (w == &walled) {
     pause_timer(w, 1);
     burn_until(INT64_MAX);
+  } else if (w == &flicker) {
+    for (int i = 0; i < FLICKERS; i++)
+      flicker_section(w);
   } else if (w == &exiter) {
     pthread_setname_np(pthread_self(), "exiter");
     pause_timer(w, 1);
@@ -123,9 +144,9 @@ typedef struct tally {
   int timer_samples;
 } tally_t;
 
-#define NWORKERS 4
+#define NWORKERS 5
 static tally_t tallies[NWORKERS];
-static worker_t *workers[NWORKERS] = {&toggler, &walled, &waiter, &exiter};
+static worker_t *workers[NWORKERS] = {&toggler, &walled, &waiter, &exiter, &flicker};
 
 static void count(void *arg, const cprof__cpu_sample_t *s) {
   for (int i = 0; i < NWORKERS; i++) {
@@ -143,7 +164,7 @@ static void count(void *arg, const cprof__cpu_sample_t *s) {
     if (s->depth >= 2) {
       cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
       const char *name = cprof__symbolize_name(sym, s->pcs[1] - 1);
-      if (name && strcmp(name, "blocked_section") == 0)
+      if (name && (strcmp(name, "blocked_section") == 0 || strcmp(name, "flicker_section") == 0))
         t->with_stack++;
       cprof__symbolizer_release(sym);
     }
@@ -159,13 +180,14 @@ int main(void) {
   CHECK_EQ_INT(cprof__cpu_start(100, CPROF_UNWIND_FP), 0);
   STORE(go, 1);
   /* The owner's looks (and counts) while the toggler burns blocked. */
-  for (int i = 0; i < 6000 && !(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done));
+  for (int i = 0; i < 6000 && !(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done) &&
+                                LOAD(flicker.done));
        i++) {
     usleep(10000);
     cprof__cpu_track_threads();
     cprof__cpu_drain(count, NULL);
   }
-  CHECK(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done));
+  CHECK(LOAD(toggler.done) && LOAD(waiter.done) && LOAD(exiter.done) && LOAD(flicker.done));
   clockid_t walled_clock;
   pthread_getcpuclockid(walled.th, &walled_clock);
   int64_t walled_before_stop = cpu_ns(walled_clock);
@@ -175,7 +197,7 @@ int main(void) {
   for (int i = 0; i < NWORKERS; i++)
     pthread_join(workers[i]->th, NULL);
 
-  tally_t *t = &tallies[0], *w = &tallies[1], *s = &tallies[2], *e = &tallies[3];
+  tally_t *t = &tallies[0], *w = &tallies[1], *s = &tallies[2], *e = &tallies[3], *f = &tallies[4];
   fprintf(
       stderr, "toggler: %d records, %d with its stack, %.3f ms (its CPU blocked %.3f..%.3f ms)\n",
       t->records, t->with_stack, t->ns / 1e6, (toggler.before_resume - toggler.after_pause) / 1e6,
@@ -204,5 +226,16 @@ int main(void) {
   CHECK_EQ_INT(e->named, e->records);
   CHECK(e->ns >= exiter.before_resume - exiter.after_pause);
   CHECK(e->ns <= exiter.after_resume - exiter.before_pause);
+
+  /* 100 Hz: a record per 10 ms of blocked time, the last (at the stop)
+   * holding what was left and no stack. */
+  fprintf(stderr,
+          "flicker: %d unblockings, %d records, %d with its stack, %.3f ms (its CPU blocked "
+          "%.3f..%.3f ms)\n",
+          FLICKERS, f->records, f->with_stack, f->ns / 1e6, flicker_least / 1e6,
+          flicker_most / 1e6);
+  CHECK(f->records >= 1 && f->records <= flicker_most / 10000000 + 2);
+  CHECK(f->with_stack >= f->records - 1);
+  CHECK(f->ns >= flicker_least && f->ns <= flicker_most);
   return check_result("test_cpu_unsampled");
 }
