@@ -196,10 +196,13 @@ void cprof__output_start(const cprof__config_t *cfg) {
     cprof__log("CPROF_OUTPUT: out of memory; no CPU profile will be written");
     goto out;
   }
-  int err = cprof__cpu_start(cfg->cpu_hz, cfg->unwind);
+  char why[256];
+  int err = cprof__cpu_start_why(cfg->cpu_hz, cfg->unwind, why, sizeof why);
   if (err) {
-    cprof__log("CPROF_OUTPUT: cannot record the CPU profile: %s",
-               err == -EBUSY ? "the program uses SIGPROF itself" : cprof_strerror(err));
+    cprof__log("CPROF_OUTPUT: cannot record the CPU profile: %s; no cpu.pb.gz will be written",
+               why[0]          ? why
+               : err == -EBUSY ? "the program uses SIGPROF itself"
+                               : cprof_strerror(err));
     cprof__cpu_profile_free(profile);
     profile = NULL;
     goto out;

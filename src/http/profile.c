@@ -4,10 +4,14 @@
  * thread drains the sample buffer every 50 ms while it waits, and looks for
  * threads without timers; a client that goes away stops the profile. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "http/response.h"
 #include "http/routes.h"
 #include "profile/cpu_profile.h"
@@ -16,6 +20,20 @@
 #define DEFAULT_SECONDS 30
 #define MAX_SECONDS 3600
 #define DRAIN_MS 50
+
+/* A reason no profile can be taken is said on stderr too, where whoever
+ * runs the program looks, but once per reason rather than per request. */
+static void log_once(const char *why) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char last[256];
+  pthread_mutex_lock(&lock);
+  int seen = strcmp(last, why) == 0;
+  if (!seen)
+    snprintf(last, sizeof last, "%s", why);
+  pthread_mutex_unlock(&lock);
+  if (!seen)
+    cprof__log("the CPU profile is off: %s", why);
+}
 
 void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg,
                           cprof_response_t *resp) {
@@ -27,10 +45,14 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
     cprof__resp_error(resp, 500, "out of memory");
     return;
   }
-  int err = cprof__cpu_start(cfg->cpu_hz, cfg->unwind);
+  char why[256];
+  int err = cprof__cpu_start_why(cfg->cpu_hz, cfg->unwind, why, sizeof why);
   if (err) {
     cprof__cpu_profile_free(p);
-    if (err == -EALREADY)
+    if (why[0]) { /* no thread can be sampled: an empty profile would look like an idle program */
+      log_once(why);
+      cprof__resp_error(resp, 500, "Could not enable CPU profiling: %s", why);
+    } else if (err == -EALREADY)
       cprof__resp_error(resp, 500, "Could not enable CPU profiling: cpu profiling already in use");
     else if (err == -EBUSY)
       cprof__resp_error(resp, 409,

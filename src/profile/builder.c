@@ -14,6 +14,7 @@
 #include "core/hash.h"
 #include "profile/builder_internal.h"
 #include "profile/gzip.h"
+#include "profile/marks.h"
 #include "profile/protobuf.h"
 #include "symbol/symbolize.h"
 #include "unwind/pc.h"
@@ -565,9 +566,12 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
        * instruction, so file:line and inlining are the call site's. */
       uint64_t address = j == 0 ? s->pcs[0] : s->pcs[j] - 1;
       int64_t cut = 0;
-      /* Where the unwinder had to stop short (unwind/pc.h): a frame that
-       * says so, as Go's lost-samples frame does, not a bare address. */
-      if (s->pcs[j] == CPROF_PC_STACK_CUT && (cut = intern(&b->strings, "[stack cut]")) < 0)
+      /* Where the unwinder had to stop short, or why the time went
+       * unsampled (unwind/pc.h): a frame that says so, as Go's
+       * lost-samples frame does, not a bare address. */
+      char text[128];
+      const char *mark = cprof__mark_name(s->pcs[j], text, sizeof text);
+      if (mark && (cut = intern(&b->strings, mark)) < 0)
         goto out;
       int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut, 0)
                       : location_for(b, r, sym, tallies, address, 0, s->modules);

@@ -1,7 +1,8 @@
 /* The CPU profile's contents, as Go's: sample types samples/count and
  * cpu/nanoseconds, period type cpu/nanoseconds with the sampling period,
  * each sample labelled thread=NAME plus the thread's own labels
- * (cprof_label_set); lost samples as a frame of their own. */
+ * (cprof_label_set); lost samples as a frame of their own, and so CPU time
+ * that no timer sampled (a frame that says why: src/sample/cpu.c). */
 #include "profile/cpu_profile.h"
 
 #include <errno.h>
@@ -86,10 +87,16 @@ static const char *thread_name(cprof__cpu_profile_t *p, pid_t tid) {
 void cprof__cpu_profile_add(void *arg, const cprof__cpu_sample_t *s) {
   cprof__cpu_profile_t *p = arg;
   /* samples/count counts sampling periods, so that cpu = samples x period
-   * holds as pprof assumes; see src/sample/cpu.c on overruns. */
+   * holds as pprof assumes; see src/sample/cpu.c on overruns. CPU time no
+   * timer sampled (cpu.c) is what it is, in periods rounded to the nearest. */
   int64_t values[2] = {s->periods, s->periods * p->period};
+  if (s->cpu_ns) {
+    values[0] = (s->cpu_ns + p->period / 2) / p->period;
+    values[1] = s->cpu_ns;
+  }
   cprof__label_t labels[1 + CPROF_MAX_LABELS];
-  labels[0] = (cprof__label_t){.key = "thread", .str = thread_name(p, s->tid)};
+  labels[0] =
+      (cprof__label_t){.key = "thread", .str = s->name[0] ? s->name : thread_name(p, s->tid)};
   for (int i = 0; i < s->labels.n; i++)
     labels[1 + i] = (cprof__label_t){.key = s->labels.key[i], .str = s->labels.value[i]};
   if (cprof__builder_add(p->b, s->pcs, s->depth, values, labels, 1 + s->labels.n) != 0)

@@ -11,6 +11,7 @@
 
 #include "profile/builder.h"
 #include "profile/builder_internal.h"
+#include "profile/marks.h"
 #include "symbol/symbolize.h"
 #include "unwind/pc.h"
 
@@ -439,6 +440,12 @@ void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {
      * builder.h), but print offsets from the pc itself, as Go's traceback
      * prints frame.pc - entry ("+0x1d") with the return address. */
     uintptr_t pc = pcs[i];
+    char text[128];
+    const char *mark = cprof__mark_name(pc, text, sizeof text);
+    if (mark) { /* a reserved pc (unwind/pc.h): its name on a line of its own */
+      cprof__buf_printf(out, "%s\n", mark);
+      continue;
+    }
     uintptr_t addr = i == 0 ? pc : pc - 1;
     int m = cprof__symbolizer_mapping_then(sym, addr, modules);
     const cprof__mapping_t *map = m >= 0 && m < nmaps && maps ? &maps[m] : NULL;

@@ -31,7 +31,9 @@
  *
  * A thread that blocks SIGPROF has no running timer (see "Threads that
  * block SIGPROF" below): a program that reads SIGPROF itself, with
- * signalfd(2) or sigwaitinfo(2), never reads a tick of ours.
+ * signalfd(2) or sigwaitinfo(2), never reads a tick of ours. The CPU time
+ * it uses meanwhile is still counted, as is that of a thread no timer
+ * could be made for (see "CPU time no timer samples").
  *
  * fork(2): the lock is taken in a pthread_atfork prepare handler and
  * released on both sides, so a child never inherits it held; the child
@@ -52,11 +54,13 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/fds.h"
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
 #include "symbol/maps.h"
 #include "unwind/bounds.h"
+#include "unwind/caller.h"
 #include "unwind/unload.h"
 
 enum { FREE = 0, WRITING = 1, FULL = 2 };
@@ -237,13 +241,21 @@ static int arm(timer_t t, long first) {
  * The timers live in slots that are never freed (a wrapper may look at one
  * any time), in chunks allocated as the number of threads grows. */
 
-enum { SLOT_ARMED = 1, SLOT_PAUSED = 2 };
+enum { SLOT_ARMED = 1, SLOT_PAUSED = 2, SLOT_FAILED = 3 };
 
 typedef struct timer_slot {
   pid_t tid;      /* atomic: 0 when free; published after the rest */
-  uint32_t state; /* SLOT_ARMED or SLOT_PAUSED; changed by its thread only, once published */
-  timer_t timer;
+  uint32_t state; /* SLOT_ARMED or SLOT_PAUSED; changed by its thread only, once published;
+                     or SLOT_FAILED for good: no timer could be made */
+  timer_t timer;  /* not for SLOT_FAILED */
   long left_ns; /* its thread's own: time left in the period when it paused */
+  /* Atomic: the thread's CPU clock (ns) where its CPU time not yet counted
+   * began, while no timer samples it; 0 while one does; and what the owner
+   * counted for it and nobody has recorded yet (see "CPU time no timer
+   * samples"). */
+  int64_t unsampled_since, owed_ns;
+  uint32_t why; /* SLOT_FAILED: CPROF_PC_UNSAMPLED_NO_TIMER's number; 0 otherwise */
+  char name[16]; /* the owner's: the thread's name when it last counted for it */
 } timer_slot_t;
 
 #define SLOTS_PER_CHUNK 256
@@ -291,6 +303,162 @@ void cprof__cpu_mask_leave(void) {
 
 static timer_slot_t *slot_at(int i) { return &chunks[i / SLOTS_PER_CHUNK][i % SLOTS_PER_CHUNK]; }
 
+/* ---- CPU time no timer samples ----
+ *
+ * Two kinds of thread use CPU that no timer of ours sees: a thread that
+ * blocks SIGPROF (its timer is stopped, above), and a thread no timer
+ * could be made for (timer_create refused, as by a seccomp filter that a
+ * program put on every thread after the profile began). A profile whose
+ * total fell short of the CPU the program used, without a word, would
+ * mislead; so that time is counted from the threads' own CPU clocks and
+ * shown as samples of its own, whose first frame names the reason (pc.h):
+ * "[thread blocked SIGPROF]", "[thread not sampled: timer_create: ...]".
+ *
+ * A slot's unsampled_since holds the thread's CPU clock where its
+ * uncounted time began: set when its timer stops for a mask that blocks
+ * SIGPROF (not for a sigwait, which sleeps), when it is found blocking
+ * SIGPROF without a timer, and when no timer can be made for it. Two sides
+ * count it, and a compare-and-swap against an exchange on unsampled_since
+ * gives each nanosecond to exactly one of them:
+ *
+ * - the thread itself, when it opens SIGPROF again (cprof__cpu_timer_resume):
+ *   it exchanges the value for 0, then reads its clock, and adds the
+ *   difference to owed_ns, which the owner adds to as well. Once that
+ *   holds a sampling period or more, the thread records it all with its
+ *   stack from the call that opened SIGPROF: where the code that ran
+ *   blocked returns to. (Not when it is inside cprof's own work, whose
+ *   guard is up: the time alone then.) So a thread that blocks SIGPROF
+ *   for a few microseconds at a time, a hundred thousand times a second,
+ *   makes a record per period of such time, as its timer would have made
+ *   a sample, and each stack is chosen in proportion to the time blocked
+ *   before it, as a timer's would be; a record for each unblocking would
+ *   flood the buffer. A buffer that is full leaves the time owed.
+ * - the profile's owner, every time it looks at the threads (every 250 ms)
+ *   and at the stop: it reads the clock of each thread so counted, moves
+ *   unsampled_since up to it by compare-and-swap, and adds the difference
+ *   to owed_ns. A thread that resumed meanwhile made the swap fail and
+ *   counted the time itself; one that resumes after it counts from the new
+ *   value, read after the owner's. The owner records what is owed only for
+ *   a thread that exited (its clock is gone with it: the owner's last read
+ *   is as far as it goes) and at the stop, without a stack (another
+ *   thread's cannot be walked from here); until then, a thread that resumes
+ *   takes its owed time with its own stack.
+ *
+ * cprof's own threads (the request's, which runs the profile, and those
+ * cprof starts while one runs) block every signal; their time is cprof's,
+ * not the program's, and is not counted.
+ *
+ * A thread of the program's made with pthread_create counts its own time
+ * as it exits, as a resume does (cprof__cpu_thread_ending, from
+ * thread_start.c's key destructor), with its name, for a drain that comes
+ * after it is gone.
+ *
+ * What remains unsampled: the CPU of another thread (main, one made with
+ * clone) that exits while blocked or without a timer, since the owner's
+ * last look (at most 250 ms of it); and that of threads that block SIGPROF
+ * by a means the wrappers do not see (sigmask.c), whose timers run on. */
+
+static int64_t cpu_ns_of(clockid_t clock) {
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0)
+    return 0; /* a thread that exited */
+  int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ns > 0 ? ns : 1; /* 0 means "not counting" */
+}
+
+/* Records `ns` of CPU time that no timer sampled, as a sample whose frame
+ * `mark` says why (pc.h); on the thread itself (`ret` not NULL), with its
+ * labels and the stack of the call whose return address is `ret`; with the
+ * thread's `name`, for a thread that may be gone by the drain. Returns 0,
+ * or -1 when the buffer is full (the caller keeps the time for later, or
+ * counts it lost). Async-signal-safe, as the handler: a mask wrapper may
+ * run in a signal handler of the program's. */
+static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *ret,
+                            const char *name) {
+  if (ns <= 0)
+    return 0;
+  int rc = 0;
+  unsigned e = handler_enter_sigsafe();
+  record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
+  uint64_t i = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING : 0;
+  uint32_t expect = FREE;
+  if (r && __atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED)) {
+    cprof__cpu_sample_t *smp = &r[i].s;
+    smp->cpu_ns = ns;
+    if (name)
+      memcpy(smp->name, name, sizeof smp->name);
+    smp->tid = tid;
+    smp->periods = 0;
+    smp->pcs[0] = mark;
+    smp->depth = 1;
+    smp->labels.n = 0;
+    if (ret) {
+      cprof__labels_copy_sigsafe(&smp->labels);
+      /* cprof's own work on this thread (its guard up) may be in the
+       * middle of a walk of its own, whose per-thread memo a walk from
+       * here would disturb. */
+      if (!cprof__heap_guarded()) {
+        cprof__heap_guard_up();
+        int n = cprof__unwind_caller(unwinder, smp->pcs + 1, CPROF_MAX_DEPTH - 1, (uintptr_t)ret);
+        cprof__heap_guard_down();
+        smp->pcs[1] += 1; /* a return address, as pcs[1..] are: the walk gives ret - 1 */
+        smp->depth = 1 + n;
+      }
+    }
+    __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
+  } else if (r) {
+    rc = -1;
+  }
+  handler_leave_sigsafe(e);
+  return rc;
+}
+
+static uintptr_t unsampled_mark(const timer_slot_t *s) {
+  return s->why ? CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, s->why) : CPROF_PC_UNSAMPLED_BLOCKED;
+}
+
+/* Time that cannot be recorded any more (a full buffer at the end): lost,
+ * in sampling periods, as the profile's "lost samples" frame counts it. */
+static void lose(int64_t ns) {
+  long period = __atomic_load_n(&period_ns, __ATOMIC_RELAXED);
+  uint64_t n = period > 0 ? (uint64_t)((ns + period / 2) / period) : 1;
+  __atomic_add_fetch(&lost, n ? n : 1, __ATOMIC_RELAXED);
+}
+
+/* Under lock: records what the owner counted for a slot's thread, without
+ * a stack (above). */
+static void record_owed(timer_slot_t *s) {
+  int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
+  if (record_unsampled(s->tid, unsampled_mark(s), owed, NULL, s->name) != 0)
+    lose(owed);
+}
+
+/* Under lock: counts, for every thread with uncounted CPU time, the time
+ * up to now; records it all when `final` (above). */
+static void count_unsampled(int final) {
+  int slots = nchunks * SLOTS_PER_CHUNK;
+  for (int i = 0; i < slots; i++) {
+    timer_slot_t *s = slot_at(i);
+    pid_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
+    if (!tid)
+      continue;
+    int64_t since = __atomic_load_n(&s->unsampled_since, __ATOMIC_ACQUIRE);
+    int64_t now = since ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
+    if (now && __atomic_compare_exchange_n(&s->unsampled_since, &since, now, 0, __ATOMIC_SEQ_CST,
+                                           __ATOMIC_SEQ_CST)) {
+      __atomic_add_fetch(&s->owed_ns, now - since, __ATOMIC_SEQ_CST);
+      /* Its name while it lives: what is owed may be recorded after it
+       * exits, when /proc no longer knows it. Once: a thread is named, if
+       * ever, as it starts. */
+      if (!s->name[0])
+        cprof__thread_name(tid, s->name);
+    }
+    if (final)
+      record_owed(s);
+  }
+}
+
 static timer_slot_t *find_slot(pid_t tid) {
   int n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE) * SLOTS_PER_CHUNK;
   for (int i = 0; i < n; i++)
@@ -312,20 +480,25 @@ static timer_slot_t *free_slot(void) {
   return c;
 }
 
+static pid_t self_tid(void) {
+  if (!my_tid)
+    my_tid = (pid_t)syscall(SYS_gettid);
+  return my_tid;
+}
+
 /* The calling thread's slot, if it has a timer (between mask_enter and
  * mask_leave: the slot cannot change hands meanwhile). */
 static timer_slot_t *mine(void) {
   if (__atomic_load_n(&nchunks, __ATOMIC_ACQUIRE) == 0)
     return NULL; /* never profiled: no system call for the tid */
-  if (!my_tid)
-    my_tid = (pid_t)syscall(SYS_gettid);
+  self_tid();
   timer_slot_t *s = my_slot;
   if (s && __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) == my_tid)
     return s;
   return my_slot = find_slot(my_tid);
 }
 
-int cprof__cpu_timer_pause(void) {
+int cprof__cpu_timer_pause(int runs) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_ARMED)
     return 0;
@@ -335,13 +508,25 @@ int cprof__cpu_timer_pause(void) {
     return 0;
   s->left_ns = (long)was.it_value.tv_sec * 1000000000 + was.it_value.tv_nsec;
   s->state = SLOT_PAUSED;
+  if (runs)
+    __atomic_store_n(&s->unsampled_since, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_SEQ_CST);
   return 1;
 }
 
-void cprof__cpu_timer_resume(void) {
+void cprof__cpu_timer_resume(const void *ret) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_PAUSED)
     return;
+  /* The exchange first, then the clock: see "CPU time no timer samples". */
+  int64_t since = __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST);
+  if (since) {
+    int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
+    if (__atomic_add_fetch(&s->owed_ns, ns, __ATOMIC_SEQ_CST) >= period_ns) {
+      int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
+      if (record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, owed, ret, NULL) != 0)
+        __atomic_add_fetch(&s->owed_ns, owed, __ATOMIC_SEQ_CST); /* for a later one */
+    }
+  }
   long first = s->left_ns > 0 && s->left_ns <= period_ns ? s->left_ns : first_expiry_ns();
   if (arm(s->timer, first) == 0)
     s->state = SLOT_ARMED;
@@ -355,17 +540,9 @@ static int blocks_sigprof(pid_t tid) {
   return (int)((blocked >> (SIGPROF - 1)) & 1);
 }
 
-/* Under lock: gives tid a timer, unless it has one (the look at /proc and
- * a new thread's own start may both get to a thread created during a
- * profile, and two timers would count its CPU twice). Stopped when
- * `blocked`, running otherwise. For another thread than the caller, in the
- * exclusive section. */
-static int add_timer(pid_t tid, int blocked) {
-  if (find_slot(tid))
-    return 0;
-  timer_slot_t *s = free_slot();
-  if (!s)
-    return -ENOMEM;
+/* A timer for tid's CPU clock, into s->timer, started unless `blocked`.
+ * Returns 0, or a negative errno with s->why saying which call failed. */
+static int make_timer(timer_slot_t *s, pid_t tid, int blocked) {
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -373,27 +550,65 @@ static int add_timer(pid_t tid, int blocked) {
   sev.sigev_value.sival_ptr = timer_value(tid);
   sev._sigev_un._tid = tid;
   timer_t t;
-  if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0)
-    return -errno; /* the thread exited meanwhile */
+  s->why = 0;
+  if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0) {
+    s->why = CPROF_CALL_TIMER_CREATE << 16 | (uint16_t)errno;
+    return -errno; /* EINVAL: the thread exited meanwhile */
+  }
   /* Every thread's CPU clock starts at 0: a first expiry a whole period
    * away would never sample a thread that lives on less CPU than that. A
    * first expiry drawn uniformly within the period (as Go's runtime does)
    * samples each thread in proportion to the CPU it uses, however short
    * its life. */
   if (!blocked && arm(t, first_expiry_ns()) != 0) {
+    int err = errno;
     timer_delete(t);
-    return -errno;
+    s->why = CPROF_CALL_TIMER_SETTIME << 16 | (uint16_t)err;
+    return err == EINVAL ? -EIO : -err; /* not the EINVAL of a thread gone */
   }
   s->timer = t;
-  s->state = blocked ? SLOT_PAUSED : SLOT_ARMED;
-  s->left_ns = 0;
-  __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
-  return 1;
+  return 0;
 }
 
-/* In the exclusive section: the slot's timer is gone, the slot free. */
+/* Under lock: gives tid a timer, unless it has one (the look at /proc and
+ * a new thread's own start may both get to a thread created during a
+ * profile, and two timers would count its CPU twice). Stopped when
+ * `blocked`, running otherwise. For another thread than the caller, in the
+ * exclusive section. Returns 1, 0 when it had one, or a negative errno.
+ * When no timer can be made and `keep_failed`, the thread keeps a slot
+ * without one, whose CPU time is counted as not sampled; a thread that
+ * exited meanwhile (timer_create's EINVAL, or no clock) gets none. The
+ * time of an `own` thread, one of cprof's, is never counted; that of a
+ * thread `born` since the profile began is counted from its birth. */
+static int add_timer(pid_t tid, int blocked, int keep_failed, int own, int born) {
+  if (find_slot(tid))
+    return 0;
+  timer_slot_t *s = free_slot();
+  if (!s)
+    return -ENOMEM;
+  int err = make_timer(s, tid, blocked);
+  if (err == -EINVAL || (err && !keep_failed))
+    return err;
+  int64_t now = (blocked || err) && !own ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
+  if (err && !now && !own)
+    return err;
+  if (now && born)
+    now = 1; /* the clock's start: all its CPU is the profile's */
+  s->state = err ? SLOT_FAILED : blocked ? SLOT_PAUSED : SLOT_ARMED;
+  s->left_ns = 0;
+  __atomic_store_n(&s->unsampled_since, now, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->owed_ns, 0, __ATOMIC_RELAXED);
+  s->name[0] = '\0';
+  __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
+  return err ? err : 1;
+}
+
+/* In the exclusive section: the slot's timer is gone, the slot free, and
+ * what its thread was owed recorded. */
 static void remove_timer(timer_slot_t *s) {
-  timer_delete(s->timer);
+  record_owed(s);
+  if (s->state != SLOT_FAILED)
+    timer_delete(s->timer);
   __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
 }
 
@@ -404,21 +619,46 @@ static int listed(const pid_t *tids, int n, pid_t tid) {
   return 0;
 }
 
+/* What a look at the threads found: for the start, which fails when no
+ * thread could be given a timer. */
+typedef struct tracked {
+  int list_err; /* the threads could not be listed: a negative errno */
+  int added;    /* threads given a timer */
+  int failed;   /* threads no timer could be made for */
+  uint32_t why; /* the first failure, as timer_slot_t's */
+} tracked_t;
+
 /* Under lock: timers for the threads that have none, and back from those
- * that exited. The exclusive section only when there is something to do. */
-static void track_locked(void) {
+ * that exited; then the CPU time no timer sampled is counted. The
+ * exclusive section only when there is something to do. After the `first`
+ * look, the profile's start, a thread without a slot was born since the
+ * last look: every earlier one got a slot, with a timer or without. */
+static tracked_t track_locked(int first) {
+  tracked_t tr = {0, 0, 0, 0};
   pid_t *now;
-  int n = cprof__threads_list(&now), added = 0, in_excl = 0;
-  if (n < 0)
-    return; /* try again next time: no list is better than a partial one */
+  int n = cprof__threads_list(&now), in_excl = 0;
+  if (n < 0) { /* try again next time: no list is better than a partial one */
+    tr.list_err = n;
+    count_unsampled(0);
+    return tr;
+  }
+  /* The thread that runs the profile, when it is one of cprof's: a
+   * request's thread of cprof's server. (The output collector got its slot
+   * as one of cprof's when it started; a program's thread that serves the
+   * profile through cprof_handle_request is the program's.) */
+  pid_t me = cprof__fds_in_own_table() ? self_tid() : 0;
   for (int i = 0; i < n; i++) {
     if (find_slot(now[i]))
       continue;
     if (!in_excl++)
       excl_begin();
     int blocked = blocks_sigprof(now[i]);
-    if (blocked >= 0 && add_timer(now[i], blocked) == 1)
-      added++;
+    int rc = blocked >= 0 ? add_timer(now[i], blocked, 1, now[i] == me, !first) : 0;
+    if (rc == 1)
+      tr.added++;
+    timer_slot_t *s = rc < 0 ? find_slot(now[i]) : NULL;
+    if (s && s->why && !tr.failed++)
+      tr.why = s->why;
   }
   /* Timers of threads that exited never fire again; give them back. */
   int slots = nchunks * SLOTS_PER_CHUNK;
@@ -433,8 +673,10 @@ static void track_locked(void) {
   if (in_excl)
     excl_end();
   free(now);
-  if (added && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
+  if (tr.added && cprof__now_ms(CLOCK_MONOTONIC) - maps_taken_ms > 1000)
     refresh_maps();
+  count_unsampled(0);
+  return tr;
 }
 
 /* ---- fork ---- */
@@ -459,7 +701,40 @@ static void lock_cpu(void) {
 
 /* ---- the owner's interface ---- */
 
+static void discard(void *arg, const cprof__cpu_sample_t *s) {}
+static uint64_t stop_locked(cprof__cpu_sink_fn sink, void *arg);
+
+/* Under lock, just started: fails the start when not one thread got a
+ * timer, saying why. A partial success goes on: the threads without one
+ * show their CPU time as not sampled, with the reason. */
+static int check_started(const tracked_t *tr, char *why, size_t size) {
+  int err = 0;
+  char text[200];
+  if (tr->list_err) {
+    err = tr->list_err;
+    snprintf(text, sizeof text, "cannot list the program's threads in /proc/self/task: %s%s",
+             strerror(-err), err == -ENOENT ? " (is /proc mounted?)" : "");
+  } else if (!tr->added && tr->failed) {
+    err = -(int)(tr->why & 0xffff);
+    snprintf(text, sizeof text, "no thread could be given a CPU timer: %s: %s",
+             tr->why >> 16 == CPROF_CALL_TIMER_SETTIME ? "timer_settime" : "timer_create",
+             strerror(-err));
+  }
+  if (!err)
+    return 0;
+  if (why)
+    snprintf(why, size, "%s", text);
+  stop_locked(discard, NULL);
+  return err;
+}
+
 int cprof__cpu_start(int hz, cprof__unwinder_t how) {
+  return cprof__cpu_start_why(hz, how, NULL, 0);
+}
+
+int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_size) {
+  if (why && why_size)
+    why[0] = '\0';
   /* The program's own profiling timer: not ours to take. */
   struct itimerval it;
   if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec))
@@ -503,7 +778,8 @@ int cprof__cpu_start(int hz, cprof__unwinder_t how) {
   refresh_maps();
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
-  track_locked();
+  tracked_t tr = track_locked(1);
+  err = check_started(&tr, why, why_size);
 out:
   pthread_mutex_unlock(&lock);
   return err;
@@ -514,6 +790,8 @@ int cprof__cpu_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE
 void cprof__cpu_thread_started(void) {
   if (!cprof__cpu_running())
     return;
+  /* One of cprof's threads: those run guarded for life (thread_start.c). */
+  int own = cprof__heap_guarded();
   /* Not the program's allocations (pthread_getattr_np's, a chunk of
    * slots): and under our lock, nothing may reach the heap sampler's. */
   cprof__heap_guard_enter();
@@ -530,10 +808,31 @@ void cprof__cpu_thread_started(void) {
     timer_slot_t *stale = find_slot(tid);
     if (stale)
       remove_timer(stale);
-    add_timer(tid, sigismember(&cur, SIGPROF));
+    /* A thread that cannot make its own timer (a seccomp filter of its
+     * own) leaves it to the owner, whose next look may. */
+    add_timer(tid, sigismember(&cur, SIGPROF), 0, own, 1);
   }
   pthread_mutex_unlock(&lock);
   cprof__heap_guard_leave();
+}
+
+void cprof__cpu_thread_ending(void) {
+  if (!cprof__cpu_running())
+    return;
+  cprof__cpu_mask_enter();
+  timer_slot_t *s = mine();
+  /* As a resume does: the exchange first, then the clock; and what is
+   * owed, however little. */
+  int64_t since = s ? __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST) : 0;
+  int64_t ns = since ? cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since : 0;
+  ns += s ? __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST) : 0;
+  if (ns > 0) {
+    char name[16] = "";
+    cprof__thread_name(my_tid, name); /* for the drain, when /proc no longer knows it */
+    if (record_unsampled(my_tid, unsampled_mark(s), ns, NULL, name) != 0)
+      lose(ns);
+  }
+  cprof__cpu_mask_leave();
 }
 
 void cprof__cpu_refresh_stacks(void) {
@@ -554,7 +853,7 @@ void cprof__cpu_track_threads(void) {
   lock_cpu();
   int64_t now = cprof__now_ms(CLOCK_MONOTONIC);
   if (running && now - last >= TRACK_EVERY_MS) {
-    track_locked();
+    track_locked(0);
     last = now;
   }
   pthread_mutex_unlock(&lock);
@@ -565,6 +864,10 @@ static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
     if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
       continue;
     sink(arg, &r[i].s);
+    /* The handler sets neither cpu_ns nor name (stores less on its path):
+     * a record is a timer's sample unless record_unsampled says otherwise. */
+    r[i].s.cpu_ns = 0;
+    r[i].s.name[0] = '\0';
     __atomic_store_n(&r[i].state, FREE, __ATOMIC_RELEASE);
   }
 }
@@ -579,11 +882,15 @@ void cprof__cpu_drain(cprof__cpu_sink_fn sink, void *arg) {
 
 uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
   lock_cpu();
-  if (!running) {
-    pthread_mutex_unlock(&lock);
-    return 0;
-  }
+  uint64_t n = running ? stop_locked(sink, arg) : 0;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* Under lock, while running. */
+static uint64_t stop_locked(cprof__cpu_sink_fn sink, void *arg) {
   excl_begin();
+  count_unsampled(1); /* the last of it, while the threads are still known */
   int slots = nchunks * SLOTS_PER_CHUNK;
   for (int i = 0; i < slots; i++)
     if (slot_at(i)->tid)
@@ -599,9 +906,7 @@ uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg) {
     free(m);
   }
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
-  uint64_t n = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&lock);
-  return n;
+  return __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
 }
 
 void cprof__cpu_atfork_child(void) {

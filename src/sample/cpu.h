@@ -7,6 +7,7 @@
 #ifndef CPROF_SAMPLE_CPU_H
 #define CPROF_SAMPLE_CPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -16,8 +17,15 @@
 /* One drained sample: the thread, its stack, its labels (cprof_label_set)
  * when the sample was taken, and how many sampling periods of CPU it stands
  * for (more than 1 when the kernel delivered several expirations as one
- * signal). */
+ * signal).
+ *
+ * Or CPU time that no timer sampled (cpu.c, "CPU time no timer samples"):
+ * cpu_ns is then that time, periods 0, and pcs[0] a reserved pc
+ * (unwind/pc.h) that says why, followed by the return addresses of the
+ * place the thread unblocked SIGPROF, when known. */
 typedef struct cprof__cpu_sample {
+  int64_t cpu_ns; /* 0 for a sample of the timer */
+  char name[16];  /* "", or the thread's name where it may have exited before the drain */
   pid_t tid;
   int depth;
   int periods;
@@ -29,7 +37,12 @@ typedef void (*cprof__cpu_sink_fn)(void *arg, const cprof__cpu_sample_t *s);
 
 /* Starts sampling every thread at hz. Returns 0; -EALREADY when a CPU
  * profile is already running; -EBUSY when the program uses SIGPROF itself
- * (its own handler, or an ITIMER_PROF of its own); -ENOMEM. */
+ * (its own handler, or an ITIMER_PROF of its own); -ENOMEM; or, when not
+ * one thread could be given a timer (the program's threads cannot be
+ * listed without /proc; timer_create is refused, as by a seccomp filter),
+ * the errno of the call that failed, with a line saying which in why (when
+ * why is not NULL; "" for the other errors). */
+int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_size);
 int cprof__cpu_start(int hz, cprof__unwinder_t how);
 /* Gives timers to threads created since the last call and forgets those
  * that exited. Call every few milliseconds while profiling. */
@@ -46,6 +59,11 @@ int cprof__cpu_running(void);
  * first thing in threads created while one runs (src/sample/thread_start.c). */
 void cprof__cpu_thread_started(void);
 
+/* Called on a thread of the program's as it exits, while a CPU profile
+ * may run (src/sample/thread_start.c): records the CPU time no timer
+ * sampled up to its end, which the owner could no longer read. */
+void cprof__cpu_thread_ending(void);
+
 /* Takes a fresh snapshot of the address space for the walkers now, as the
  * look at threads does (at most once a second) when it finds threads that
  * have not learnt their stacks; the last one is freed once no handler can
@@ -57,12 +75,19 @@ void cprof__cpu_refresh_stacks(void);
  * mask (sigmask.c) bracket their work with mask_enter and mask_leave, and
  * in between pause the calling thread's timer before SIGPROF becomes
  * blocked and resume it once it is open again. Each does nothing for a
- * thread without a timer, or whose timer is already so. */
+ * thread without a timer, or whose timer is already so.
+ *
+ * The CPU time a thread uses while it blocks SIGPROF is counted all the
+ * same (cpu.c, "CPU time no timer samples") when pause is told it will run
+ * on (`runs`: 1 for a mask that blocks SIGPROF, 0 for a wait, which
+ * sleeps); resume records it with the stack of the call whose return
+ * address is `ret`. Both are async-signal-safe (the program may change its
+ * mask in a signal handler). */
 void cprof__cpu_mask_enter(void);
 void cprof__cpu_mask_leave(void);
 /* Returns 1 when it stopped a running timer. */
-int cprof__cpu_timer_pause(void);
-void cprof__cpu_timer_resume(void);
+int cprof__cpu_timer_pause(int runs);
+void cprof__cpu_timer_resume(const void *ret);
 
 /* Resets the profiler's state in a forked child (idempotent; cpu.c also
  * registers fork handlers of its own, which call it). */

@@ -31,6 +31,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -583,16 +584,66 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
 extern void *cprof__own_malloc(size_t)
     __attribute__((alias("malloc"), copy(malloc), visibility("hidden")));
 
+/* The sanitizer in the process whose runtime owns malloc, if any: each
+ * exports its runtime's entry point, from a shared runtime (gcc's default,
+ * libasan.so) or linked into the executable (clang's default, and gcc's
+ * -static-libasan). */
+static const char *sanitizer(const char **flag) {
+  static const struct {
+    const char *symbol, *name, *flag;
+  } known[] = {
+      {"__asan_init", "AddressSanitizer", "address"},
+      {"__hwasan_init", "HWAddressSanitizer", "hwaddress"},
+      {"__tsan_init", "ThreadSanitizer", "thread"},
+      {"__msan_init", "MemorySanitizer", "memory"},
+      {"__lsan_do_leak_check", "LeakSanitizer", "leak"}, /* after ASan, which has it too */
+  };
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+    if (dlsym(RTLD_DEFAULT, known[i].symbol)) {
+      *flag = known[i].flag;
+      return known[i].name;
+    }
+  }
+  return NULL;
+}
+
+/* Whether addr lies in the program's executable: the loader's first link
+ * map, the only one with an empty name (dlinfo(3), <link.h>). */
+static int in_executable(void *addr) {
+  Dl_info info;
+  struct link_map *map = NULL;
+  return dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name &&
+         map->l_name[0] == '\0';
+}
+
+/* Where malloc comes from when it is not libcprof's, and what can be done:
+ * the advice "put libcprof first" holds only for another library. */
 int cprof__malloc_check(char *why, size_t len) {
   void *first = dlsym(RTLD_DEFAULT, "malloc");
   if (first == (void *)cprof__own_malloc)
     return 0;
   Dl_info info;
-  const char *who = first && dladdr(first, &info) && info.dli_fname ? info.dli_fname : "another library";
-  snprintf(why, len,
-           "malloc comes from %s, ahead of libcprof in the lookup order; put libcprof first "
-           "(LD_PRELOAD=libcprof.so:%s) to profile that allocator",
-           who, who);
+  const char *who = first && dladdr(first, &info) && info.dli_fname && info.dli_fname[0]
+                        ? info.dli_fname
+                        : "another library";
+  const char *flag, *san = sanitizer(&flag);
+  if (san)
+    snprintf(why, len,
+             "malloc belongs to %s (%s), which must keep the allocator it checks; profile the "
+             "heap in a build without -fsanitize=%s",
+             san, who, flag);
+  else if (first && in_executable(first))
+    snprintf(why, len,
+             "malloc is defined in the program itself (%s), which comes before every library in "
+             "the lookup order, so no library can interpose it; to profile that allocator, build "
+             "it as a shared library and load libcprof before it "
+             "(LD_PRELOAD=libcprof.so:liballocator.so)",
+             who);
+  else
+    snprintf(why, len,
+             "malloc comes from %s, ahead of libcprof in the lookup order; put libcprof first "
+             "(LD_PRELOAD=libcprof.so:%s) to profile that allocator",
+             who, who);
   return -ENOTSUP;
 }
 

@@ -40,18 +40,19 @@ static int effect_on_sigprof(int how, const sigset_t *set) {
 }
 
 /* The real call, with the calling thread's timer stopped before SIGPROF is
- * blocked, or started after it is opened. The real call's result and
- * errno are the caller's. */
-static int change_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old) {
+ * blocked, or started after it is opened; the CPU time in between is
+ * counted, with the stack of the call that opened it (`ret`, the wrapper's
+ * return address). The real call's result and errno are the caller's. */
+static int change_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old, const void *ret) {
   int effect = effect_on_sigprof(how, set);
   if (!effect)
     return real(how, set, old);
   cprof__cpu_mask_enter();
-  int paused = effect < 0 && cprof__cpu_timer_pause();
+  int paused = effect < 0 && cprof__cpu_timer_pause(1);
   int rc = real(how, set, old);
   int saved = errno;
   if (rc == 0 ? effect > 0 : paused) /* opened, or a failed call left it open */
-    cprof__cpu_timer_resume();
+    cprof__cpu_timer_resume(ret);
   cprof__cpu_mask_leave();
   errno = saved;
   return rc;
@@ -59,21 +60,24 @@ static int change_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old
 
 CPROF_EXTERN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
   static void *real;
-  return change_mask((mask_fn)cprof__next(&real, "pthread_sigmask"), how, set, old);
+  return change_mask((mask_fn)cprof__next(&real, "pthread_sigmask"), how, set, old,
+                     __builtin_return_address(0));
 }
 
 CPROF_EXTERN int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   static void *real;
-  return change_mask((mask_fn)cprof__next(&real, "sigprocmask"), how, set, old);
+  return change_mask((mask_fn)cprof__next(&real, "sigprocmask"), how, set, old,
+                     __builtin_return_address(0));
 }
 
 /* Before a wait for a set of signals: stops the timer if SIGPROF is in the
- * set and open (so running). Returns whether it did. */
+ * set and open (so running). Returns whether it did. The thread sleeps
+ * meanwhile: no CPU time to count. */
 static int pause_for_wait(const sigset_t *set) {
   if (!set || sigismember(set, SIGPROF) != 1)
     return 0;
   cprof__cpu_mask_enter();
-  int paused = cprof__cpu_timer_pause();
+  int paused = cprof__cpu_timer_pause(0);
   cprof__cpu_mask_leave();
   return paused;
 }
@@ -83,7 +87,7 @@ static void resume_after_wait(int paused) {
     return;
   int saved = errno;
   cprof__cpu_mask_enter();
-  cprof__cpu_timer_resume();
+  cprof__cpu_timer_resume(NULL);
   cprof__cpu_mask_leave();
   errno = saved;
 }

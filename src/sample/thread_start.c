@@ -59,6 +59,7 @@ static int have_key;
 void (*cprof__last_program_thread_hook)(void);
 
 static void program_thread_ended(void *unused) {
+  cprof__cpu_thread_ending();
   void (*hook)(void) = __atomic_load_n(&cprof__last_program_thread_hook, __ATOMIC_ACQUIRE);
   if (__atomic_sub_fetch(&program_threads, 1, __ATOMIC_ACQ_REL) == 0 && hook)
     hook();

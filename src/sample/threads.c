@@ -348,7 +348,7 @@ static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t) {
 }
 
 /* How a thread's stack is got, or why it is not. */
-enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, KERNEL, GONE, LATE };
+enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE };
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
@@ -521,6 +521,10 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
   case NO_SIGNAL:
     t->status = CPROF_THREAD_NO_SIGNAL;
     break;
+  case UNSENT:
+    t->status = CPROF_THREAD_UNSENT;
+    t->err = got->err;
+    break;
   case KERNEL:
     t->status = CPROF_THREAD_KERNEL;
     break;
@@ -582,10 +586,14 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
     } else {
       mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], &sym);
     }
-    if (mode[i] == ASK && send_request(tids[i], gen, (uint32_t)i) == 0)
-      continue;
-    if (mode[i] == ASK)
-      mode[i] = GONE; /* ESRCH */
+    if (mode[i] == ASK) {
+      if (send_request(tids[i], gen, (uint32_t)i) == 0)
+        continue;
+      /* ESRCH: it exited. Anything else is the call refused (a seccomp
+       * filter's EPERM, EAGAIN at RLIMIT_SIGPENDING): said as such. */
+      res[i].err = errno;
+      mode[i] = errno == ESRCH ? GONE : UNSENT;
+    }
     uint64_t expect = STATE(gen, PENDING);
     __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);

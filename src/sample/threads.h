@@ -21,6 +21,7 @@ typedef enum cprof__thread_status {
   CPROF_THREAD_UNKNOWN,   /* its state could not be read (unreadable, err): never signalled */
   CPROF_THREAD_NO_SIGNAL, /* runs, and the program has taken cprof's signal for itself */
   CPROF_THREAD_KERNEL,    /* a kernel worker of the process (io_uring's): no user stack */
+  CPROF_THREAD_UNSENT,    /* runs, and the signal could not be sent to it (err) */
 } cprof__thread_status_t;
 
 typedef struct cprof__thread_stack {
@@ -29,7 +30,7 @@ typedef struct cprof__thread_stack {
   char state;     /* R, S, D, ... from /proc/self/task/TID/stat */
   cprof__thread_status_t status;
   const char *unreadable; /* UNKNOWN: the file of /proc/self/task/TID/ that was not */
-  int err;                /* UNKNOWN: why, an errno */
+  int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;
   uintptr_t pcs[CPROF_MAX_DEPTH];
 } cprof__thread_stack_t;

@@ -28,6 +28,7 @@
 
 #include "unwind/unwind.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -35,22 +36,31 @@
 /* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
 enum { DWARF_RBP = 6, DWARF_RSP = 7 };
 
+/* process_vm_readv(2) on ourselves, remembering a refusal: EFAULT is an
+ * address that is not mapped (a walk that went past the stack's top, a
+ * thread that returned meanwhile); anything else (EPERM from a seccomp
+ * filter, ENOSYS) means no memory could be read, and the stack will say so. */
+static int read_remote(cprof__blocked_ctx_t *c, void *to, uintptr_t from, size_t len) {
+  struct iovec local = {to, len}, remote = {(void *)from, len};
+  if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+    return 0;
+  if (errno != EFAULT && !c->read_err)
+    c->read_err = errno;
+  return -1;
+}
+
 static int read_word(cprof__blocked_ctx_t *c, uintptr_t addr, uint64_t *out) {
   const size_t size = sizeof c->cache[0].buf;
   uintptr_t page = addr & ~(uintptr_t)(size - 1);
-  if (addr - page > size - sizeof *out) { /* a word straddling two pages: read it alone */
-    struct iovec l1 = {out, sizeof *out}, r1 = {(void *)addr, sizeof *out};
-    return process_vm_readv(c->pid, &l1, 1, &r1, 1, 0) == (ssize_t)sizeof *out ? 0 : -1;
-  }
+  if (addr - page > size - sizeof *out) /* a word straddling two pages: read it alone */
+    return read_remote(c, out, addr, sizeof *out);
   unsigned n = sizeof c->cache / sizeof c->cache[0], i;
   for (i = 0; i < n && c->cache[i].page != page; i++)
     ;
   if (i == n) {
     i = c->next++ % n;
-    struct iovec local = {c->cache[i].buf, size};
-    struct iovec remote = {(void *)page, size};
     c->cache[i].page = 0;
-    if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != (ssize_t)size)
+    if (read_remote(c, c->cache[i].buf, page, size) != 0)
       return -1;
     c->cache[i].page = page;
   }
@@ -155,6 +165,15 @@ static int on_frame(Dwfl_Frame *frame, void *arg) {
   return k->n < k->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/* The depth of a walk of n frames, with the mark of memory that could not
+ * be read after them (pc.h) when a read was refused: a stack that stops
+ * there says why instead of looking whole. */
+static int mark_unreadable(const cprof__blocked_ctx_t *ctx, uintptr_t *pcs, int n, int max) {
+  if (ctx->read_err && n < max)
+    pcs[n++] = CPROF_PC_UNREADABLE(ctx->read_err);
+  return n;
+}
+
 int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
                                uintptr_t pc, uintptr_t *pcs, int max) {
   if (max <= 0)
@@ -172,6 +191,7 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   ctx->pc = pc;
   ctx->fp = 0;
   ctx->pid = getpid();
+  ctx->read_err = 0;
   /* The stack changes between walks; cached pages are only good for one. */
   for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
     ctx->cache[i].page = 0;
@@ -189,8 +209,8 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
     dwfl_getthread_frames(dwfl, tid, on_frame, &second);
     if (second.n > first.n && memcmp(again, pcs, (size_t)first.n * sizeof *pcs) == 0) {
       memcpy(pcs, again, (size_t)second.n * sizeof *pcs);
-      return second.n;
+      return mark_unreadable(ctx, pcs, second.n, max);
     }
   }
-  return first.n;
+  return mark_unreadable(ctx, pcs, first.n, max);
 }

@@ -20,10 +20,14 @@ typedef struct cprof__blocked_ctx {
     unsigned char buf[4096];
   } cache[4];
   unsigned next; /* the entry to replace next */
+  int read_err;  /* the first read refused for another reason than EFAULT: an errno */
 } cprof__blocked_ctx_t;
 
 /* Walks the stack from sp and pc into pcs (cprof's convention: pcs[0]
- * exact, then return addresses). Returns the depth, at least 1. */
+ * exact, then return addresses). Where the thread's memory could not be
+ * read at all (process_vm_readv refused, as by a seccomp filter), the
+ * stack ends with CPROF_PC_UNREADABLE(errno) after what was known. Returns
+ * the depth, at least 1. */
 int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
                                uintptr_t pc, uintptr_t *pcs, int max);
 

@@ -14,6 +14,16 @@
  * - CPROF_PC_MODULES(g): last in a stack taken after some module was
  *   unloaded: the stack's addresses mean what they meant in module
  *   generation g (unwind/modules.h), not what is mapped there now.
+ * - CPROF_PC_UNSAMPLED_BLOCKED: first in a CPU sample that stands for CPU
+ *   time no timer could sample because the thread blocked SIGPROF
+ *   (sample/cpu.c); the stack after it, if any, is where it unblocked.
+ * - CPROF_PC_UNSAMPLED_NO_TIMER(call, err): first in a CPU sample that
+ *   stands for a thread's CPU time when no timer could be made for it:
+ *   `call` (CPROF_CALL_*) failed with errno `err`.
+ * - CPROF_PC_UNREADABLE(err): a stack whose memory could not be read
+ *   (process_vm_readv failed with errno `err`, as under a seccomp filter
+ *   that denies it) ends with it, after the frames that were known.
+ * profile/marks.h names each of them as the frame a profile shows.
  *
  * Every such value has bits 63..40 equal to 0xc07c07: not a canonical
  * x86-64 address with either 4- or 5-level paging (bits 63..56 are neither
@@ -33,6 +43,14 @@
   ((uintptr_t)((CPROF_PC_MARK_TAG << 40) | ((uint64_t)(kind) << 36) | (uint32_t)(n)))
 #define CPROF_PC_ELIDED(n) CPROF_PC_MARK(CPROF_PC_ELIDED_KIND, n)
 #define CPROF_PC_MODULES(g) CPROF_PC_MARK(CPROF_PC_MODULES_KIND, g)
+#define CPROF_PC_BLOCKED_KIND 0xb
+#define CPROF_PC_NO_TIMER_KIND 0x7
+#define CPROF_PC_UNREADABLE_KIND 0xd
+#define CPROF_PC_UNSAMPLED_BLOCKED CPROF_PC_MARK(CPROF_PC_BLOCKED_KIND, 0)
+enum { CPROF_CALL_TIMER_CREATE = 1, CPROF_CALL_TIMER_SETTIME = 2 };
+#define CPROF_PC_UNSAMPLED_NO_TIMER(call, err)                                                     \
+  CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, ((uint32_t)(call) << 16) | (uint16_t)(err))
+#define CPROF_PC_UNREADABLE(err) CPROF_PC_MARK(CPROF_PC_UNREADABLE_KIND, (uint16_t)(err))
 
 /* Whether pc is one of the reserved values rather than an address. */
 static inline int cprof__pc_is_mark(uintptr_t pc) { return ((uint64_t)pc >> 40) == CPROF_PC_MARK_TAG; }
