@@ -525,6 +525,8 @@ int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
        * says so, as Go's lost-samples frame does, not a bare address. */
       if (s->pcs[j] == CPROF_PC_STACK_CUT && (cut = intern(&b->strings, "[stack cut]")) < 0)
         goto out;
+      if (cprof__pc_is_elided(s->pcs[j]) && (cut = intern(&b->strings, CPROF_FRAME_ELIDED)) < 0)
+        goto out;
       int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut)
                       : location_for(b, r, sym, tallies, address, 0);
       if (l < 0)
@@ -677,4 +679,15 @@ int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out) {
   cprof__buf_free(&pb);
   cprof__resolved_free(&r);
   return rc;
+}
+
+static const char *mark_name(uintptr_t pc) {
+  if (pc == CPROF_PC_STACK_CUT)
+    return "[stack cut]";
+  return cprof__pc_is_elided(pc) ? CPROF_FRAME_ELIDED : NULL;
+}
+
+const char *cprof__builder_mark_name(uintptr_t pc) {
+  const char *name = mark_name(pc);
+  return name ? name : mark_name(pc + 1);
 }

@@ -19,6 +19,17 @@
 
 #define CPROF_MAX_SAMPLE_TYPES 4
 
+/* The one frame every profile shows for CPROF_PC_ELIDED(n), whatever n
+ * (unwind/frames.h), so that a flame graph does not split on it; debug=2
+ * prints Go's "...N frames elided..." instead. */
+#define CPROF_FRAME_ELIDED "[...frames elided: stack deeper than CPROF_MAX_DEPTH]"
+
+/* The frame a profile shows for a reserved pc (unwind/pc.h) that marks a
+ * stack cut or frames elided, or for the pc one byte before it (where a
+ * reader of the "@" lines of debug=1, which takes every address for a
+ * return address, looks it up: /debug/pprof/symbol); NULL for any other. */
+const char *cprof__builder_mark_name(uintptr_t pc);
+
 typedef struct cprof__value_type {
   const char *type; /* "goroutine", "samples", "inuse_space" */
   const char *unit; /* "count", "nanoseconds", "bytes" */
@@ -104,7 +115,8 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
 
 /* Appends one stack, symbolized, the way Go's debug=2 goroutine dump prints
  * a goroutine: for each frame "func()\n\tfile:line +0xOFF\n", unknown frames
- * as "0xADDR (path+0xFILEOFF)" or "0xADDR ?". Same pc convention as above. */
+ * as "0xADDR (path+0xFILEOFF)" or "0xADDR ?", frames elided as Go's
+ * traceback says it, "...N frames elided...". Same pc convention as above. */
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth);
 
 #endif
