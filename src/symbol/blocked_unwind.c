@@ -149,11 +149,13 @@ static int on_frame(Dwfl_Frame *frame, void *arg) {
   k->last_sp = dwfl_frame_reg(frame, DWARF_RSP, &sp) == 0 ? (uintptr_t)sp : 0;
   /* Our convention wants return addresses after the first frame; an
    * exact pc deeper down (a signal frame) is stored as one. */
-  cprof__frames_push(&k->f, k->f.seen > 0 && activation ? (uintptr_t)pc + 1 : (uintptr_t)pc);
-  if (!cprof__frames_done(&k->f))
-    return DWARF_CB_OK;
-  k->bounded = 1;
-  return DWARF_CB_ABORT;
+  int first = cprof__frames_seen(&k->f) == 0;
+  if (!cprof__frames_room(&k->f)) {
+    k->bounded = 1;
+    return DWARF_CB_ABORT;
+  }
+  cprof__frames_put(&k->f, !first && activation ? (uintptr_t)pc + 1 : (uintptr_t)pc);
+  return DWARF_CB_OK;
 }
 
 /* One walk from the registers in ctx; returns the depth. */
@@ -161,8 +163,8 @@ static int walk(Dwfl *dwfl, pid_t tid, uintptr_t pc, uintptr_t *pcs, int max, co
   *k = (collect_t){.bounded = 0};
   cprof__frames_init(&k->f, pcs, max);
   dwfl_getthread_frames(dwfl, tid, on_frame, k);
-  if (k->f.seen == 0)
-    cprof__frames_push(&k->f, pc);
+  if (cprof__frames_seen(&k->f) == 0)
+    cprof__frames_add(&k->f, pc);
   return cprof__frames_end(&k->f, !k->bounded);
 }
 
@@ -197,7 +199,7 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   if ((ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
     int n2 = walk(dwfl, tid, pc, again, max, &second);
     int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
-    if (second.f.seen > first.f.seen && memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
+    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) && memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
       memcpy(pcs, again, (size_t)n2 * sizeof *pcs);
       n = n2;
     }

@@ -30,24 +30,24 @@ static __thread cprof__cfa_memo_t memo __attribute__((tls_model("initial-exec"))
 CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max,
                                                                  uintptr_t ret, uintptr_t hi) {
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  int started = 0, frames = 0;
+  int started = 0;
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
-  while ((fp & 7) == 0 && fp + 16 <= hi) {
-    if (cprof__frames_done(&f) || ++frames > CPROF_UNWIND_MAX_FRAMES + 64)
-      return cprof__frames_end(&f, 0);
+  while (cprof__frames_room(&f)) {
+    if ((fp & 7) != 0 || fp + 16 > hi)
+      return cprof__frames_end(&f, 1);
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0], r = frame[1];
     if (r == 0)
       break;
     started |= r == ret;
     if (started)
-      cprof__frames_push(&f, r);
+      cprof__frames_put(&f, r);
     if (next <= fp)
       break;
     fp = next;
   }
-  return cprof__frames_end(&f, 1);
+  return cprof__frames_end(&f, !f.stopped);
 }
 
 /* Where the walk from here gave up (a signal frame: the program's handler

@@ -628,26 +628,29 @@ CPROF_READS_STACK static int fp_step_here(regs_t *r, uintptr_t hi) {
   return ok;
 }
 
-/* Steps from the frame `r`, whose rule is `rule`, to its caller: by the
- * rule; where the tables say nothing about the pc (code made at run time,
- * a JIT's) or the step the rule gives after a fallback does not land on a
- * return address, by one checked frame-pointer step. *fell_back says
- * which. 0 when neither can go on. */
-CPROF_READS_STACK static inline __attribute__((always_inline)) int
-step_here(uint64_t rule, regs_t *r, uintptr_t hi, int validate, int *fell_back) {
-  regs_t next = *r;
-  *fell_back = 0;
+/* Where step_here's slow path took a frame: nowhere (0), by its rule (1),
+ * or by the frame-pointer fallback (2). */
+typedef struct moved {
+  regs_t r;
+  int how;
+} moved_t;
+
+/* The step from the frame `r`, whose rule is `rule`, to its caller, where
+ * the rule alone will not do: where the tables say nothing about the pc
+ * (code made at run time, a JIT's), where the rule's step fails, or after
+ * a fallback, where the rule's step must land on a return address: one
+ * checked frame-pointer step. Out of line, and given the registers by
+ * value, so that the walk keeps its own in registers. */
+CPROF_READS_STACK __attribute__((noinline)) static moved_t step_slow(uint64_t rule, regs_t r,
+                                                                     uintptr_t hi, int validate) {
+  regs_t next = r;
   if (kind_of(rule) != NOT_FOUND && step(rule, &next, hi, NULL) &&
-      (!validate || next.pc == 0 || return_address_here(next.pc))) {
-    *r = next;
-    return 1;
-  }
-  next = *r;
-  if (!fp_step_here(&next, hi))
-    return 0;
-  *r = next;
-  *fell_back = 1;
-  return 1;
+      (!validate || next.pc == 0 || return_address_here(next.pc)))
+    return (moved_t){next, 1};
+  next = r;
+  if (fp_step_here(&next, hi))
+    return (moved_t){next, 2};
+  return (moved_t){r, 0};
 }
 
 CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t *pcs, int max,
@@ -661,8 +664,7 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
   uint64_t tag = cprof__unload_tag(); /* the memo's keys are tagged as the cache's */
-  for (int frames = 0; frames < CPROF_UNWIND_MAX_FRAMES + 64 && !cprof__frames_done(&f);
-       frames++) {
+  for (int frames = 0; frames < CPROF_UNWIND_MAX_FRAMES + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
       rule = rule_of(r.pc, tag);
@@ -680,19 +682,27 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
       whole = 1;
       break;
     }
-    if (!step_here(rule, &r, stack_hi, validate, &validate)) {
-      if (f.seen > 0) /* the stack goes on where we cannot follow: say so */
-        cprof__frames_push(&f, CPROF_PC_STACK_CUT);
-      whole = 1;
-      break;
+    if (__builtin_expect(k == NOT_FOUND || validate, 0) || !step(rule, &r, stack_hi, NULL)) {
+      moved_t m = step_slow(rule, r, stack_hi, validate);
+      if (!m.how) {
+        if (cprof__frames_seen(&f) > 0) /* the stack goes on where we cannot follow: say so */
+          cprof__frames_add(&f, CPROF_PC_STACK_CUT);
+        whole = 1;
+        break;
+      }
+      r = m.r;
+      validate = m.how == 2;
     }
     if (r.pc == 0) { /* a zeroed return address ends a stack */
       whole = 1;
       break;
     }
     started |= r.pc == from;
-    if (started)
-      cprof__frames_push(&f, r.pc);
+    if (started) {
+      if (!cprof__frames_room(&f))
+        break;
+      cprof__frames_put(&f, r.pc);
+    }
     r.pc -= 1; /* inside the call, which may be a function's last instruction */
   }
   return cprof__frames_end(&f, whole);
@@ -819,24 +829,25 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
   int validate = 0; /* the frame was reached by a fallback: check the rules' next step */
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
-  cprof__frames_push(&f, r.pc);
-  while (!cprof__frames_done(&f)) {
+  cprof__frames_add(&f, r.pc);
+  /* One place asks for room for the next frame: the ring's bookkeeping
+   * (frames.h) is inlined once. */
+  while (cprof__frames_room(&f)) {
     if (!hi)
       goto cut; /* the stack's top is unknown: nothing above sp may be read */
     /* Most frames, kept tight: a return address whose rule needs neither
      * the other registers nor a check of what it gives. */
-    while (!exact && !validate && !cprof__frames_done(&f)) {
+    if (!exact && !validate) {
       uint64_t rule = rule_of(r.pc - 1, tag);
-      if (!((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)))
-        break;
-      if (!step(rule, &r, hi, NULL))
-        goto cut;
-      if (r.pc == 0)
-        return cprof__frames_end(&f, 1); /* a zeroed return address also ends a stack */
-      cprof__frames_push(&f, r.pc);
+      if ((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)) {
+        if (!step(rule, &r, hi, NULL))
+          goto cut;
+        if (r.pc == 0)
+          return cprof__frames_end(&f, 1); /* a zeroed return address also ends a stack */
+        cprof__frames_put(&f, r.pc);
+        continue;
+      }
     }
-    if (cprof__frames_done(&f))
-      break;
     uintptr_t at = exact ? r.pc : r.pc - 1;
     uint64_t rule = rule_of(at, tag);
     regs_t next = r;
@@ -857,7 +868,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       if (!validate || is_return_address(next.pc)) {
         r = next;
         exact = validate = 0;
-        cprof__frames_push(&f, r.pc);
+        cprof__frames_put(&f, r.pc);
         continue;
       }
       next = r;
@@ -870,7 +881,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       validate = 0;
       /* An exact pc among return addresses: one past it, so that the
        * convention's "one byte back" lands on it. */
-      cprof__frames_push(&f, r.pc + 1);
+      cprof__frames_put(&f, r.pc + 1);
       /* The thread's sigaltstack is the one the kernel gave the handler
        * (uc), not the one this frame's ucontext claims: the walk trusts
        * nothing it read from the stack with deciding where it may read. */
@@ -883,14 +894,14 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       r = next;
       exact = 0;
       validate = 1;
-      cprof__frames_push(&f, r.pc);
+      cprof__frames_put(&f, r.pc);
       continue;
     }
     goto cut;
   }
   return cprof__frames_end(&f, 0); /* at the bound, with more stack above */
 cut:
-  cprof__frames_push(&f, CPROF_PC_STACK_CUT);
+  cprof__frames_add(&f, CPROF_PC_STACK_CUT);
   return cprof__frames_end(&f, 1);
 }
 

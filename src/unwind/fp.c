@@ -43,7 +43,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     return 0;
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
-  cprof__frames_push(&f, pc);
+  cprof__frames_add(&f, pc);
 
   uintptr_t lo = sp, hi = cprof__stack_top_sigsafe(sp, &uc->uc_stack, stacks);
   if (hi < 2 * sizeof(uintptr_t))
@@ -55,25 +55,26 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
     uintptr_t first = chain_ok ? ((const uintptr_t *)fp)[1] : 0;
     if (top != first && cprof__cfa_is_return_address_sigsafe(top))
-      cprof__frames_push(&f, top);
+      cprof__frames_add(&f, top);
   }
 
   /* The chain ends where a frame pointer fails the checks: the outermost
    * frame's is 0 (_start and clone clear %rbp). */
-  while (!cprof__frames_done(&f)) {
+  int whole = 1;
+  while ((whole = cprof__frames_room(&f))) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)
       break;
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0], ret = frame[1];
     if (ret == 0)
       break;
-    cprof__frames_push(&f, ret);
+    cprof__frames_put(&f, ret);
     if (next <= fp) /* frames must move up the stack, or we would loop */
       break;
     lo = fp + 2 * sizeof(uintptr_t);
     fp = next;
   }
-  return cprof__frames_end(&f, !cprof__frames_done(&f));
+  return cprof__frames_end(&f, whole);
 }
 
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,

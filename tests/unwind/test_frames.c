@@ -54,7 +54,7 @@ static void test_ring(void) {
       cprof__frames_t fr;
       cprof__frames_init(&fr, got, max);
       for (int i = 0; i < seen; i++)
-        cprof__frames_push(&fr, f[i]);
+        cprof__frames_add(&fr, f[i]);
       int n = cprof__frames_end(&fr, 1), m = expected(f, seen, max, want);
       if (n != m || memcmp(got, want, (size_t)n * sizeof *got) != 0) {
         if (!wrong++)
@@ -69,12 +69,12 @@ static void test_ring(void) {
   cprof__frames_t fr;
   cprof__frames_init(&fr, got, 8);
   for (int i = 0; i < 30; i++)
-    cprof__frames_push(&fr, f[i]);
+    cprof__frames_add(&fr, f[i]);
   CHECK_EQ_INT(cprof__frames_end(&fr, 0), 6);
   CHECK(memcmp(got, f, 5 * sizeof *f) == 0 && got[5] == CPROF_PC_ELIDED(0));
   cprof__frames_init(&fr, got, 8);
   for (int i = 0; i < 3; i++)
-    cprof__frames_push(&fr, f[i]);
+    cprof__frames_add(&fr, f[i]);
   CHECK_EQ_INT(cprof__frames_end(&fr, 0), 4);
   CHECK(got[3] == CPROF_PC_ELIDED(0));
   /* The marker's number is the frames left out, and says so. */
