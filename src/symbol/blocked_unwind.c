@@ -199,7 +199,8 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   if ((ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
     int n2 = walk(dwfl, tid, pc, again, max, &second);
     int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
-    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) && memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
+    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) &&
+        memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
       memcpy(pcs, again, (size_t)n2 * sizeof *pcs);
       n = n2;
     }

@@ -47,7 +47,7 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
       break;
     fp = next;
   }
-  return cprof__frames_end(&f, !f.stopped);
+  return cprof__frames_end(&f, 1);
 }
 
 /* Where the walk from here gave up (a signal frame: the program's handler

@@ -664,10 +664,14 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
   uint64_t tag = cprof__unload_tag(); /* the memo's keys are tagged as the cache's */
+  uintptr_t last_pc = 0; /* a recursion returns to the same pc frame after frame */
+  uint64_t last_rule = 0;
   for (int frames = 0; frames < CPROF_UNWIND_MAX_FRAMES + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
-      rule = rule_of(r.pc, tag);
+      if (r.pc != last_pc)
+        last_rule = rule_of(r.pc, tag), last_pc = r.pc;
+      rule = last_rule;
     } else if (memo->pc[frames] == (r.pc | tag)) {
       rule = memo->rule[frames];
     } else {
@@ -827,6 +831,8 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
   uint64_t tag = cprof__unload_tag();
   int exact = 1;    /* r.pc is where the thread is, not a return address */
   int validate = 0; /* the frame was reached by a fallback: check the rules' next step */
+  uintptr_t last_pc = 0; /* the last return address looked up, and its rule */
+  uint64_t last_rule = 0;
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
   cprof__frames_add(&f, r.pc);
@@ -838,7 +844,9 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     /* Most frames, kept tight: a return address whose rule needs neither
      * the other registers nor a check of what it gives. */
     if (!exact && !validate) {
-      uint64_t rule = rule_of(r.pc - 1, tag);
+      if (r.pc != last_pc) /* a recursion returns to the same pc frame after frame */
+        last_rule = rule_of(r.pc - 1, tag), last_pc = r.pc;
+      uint64_t rule = last_rule;
       if ((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)) {
         if (!step(rule, &r, hi, NULL))
           goto cut;

@@ -111,9 +111,8 @@ static inline void cprof__frames_reverse(uintptr_t *a, int n) {
 /* The end of a walk that went into the ring: out of line, and given the
  * walk's state by value, so that the walkers keep theirs in registers.
  * The ring's oldest frame is at n (the lap before this one left it). */
-static __attribute__((noinline, unused)) int cprof__frames_finish(uintptr_t *pcs, int max,
-                                                                  int n, uint32_t before,
-                                                                  int whole) {
+static __attribute__((noinline, unused)) int cprof__frames_finish(uintptr_t *pcs, int max, int n,
+                                                                  uint32_t before, int whole) {
   int inner = cprof__frames_inner(max), outer = cprof__frames_outer(max);
   if (!whole) { /* more stack above, not walked: how much is not known */
     pcs[inner] = CPROF_PC_ELIDED(0);

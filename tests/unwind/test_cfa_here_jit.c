@@ -21,8 +21,8 @@
 /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
 static const unsigned char framed[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
 /* push %rbp; mov $0x1234,%rbp; call *%rdi; pop %rbp; ret */
-static const unsigned char lost[] = {0x55, 0x48, 0xc7, 0xc5, 0x34, 0x12, 0x00, 0x00,
-                                     0xff, 0xd7, 0x5d, 0xc3};
+static const unsigned char lost[] = {0x55, 0x48, 0xc7, 0xc5, 0x34, 0x12,
+                                     0x00, 0x00, 0xff, 0xd7, 0x5d, 0xc3};
 
 static unsigned char *page;
 static uintptr_t ref[MAX], here[MAX], caller[MAX];
@@ -31,8 +31,8 @@ static int ref_n, here_n, caller_n;
 /* Called by the stub: both walks from here. */
 __attribute__((noinline)) static void callee(void) {
   here_n = cprof__unwind_cfa_here(here, MAX, 0, cprof__stack_hi(), NULL);
-  caller_n = cprof__unwind_caller(CPROF_UNWIND_DWARF, caller, MAX,
-                                  (uintptr_t)__builtin_return_address(0));
+  caller_n =
+      cprof__unwind_caller(CPROF_UNWIND_DWARF, caller, MAX, (uintptr_t)__builtin_return_address(0));
   __asm__ volatile("" ::: "memory");
 }
 
@@ -66,8 +66,10 @@ int main(void) {
   /* A stub with a frame: [in callee, in the stub, in call_stub, callers...];
    * the heap sampler's: [in the stub, in call_stub, callers...]. */
   run(framed, sizeof framed);
-  fprintf(stderr, "framed stub: the walk from here has %d frames, the caller's walk %d, "
-                  "call_stub's own %d\n", here_n, caller_n, ref_n);
+  fprintf(stderr,
+          "framed stub: the walk from here has %d frames, the caller's walk %d, "
+          "call_stub's own %d\n",
+          here_n, caller_n, ref_n);
   CHECK(ref_n >= 3);
   CHECK(here_n == ref_n + 2 && in_page(here[1]) && in_call_stub(here[2]) &&
         memcmp(&here[3], &ref[1], (size_t)(ref_n - 1) * sizeof *ref) == 0);

@@ -78,7 +78,8 @@ static void test_ring(void) {
   CHECK_EQ_INT(cprof__frames_end(&fr, 0), 4);
   CHECK(got[3] == CPROF_PC_ELIDED(0));
   /* The marker's number is the frames left out, and says so. */
-  CHECK(cprof__pc_is_elided(CPROF_PC_ELIDED(473)) && cprof__pc_mark_number(CPROF_PC_ELIDED(473)) == 473);
+  CHECK(cprof__pc_is_elided(CPROF_PC_ELIDED(473)) &&
+        cprof__pc_mark_number(CPROF_PC_ELIDED(473)) == 473);
 }
 
 /* ---- the walkers, on a deep recursion ---- */
@@ -113,7 +114,8 @@ __attribute__((noinline)) static void one_walk(size_t i) {
     int d = 0;
     while (d < k && d < m && got[d] == want[d])
       d++;
-    fprintf(stderr, "%s, max %d: %d frames, want %d (whole walk: %d), from frame %d on: %#lx, want %#lx\n",
+    fprintf(stderr,
+            "%s, max %d: %d frames, want %d (whole walk: %d), from frame %d on: %#lx, want %#lx\n",
             walker_name, max, k, m, n, d, d < k ? got[d] : 0, d < m ? want[d] : 0);
   }
   CHECK(same);
