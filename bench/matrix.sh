@@ -3,7 +3,7 @@
 # side in the same run with the profilers a user would otherwise pick, as
 # markdown tables for README.md ("Matrix"). One command:
 #
-#   make -C bench matrix         or: bench/matrix.sh      (about 19 minutes on 2 quiet CPUs)
+#   make -C bench matrix         or: bench/matrix.sh      (about 21 minutes on 2 quiet CPUs)
 #   QUICK=1 bench/matrix.sh      every cell once, tiny runs: a smoke test of about 30 s
 #   SECTIONS=cpu CPU_REPS=3 bench/matrix.sh
 #
@@ -71,7 +71,7 @@
 #   CPU_REPS=5 [1]  RUN_SECONDS=3 [0.3]  CPU_THREADS=2  HZS="100 1000"  DEPTHS="10 100"
 #   BUILDS="fp nofp"  CPU_PROFILERS="cprof gperftools"
 #   DEPTH_REPS=5 [1]  DEEP_FRAMES=500  MAX_DEPTHS="128 512 1024"  DEPTH_HZ=1000
-#   DEPTH_HEAP_RATE=4096  DEPTH_BEFORE_LIB=""
+#   DEPTH_HEAP_RATE=524288  DEPTH_BEFORE_LIB=""
 #   NICE=-10 (as root)
 # Variants run in an order rotated by one each repetition (cpu/lib.sh
 # rotated), so a slow spell of the machine or the last run's leftovers fall
@@ -108,7 +108,7 @@ DEPTH_REPS=${DEPTH_REPS:-${q:-5}}
 DEEP_FRAMES=${DEEP_FRAMES:-500}
 MAX_DEPTHS=${MAX_DEPTHS:-128 512 1024}
 DEPTH_HZ=${DEPTH_HZ:-1000}
-DEPTH_HEAP_RATE=${DEPTH_HEAP_RATE:-4096}
+DEPTH_HEAP_RATE=${DEPTH_HEAP_RATE:-524288}
 DEPTH_BEFORE_LIB=${DEPTH_BEFORE_LIB:-}
 
 has() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
