@@ -3,7 +3,7 @@
 # side in the same run with the profilers a user would otherwise pick, as
 # markdown tables for README.md ("Matrix"). One command:
 #
-#   make -C bench matrix         or: bench/matrix.sh      (about 19 minutes on 2 quiet CPUs)
+#   make -C bench matrix         or: bench/matrix.sh      (about 21 minutes on 2 quiet CPUs)
 #   QUICK=1 bench/matrix.sh      every cell once, tiny runs: a smoke test of about 30 s
 #   SECTIONS=cpu CPU_REPS=3 bench/matrix.sh
 #
@@ -42,6 +42,20 @@
 # CPU (cprof: samples/count, which counts a timer's overruns; gperftools:
 # the interrupts it reports at exit).
 #
+# Depth: what CPROF_MAX_DEPTH costs on stacks deeper than it. burn on one
+# thread and churn --shape wide on one, each DEEP_FRAMES frames deep (the
+# frame-pointer build; recursion, as a deep stack mostly is), under
+#   plain / glibc    no profiler
+#   depth-D          LD_PRELOAD=libcprof.so CPROF_MAX_DEPTH=D (burn: with
+#                    CPROF_OUTPUT and CPROF_CPU_HZ=DEPTH_HZ; churn: CPROF_ADDR=0,
+#                    and CPROF_HEAP_RATE=DEPTH_HEAP_RATE)
+#   before           the same as depth-128 with DEPTH_BEFORE_LIB, another
+#                    libcprof.so (say, a build from before stacks kept their
+#                    outermost frames), when set
+# for each D in MAX_DEPTHS; ratios to plain (CPU: wall and the thread's CPU)
+# and to glibc (heap: wall per step), medians over DEPTH_REPS repetitions
+# run in rotated order, and each profile's frames per sample.
+#
 # Exit: bench/cpu/exit.sh (REPS=1 under QUICK), if it is there.
 #
 # Memory: bench/heap/bounded.sh (SECONDS_RUN=3 under QUICK): the heap
@@ -49,13 +63,15 @@
 # CPROF_MAX_MEMORY holds, each of thousands of sizes, over 25 s.
 #
 # Settings (environment), with their defaults (QUICK=1's in brackets):
-#   SECTIONS="heap cpu exit memory"
+#   SECTIONS="heap cpu depth exit memory"
 #   REPS=7 [1]  SHAPES="small wide large map list churn"  THREADS="1 2"  DEPTH=10
 #   HEAP_VARIANTS="glibc cprof jemalloc jemalloc-prof tcmalloc tcmalloc-sample"
 #   DEEP_SHAPE=wide ("" for none)  DEEP_DEPTH=100  DEEP_VARIANTS="glibc cprof jemalloc jemalloc-prof"
 #   OPS_SCALE=1 [0.01]
 #   CPU_REPS=5 [1]  RUN_SECONDS=3 [0.3]  CPU_THREADS=2  HZS="100 1000"  DEPTHS="10 100"
 #   BUILDS="fp nofp"  CPU_PROFILERS="cprof gperftools"
+#   DEPTH_REPS=5 [1]  DEEP_FRAMES=500  MAX_DEPTHS="128 512 1024"  DEPTH_HZ=1000
+#   DEPTH_HEAP_RATE=524288  DEPTH_BEFORE_LIB=""
 #   NICE=-10 (as root)
 # Variants run in an order rotated by one each repetition (cpu/lib.sh
 # rotated), so a slow spell of the machine or the last run's leftovers fall
@@ -69,7 +85,7 @@
 
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then q=1; else q=; fi
-SECTIONS=${SECTIONS:-heap cpu exit memory}
+SECTIONS=${SECTIONS:-heap cpu depth exit memory}
 REPS=${REPS:-${q:-7}}
 SHAPES=${SHAPES:-small wide large map list churn}
 THREADS=${THREADS:-1 2}
@@ -88,6 +104,12 @@ HZS=${HZS:-100 1000}
 DEPTHS=${DEPTHS:-10 100}
 BUILDS=${BUILDS:-fp nofp}
 CPU_PROFILERS=${CPU_PROFILERS:-cprof gperftools}
+DEPTH_REPS=${DEPTH_REPS:-${q:-5}}
+DEEP_FRAMES=${DEEP_FRAMES:-500}
+MAX_DEPTHS=${MAX_DEPTHS:-128 512 1024}
+DEPTH_HZ=${DEPTH_HZ:-1000}
+DEPTH_HEAP_RATE=${DEPTH_HEAP_RATE:-524288}
+DEPTH_BEFORE_LIB=${DEPTH_BEFORE_LIB:-}
 
 has() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -127,6 +149,15 @@ fi
 if has cpu; then
   RUNS=$((RUNS + CPU_REPS * $(words $BUILDS) * $(words $DEPTHS) * $(words $(cpu_variants))))
 fi
+depth_variants() {
+  local d
+  echo plain
+  for d in $MAX_DEPTHS; do echo "depth-$d"; done
+  [ -z "$DEPTH_BEFORE_LIB" ] || echo before
+}
+if has depth; then
+  RUNS=$((RUNS + DEPTH_REPS * 2 * $(words $(depth_variants))))
+fi
 
 # progress TEXT: one line on stderr: how far the run is and how long it has taken.
 progress() {
@@ -146,6 +177,9 @@ if has heap; then
 fi
 if has cpu; then
   gperftools_profiler matrix
+  need_pkgs matrix golang-go
+fi
+if has depth; then
   need_pkgs matrix golang-go
 fi
 
@@ -301,6 +335,87 @@ cpu_part() {
   echo "×: the median of the per-repetition ratios to plain (same build, same depth). samples/s: per second of the working threads' CPU."
 }
 
+# ---------------------------------------------------------------- depth
+
+# depth_envs VARIANT WORKLOAD OUT: sets ENVS for VARIANT of burn or churn.
+depth_envs() {
+  local lib=$LIB d=128
+  ENVS=()
+  case $1 in
+  plain) return ;;
+  before) lib=$DEPTH_BEFORE_LIB ;;
+  depth-*) d=${1#depth-} ;;
+  *) echo "matrix: unknown depth variant $1" >&2; exit 2 ;;
+  esac
+  ENVS=(LD_PRELOAD="$lib" CPROF_MAX_DEPTH="$d")
+  if [ "$2" = burn ]; then
+    ENVS+=(CPROF_ADDR=0 CPROF_OUTPUT="$3.dir" CPROF_CPU_HZ="$DEPTH_HZ" CPROF_HEAP_RATE=0)
+  else
+    ENVS+=(CPROF_ADDR=0 CPROF_HEAP_RATE="$DEPTH_HEAP_RATE")
+  fi
+}
+
+# frames_per_sample FILE: the mean number of locations per sample of a
+# profile (inline frames not counted), from go tool pprof -raw.
+frames_per_sample() {
+  go tool pprof -raw -symbolize=none "$1" 2>/dev/null | awk '
+    /^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+    on && /^ +[0-9]+ +[0-9]+: / { n++; f += NF - 3; next } on && /^ +[0-9]+ / && !/:/ { f += NF }
+    END { if (n) printf "%.0f", f / n; else print "-" }'
+}
+
+# depth_run WORKLOAD VARIANT REP: one run of burn or churn, into $RES.
+depth_run() {
+  local w=$1 v=$2 r=$3 out=$T/depth.$1.$2.$3 wall cpu frames=-
+  rm -rf "$out.dir"
+  mkdir -p "$out.dir"
+  depth_envs "$v" "$w" "$out"
+  if [ "$w" = burn ]; then
+    nice -n "$NICE" env ${ENVS[@]+"${ENVS[@]}"} "$BIN/burn" "$DEPTH_UNITS" --depth "$DEEP_FRAMES" >"$out" 2>"$out.err" ||
+      { echo "matrix: burn failed as $v:" >&2; cat "$out" "$out.err" >&2; exit 1; }
+    wall=$(field wall_ns "$out") cpu=$(field thread_cpu_ns "$out")
+    [ "$v" = plain ] || frames=$(frames_per_sample "$out.dir/cpu.pb.gz")
+  else
+    nice -n "$NICE" env ${ENVS[@]+"${ENVS[@]}"} "$BIN/churn" --shape wide --depth "$DEEP_FRAMES" \
+      --ops "$(shape_ops wide)" --seed "$r" >"$out" 2>"$out.err" ||
+      { echo "matrix: churn failed as $v:" >&2; cat "$out" "$out.err" >&2; exit 1; }
+    local f
+    f=$(churn_figures "$out") || exit 1
+    wall=$(echo "$f" | cut -f1) cpu=$(echo "$f" | cut -f2)
+  fi
+  rm -rf "$out.dir"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$v" "$r" "$wall" "$cpu" "$frames" >>"$RES"
+  progress "$(printf 'depth rep %d: %s, %-10s %s ns%s' "$r" "$w" "$v" "$wall" "$([ "$frames" = - ] || echo ", $frames frames a sample")")"
+}
+
+depth_part() {
+  local r w v
+  RES=$T/depth.results # workload variant rep wall thread-CPU frames-per-sample
+  : >"$RES"
+  DEPTH_UNITS=$(nice -n "$NICE" "$BIN/burn" --calibrate "$RUN_SECONDS")
+  echo "## Depth: burn and churn $DEEP_FRAMES frames deep, under CPROF_MAX_DEPTH"
+  echo
+  echo "burn: $DEPTH_UNITS units (~$RUN_SECONDS s) on 1 thread, CPROF_CPU_HZ=$DEPTH_HZ; churn --shape wide, $(shape_ops wide) steps, CPROF_HEAP_RATE=$DEPTH_HEAP_RATE; frame pointers; $DEPTH_REPS repetitions${DEPTH_BEFORE_LIB:+; before: $DEPTH_BEFORE_LIB}; nice $NICE"
+  load
+  for r in $(seq 1 "$DEPTH_REPS"); do
+    for w in burn churn; do
+      for v in $(rotated "$r" $(depth_variants)); do depth_run "$w" "$v" "$r"; done
+    done
+  done
+  load
+  echo
+  echo "| variant | CPU wall × | CPU thread × | CPU frames/sample | heap wall × | heap thread CPU × |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for v in $(depth_variants); do
+    [ "$v" = plain ] && continue
+    printf '| %s | %.4f | %.4f | %s | %.4f | %.4f |\n' "$v" "$(res_paired burn "$v" plain 4)" \
+      "$(res_paired burn "$v" plain 5)" "$(res_col burn "$v" 6 | median | awk '{ printf "%.0f", $1 }')" \
+      "$(res_paired churn "$v" plain 4)" "$(res_paired churn "$v" plain 5)"
+  done
+  echo
+  echo "×: the median of the per-repetition ratios to the run without cprof (burn: plain; churn: glibc)."
+}
+
 # ---------------------------------------------------------------- exit
 
 exit_part() {
@@ -329,6 +444,7 @@ main() {
   echo
   if has heap; then heap_part; echo; fi
   if has cpu; then cpu_part; echo; fi
+  if has depth; then depth_part; echo; fi
   if has exit; then exit_part; echo; fi
   if has memory; then memory_part; fi
   local e=$(($(date +%s) - STARTED))

@@ -49,7 +49,7 @@ static const char *case_names[NCASES] = {"direct-fp", "direct-dwarf", "signal-no
 static const long base_ops[NCASES] = {20000, 5000, 5000, 5000, 5000};
 
 static cprof__maps_t maps;
-static uintptr_t pcs[CPROF_MAX_DEPTH];
+static uintptr_t pcs[CPROF_DEFAULT_DEPTH];
 static volatile int handler_how = SIGNAL_NONE;
 static volatile int handler_depth;
 static int batches = 11;
@@ -69,9 +69,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
   int saved = errno;
   const ucontext_t *uc = ucv;
   if (handler_how == SIGNAL_FP)
-    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_FP, uc, &maps, pcs, CPROF_MAX_DEPTH);
+    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_FP, uc, &maps, pcs, CPROF_DEFAULT_DEPTH);
   else if (handler_how == SIGNAL_DWARF)
-    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, uc, &maps, pcs, CPROF_MAX_DEPTH);
+    handler_depth = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, uc, &maps, pcs, CPROF_DEFAULT_DEPTH);
   errno = saved;
 }
 
@@ -101,9 +101,9 @@ BENCH_FN void bench_bottom(int depth) {
       int64_t t0 = now_ns();
       for (long i = 0; i < ops; i++) {
         if (c == DIRECT_FP)
-          got = cprof__unwind_sigsafe(CPROF_UNWIND_FP, &uc, &maps, pcs, CPROF_MAX_DEPTH);
+          got = cprof__unwind_sigsafe(CPROF_UNWIND_FP, &uc, &maps, pcs, CPROF_DEFAULT_DEPTH);
         else if (c == DIRECT_DWARF)
-          got = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, &uc, &maps, pcs, CPROF_MAX_DEPTH);
+          got = cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, &uc, &maps, pcs, CPROF_DEFAULT_DEPTH);
         else
           syscall(SYS_tgkill, pid, tid, SIGPROF);
       }
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--depth") == 0) {
       depths[0] = atoi(argv[++i]);
       ndepths = 1;
-      if (depths[0] < 1 || depths[0] > CPROF_MAX_DEPTH - 8)
+      if (depths[0] < 1 || depths[0] > CPROF_DEFAULT_DEPTH - 8)
         usage();
     } else if (strcmp(argv[i], "--code") == 0) {
       codes[0] = argv[++i];

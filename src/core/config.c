@@ -170,6 +170,19 @@ int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen) {
   return 0;
 }
 
+int cprof__parse_max_depth(const char *s, int *out, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end || errno || v < CPROF_MIN_DEPTH || v > CPROF_DEPTH_LIMIT) {
+    snprintf(err, errlen, "expected a whole number of frames from %d to %d", CPROF_MIN_DEPTH,
+             CPROF_DEPTH_LIMIT);
+    return -EINVAL;
+  }
+  *out = (int)v;
+  return 0;
+}
+
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
   struct stat st;
   if (!*s || strlen(s) >= outlen - 16) /* room for "/cpu.pb.gz.tmp" */
@@ -202,6 +215,7 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
   cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
   cfg->max_memory = CPROF_DEFAULT_MAX_MEMORY;
+  cfg->max_depth = CPROF_DEFAULT_DEPTH;
 
   v = pick(opts->addr, "CPROF_ADDR");
   if (cprof__parse_addr(v ? v : DEFAULT_ADDR, &cfg->addr, err, sizeof err) != 0) {
@@ -270,13 +284,20 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->max_memory = CPROF_DEFAULT_MAX_MEMORY;
     bad = 1;
   }
+  if ((v = getenv("CPROF_MAX_DEPTH")) &&
+      cprof__parse_max_depth(v, &cfg->max_depth, err, sizeof err) != 0) {
+    cprof__log("CPROF_MAX_DEPTH=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_DEPTH);
+    cfg->max_depth = CPROF_DEFAULT_DEPTH;
+    bad = 1;
+  }
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
                                   .heap_rate = CPROF_DEFAULT_HEAP_RATE,
-                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY}; /* no prefix, no auth, dwarf */
+                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY,
+                                  .max_depth = CPROF_DEFAULT_DEPTH}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

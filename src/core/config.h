@@ -24,6 +24,7 @@ typedef struct cprof__config {
   long mutex_fraction; /* CPROF_MUTEX_FRACTION: 1 in n (mutex profile); 0: off */
   char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
   size_t max_memory; /* CPROF_MAX_MEMORY: bytes the samplers' stack tables may hold */
+  int max_depth;     /* CPROF_MAX_DEPTH: frames a stack keeps (unwind/frames.h) */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -51,6 +52,9 @@ int cprof__parse_setting(const char *s, long max, const char *what, long *out, c
 /* A size in bytes, with an optional K, M or G (powers of 1024), at least
  * 1M: CPROF_MAX_MEMORY. */
 int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen);
+/* A number of frames from CPROF_MIN_DEPTH to CPROF_DEPTH_LIMIT:
+ * CPROF_MAX_DEPTH. */
+int cprof__parse_max_depth(const char *s, int *out, char *err, size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);

@@ -128,6 +128,7 @@ static int start(const cprof_options_t *opts) {
     }
   }
   cprof__stack_memory_set_limit(cfg.max_memory);
+  cprof__set_max_depth(cfg.max_depth);
   cprof__heap_configure(cfg.heap_rate, cfg.unwind);
   cprof__contention_set_unwinder(cfg.unwind);
   cprof__block_set_rate(cfg.block_rate);

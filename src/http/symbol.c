@@ -9,6 +9,7 @@
 
 #include "http/response.h"
 #include "http/routes.h"
+#include "profile/marks.h"
 #include "symbol/symbolize.h"
 
 /* Parses one word like Go's strconv.ParseUint(s, 0, 64): 0x hex, 0o/0
@@ -63,7 +64,12 @@ void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
       size_t n = plus ? (size_t)(plus - word) : len - i;
       uint64_t pc;
       if (parse_addr(word, n, &pc) == 0 && pc != 0) {
-        const char *name = cprof__symbolize_name(s, (uintptr_t)pc);
+        /* A marker a debug=1 profile's "@" line holds (unwind/pc.h) is
+         * named as the profiles name it. */
+        char text[128];
+        const char *name = cprof__mark_name_near((uintptr_t)pc, text, sizeof text);
+        if (!name)
+          name = cprof__symbolize_name(s, (uintptr_t)pc);
         if (name)
           cprof__buf_printf(&b, "%#llx %s\n", (unsigned long long)pc, name);
       }

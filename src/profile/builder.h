@@ -19,6 +19,7 @@
 
 #define CPROF_MAX_SAMPLE_TYPES 4
 
+
 typedef struct cprof__value_type {
   const char *type; /* "goroutine", "samples", "inuse_space" */
   const char *unit; /* "count", "nanoseconds", "bytes" */
@@ -104,7 +105,8 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
 
 /* Appends one stack, symbolized, the way Go's debug=2 goroutine dump prints
  * a goroutine: for each frame "func()\n\tfile:line +0xOFF\n", unknown frames
- * as "0xADDR (path+0xFILEOFF)" or "0xADDR ?". Same pc convention as above. */
+ * as "0xADDR (path+0xFILEOFF)" or "0xADDR ?", frames elided as Go's
+ * traceback says it, "...N frames elided...". Same pc convention as above. */
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth);
 
 #endif

@@ -28,6 +28,8 @@ const char *cprof__mark_name(uintptr_t pc, char *buf, size_t size) {
     return NULL;
   uint32_t n = cprof__pc_mark_number(pc);
   switch (cprof__pc_mark_kind(pc)) {
+  case CPROF_PC_ELIDED_KIND:
+    return CPROF_FRAME_ELIDED;
   case CPROF_PC_BLOCKED_KIND:
     return "[thread blocked SIGPROF]";
   case CPROF_PC_NO_TIMER_KIND:
@@ -40,4 +42,12 @@ const char *cprof__mark_name(uintptr_t pc, char *buf, size_t size) {
   default:
     return NULL;
   }
+}
+
+const char *cprof__mark_name_near(uintptr_t pc, char *buf, size_t size) {
+  /* The byte after first: one before a reserved value may read as another
+   * (ELIDED(0) - 1 has UNREADABLE's kind), and the one before is what a
+   * debug=1 reader asks about. */
+  const char *name = cprof__mark_name(pc + 1, buf, size);
+  return name ? name : cprof__mark_name(pc, buf, size);
 }

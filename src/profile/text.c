@@ -428,6 +428,19 @@ int cprof__builder_write_contention_text(cprof__builder_t *b, const char *header
 
 /* ---- the debug=2 stack dump ---- */
 
+/* A reserved pc of a stack (unwind/pc.h) on its line: frames elided as
+ * Go's traceback prints them (runtime/traceback.go), with their number, or
+ * Go's older words where the walk did not count them; the cut as the
+ * profiles name it. */
+/* Go's traceback line for frames left out of a deep stack. */
+static void append_elided(cprof__buf_t *out, uintptr_t pc) {
+  uint32_t n = cprof__pc_mark_number(pc);
+  if (n)
+    cprof__buf_printf(out, "...%u frames elided...\n", (unsigned)n);
+  else
+    cprof__buf_puts(out, "...additional frames elided...\n");
+}
+
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {
   cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
   const cprof__mapping_t *maps = NULL;
@@ -436,6 +449,10 @@ void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {
   if (depth > 0 && cprof__pc_is_modules(pcs[depth - 1]))
     modules = cprof__pc_mark_number(pcs[--depth]);
   for (int i = 0; i < depth; i++) {
+    if (cprof__pc_is_elided(pcs[i])) {
+      append_elided(out, pcs[i]);
+      continue;
+    }
     /* Symbolize inside the call instruction for return addresses (see
      * builder.h), but print offsets from the pc itself, as Go's traceback
      * prints frame.pc - entry ("+0x1d") with the return address. */

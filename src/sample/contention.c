@@ -87,17 +87,20 @@ static uint64_t splitmix(uint64_t x) {
  * while a fork is being prepared (own_lock.h). */
 static void record(cprof__contention_kind_t kind, double count, int64_t delay, uintptr_t ret) {
   cprof__heap_guard_enter();
-  uintptr_t pcs[CPROF_MAX_DEPTH];
-  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs,
-                                   CPROF_MAX_DEPTH, ret);
+  uintptr_t small[CPROF_DEFAULT_DEPTH];
+  cprof__caller_pcs_t pcs;
+  cprof__caller_pcs_take(&pcs, small);
+  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs.pcs, pcs.max,
+                                   ret);
   table_t *t = &tables[kind];
   if (cprof__own_lock_for_sample(&locks[kind])) {
-    const cprof__stack_t *stack = cprof__stack_table_get(&t->stacks, pcs, depth);
+    const cprof__stack_t *stack = cprof__stack_table_get(&t->stacks, pcs.pcs, depth);
     counts_t *c = stack ? (counts_t *)stack->payload : &t->overflow;
     c->count += count;
     c->delay += delay;
     cprof__own_unlock(&locks[kind]);
   }
+  cprof__caller_pcs_give(&pcs);
   cprof__heap_guard_leave();
 }
 

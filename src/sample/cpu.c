@@ -66,8 +66,11 @@
 enum { FREE = 0, WRITING = 1, FULL = 2 };
 #define RING 2048 /* records: drained every 50 ms, room for 400 busy threads at 100 Hz */
 
+/* Each record's stack is an array of `max` frames, the depth set when the
+ * profile started, in the same block after the records. */
 typedef struct record {
   uint32_t state;
+  int max;
   cprof__cpu_sample_t s;
 } record_t;
 
@@ -147,7 +150,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
                                          __atomic_load_n(&stacks, __ATOMIC_SEQ_CST), smp->pcs,
-                                         CPROF_MAX_DEPTH);
+                                         r[i].max);
       cprof__labels_copy_sigsafe(&smp->labels);
       __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
     } else {
@@ -156,6 +159,21 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   }
   handler_leave_sigsafe(e);
   errno = saved;
+}
+
+/* The buffer, records and their stacks in one block: RING records of
+ * `depth` frames (2 MiB at the default depth, 16 MiB at the deepest). */
+static record_t *new_ring(int depth) {
+  size_t head = RING * sizeof(record_t);
+  record_t *r = calloc(1, head + (size_t)RING * (size_t)depth * sizeof(uintptr_t));
+  if (!r)
+    return NULL;
+  uintptr_t *pcs = (uintptr_t *)(void *)((char *)r + head);
+  for (int i = 0; i < RING; i++) {
+    r[i].max = depth;
+    r[i].s.pcs = pcs + (size_t)i * (size_t)depth;
+  }
+  return r;
 }
 
 /* A fresh snapshot of the address space, so that the walkers know the
@@ -400,7 +418,7 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
        * here would disturb. */
       if (!cprof__heap_guarded()) {
         cprof__heap_guard_up();
-        int n = cprof__unwind_caller(unwinder, smp->pcs + 1, CPROF_MAX_DEPTH - 1, (uintptr_t)ret);
+        int n = cprof__unwind_caller(unwinder, smp->pcs + 1, r[i].max - 1, (uintptr_t)ret);
         cprof__heap_guard_down();
         smp->pcs[1] += 1; /* a return address, as pcs[1..] are: the walk gives ret - 1 */
         smp->depth = 1 + n;
@@ -767,7 +785,7 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
     err = -EALREADY;
     goto out;
   }
-  record_t *r = calloc(RING, sizeof *r);
+  record_t *r = new_ring(cprof__max_depth());
   if (!r) {
     err = -ENOMEM;
     goto out;

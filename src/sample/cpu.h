@@ -29,7 +29,7 @@ typedef struct cprof__cpu_sample {
   pid_t tid;
   int depth;
   int periods;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
+  uintptr_t *pcs; /* cprof__max_depth() when the profile started, at most */
   cprof__labels_t labels;
 } cprof__cpu_sample_t;
 

@@ -338,16 +338,20 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
                         cprof__heap_sample_t *out) {
   cprof__heap_tls_t *s = &cprof__heap_tls;
   s->guard++;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
-  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs, CPROF_MAX_DEPTH, ret);
+  uintptr_t small[CPROF_DEFAULT_DEPTH];
+  cprof__caller_pcs_t pcs;
+  cprof__caller_pcs_take(&pcs, small);
+  int depth = cprof__unwind_caller(__atomic_load_n(&unwinder, __ATOMIC_RELAXED), pcs.pcs, pcs.max, ret);
   *out = (cprof__heap_sample_t){NULL, size, cprof__heap_weight(size, cprof__heap_rate())};
   /* While a fork is being prepared, the sample is dropped rather than
    * waited for (own_lock.h): the block goes out unsampled. */
   if (!cprof__own_lock_for_sample(lock)) {
+    cprof__caller_pcs_give(&pcs);
     s->guard--;
     return;
   }
-  const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs, depth);
+  const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs.pcs, depth);
+  cprof__caller_pcs_give(&pcs);
   bucket_t *b = stack ? (bucket_t *)stack->payload : &overflow;
   slot_t *slot = slot_of(b, stack, size);
   out->slot = slot;

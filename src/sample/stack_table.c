@@ -5,6 +5,7 @@
 
 #include "core/hash.h"
 #include "core/pages.h"
+#include "unwind/pc.h"
 
 #define CHUNK ((size_t)256 << 10)
 
@@ -44,8 +45,33 @@ static void unmap(cprof__stack_table_t *t, void *p, size_t bytes) {
   t->mapped -= bytes;
 }
 
+/* What the table keeps of a frame: the frame itself, but one marker for
+ * every number of frames elided (unwind/frames.h). A recursion that
+ * allocates at many depths has the same innermost and outermost frames at
+ * each, and would otherwise make one entry per depth, where the profiles
+ * show one frame for all (profile/builder.c). */
+static inline uintptr_t kept(uintptr_t pc) {
+  return cprof__pc_is_elided(pc) ? CPROF_PC_ELIDED(0) : pc;
+}
+
+/* cprof__hash_pcs, of the frames as kept. */
 static uint64_t hash_stack(const uintptr_t *pcs, int depth) {
-  return cprof__hash_avalanche(cprof__hash_pcs(pcs, depth) ^ (uint64_t)depth);
+  uint64_t x = 0;
+  for (int i = 0; i < depth; i++) {
+    x = (x ^ kept(pcs[i])) * UINT64_C(0x9e3779b97f4a7c15);
+    x = x << 29 | x >> 35;
+  }
+  return cprof__hash_avalanche(x ^ (uint64_t)depth);
+}
+
+/* Whether the entry s holds pcs as kept. */
+static int same_stack(const cprof__stack_t *s, const uintptr_t *pcs, int depth) {
+  if (s->depth != (uint32_t)depth)
+    return 0;
+  for (int i = 0; i < depth; i++)
+    if (s->pcs[i] != kept(pcs[i]))
+      return 0;
+  return 1;
 }
 
 static void index_put(cprof__stack_index_slot_t *index, size_t cap, uint64_t hash, size_t id) {
@@ -108,7 +134,7 @@ cprof__stack_t *cprof__stack_table_get(cprof__stack_table_t *t, const uintptr_t 
       if (t->index[i].hash != h)
         continue;
       cprof__stack_t *s = t->by_id[t->index[i].id1 - 1];
-      if (s->depth == (uint32_t)depth && memcmp(s->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+      if (same_stack(s, pcs, depth))
         return s;
     }
   }
@@ -119,7 +145,8 @@ cprof__stack_t *cprof__stack_table_get(cprof__stack_table_t *t, const uintptr_t 
   if (!s)
     return NULL;
   uintptr_t *copy = (uintptr_t *)(s->payload + payload);
-  memcpy(copy, pcs, (size_t)depth * sizeof *pcs);
+  for (int i = 0; i < depth; i++)
+    copy[i] = kept(pcs[i]);
   s->hash = h;
   s->id = (uint32_t)t->n;
   s->depth = (uint32_t)depth;

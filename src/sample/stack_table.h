@@ -5,6 +5,8 @@
  * of the process, with a stable id (its order of entry) and `payload` bytes
  * of counters that belong to the profile (zeroed when made). So a snapshot
  * of the counters is all that a profile, or a delta between two, needs.
+ * Stacks that differ only in how many frames they elided (CPROF_PC_ELIDED,
+ * unwind/frames.h) are one entry, which keeps CPROF_PC_ELIDED(0).
  *
  * The memory is cprof's own (core/pages.h): mapped in chunks, never freed,
  * never from the program's malloc. Every table together stays under one

@@ -90,12 +90,14 @@ typedef struct slot {
   uint64_t state; /* STATE(gen, phase), accessed atomically */
   pid_t tid;
   int depth;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
+  int max;        /* frames pcs holds, fixed when the slots were made */
+  uintptr_t *pcs; /* in the same block, after the slots */
 } slot_t;
 
 /* Read by handlers: published with release stores, read with acquire loads. */
 static slot_t *slots;
 static int nslots;
+static int slots_depth; /* the frames each slot holds; the capture lock's */
 static uint32_t generation;
 static const cprof__maps_t *stacks;
 static cprof__unwinder_t unwinder;
@@ -138,8 +140,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
                                    __ATOMIC_ACQUIRE))
     goto out;
   s->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
-                                   __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs,
-                                   CPROF_MAX_DEPTH);
+                                   __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs, s->max);
   __atomic_store_n(&s->state, STATE(gen, DONE), __ATOMIC_RELEASE);
 out:
   errno = saved;
@@ -353,11 +354,11 @@ enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LA
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
  * walk); otherwise 0, with *where (and *k) saying where it is now. */
-static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_stack_t *t,
+static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_stack_t *t, int max,
                         cprof__symbolizer_t **sym) {
   if (!*sym)
     *sym = cprof__symbolizer_acquire();
-  t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, k->sp, k->pc, t->pcs, CPROF_MAX_DEPTH);
+  t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, k->sp, k->pc, t->pcs, max);
   in_kernel_t after;
   *where = where_is(tid, &after, t);
   if (*where == IN_KERNEL && same_place(&after, k))
@@ -373,7 +374,7 @@ static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_sta
  * kernel keeps the exact pc it was seen at. Returns ASK when the thread
  * may be signalled now. *sym is the symbolizer, acquired on first need and
  * released by the caller. */
-static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
+static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max,
                     cprof__symbolizer_t **sym) {
   in_kernel_t k = {-1, 0, 0};
   int where = where_is(tid, &k, t);
@@ -386,7 +387,7 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
     case UNREADABLE:
       return UNKNOWN;
     case IN_KERNEL:
-      if (walk_outside(tid, &k, &where, t, sym))
+      if (walk_outside(tid, &k, &where, t, max, sym))
         return OUTSIDE;
       if (look >= 2 && where == IN_KERNEL) {
         t->pcs[0] = k.pc;
@@ -426,7 +427,7 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
  * reads to bound the stack: this thread is on its own stack, not an
  * alternate signal stack. */
 __attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const cprof__maps_t *maps,
-                                                  cprof__thread_stack_t *t) {
+                                                  cprof__thread_stack_t *t, int max) {
   ucontext_t uc;
   memset(&uc, 0, sizeof uc);
   t->depth = 0;
@@ -435,7 +436,7 @@ __attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const c
   uc.uc_stack.ss_sp = NULL;
   uc.uc_stack.ss_size = 0;
   uc.uc_stack.ss_flags = SS_DISABLE;
-  t->depth = cprof__unwind_sigsafe(how, &uc, maps, t->pcs, CPROF_MAX_DEPTH);
+  t->depth = cprof__unwind_sigsafe(how, &uc, maps, t->pcs, max);
 }
 
 static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
@@ -449,17 +450,24 @@ static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
   return (int)syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, signo, &si);
 }
 
-static int ensure_slots(int n) {
-  if (n <= nslots)
+/* Slots for n threads of `depth` frames each, in one block. */
+static int ensure_slots(int n, int depth) {
+  if (n <= nslots && depth == slots_depth)
     return 0;
   int cap = nslots ? nslots : 64;
   while (cap < n)
     cap *= 2;
-  slot_t *v = calloc((size_t)cap, sizeof *v);
+  size_t head = (size_t)cap * sizeof(slot_t);
+  slot_t *v = calloc(1, head + (size_t)cap * (size_t)depth * sizeof(uintptr_t));
   if (!v)
     return -ENOMEM;
-  for (int i = 0; i < cap; i++)
+  uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
+  for (int i = 0; i < cap; i++) {
     v[i].state = STATE(0, ABANDONED);
+    v[i].max = depth;
+    v[i].pcs = pcs + (size_t)i * (size_t)depth;
+  }
+  slots_depth = depth;
   /* The old array is left in place for any late handler still reading it. */
   __atomic_store_n(&slots, v, __ATOMIC_RELEASE);
   __atomic_store_n(&nslots, cap, __ATOMIC_RELEASE);
@@ -534,6 +542,19 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
   t->depth = 0;
 }
 
+/* The dump's entries and their stacks of `depth` frames, in one block
+ * (freed with the entries). */
+static cprof__thread_stack_t *new_dump(int n, int depth) {
+  size_t head = (size_t)n * sizeof(cprof__thread_stack_t);
+  cprof__thread_stack_t *v = calloc(1, head + (size_t)n * (size_t)depth * sizeof(uintptr_t));
+  if (!v)
+    return NULL;
+  uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
+  for (int i = 0; i < n; i++)
+    v[i].pcs = pcs + (size_t)i * (size_t)depth;
+  return v;
+}
+
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
   memset(out, 0, sizeof *out);
   /* Without a signal of our own, running threads cannot be asked; the
@@ -552,9 +573,10 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   }
 
   pthread_mutex_lock(&capture_lock);
-  cprof__thread_stack_t *res = calloc((size_t)n, sizeof *res);
+  int depth = cprof__max_depth();
+  cprof__thread_stack_t *res = new_dump(n, depth);
   unsigned char *mode = calloc((size_t)n, 1);
-  if (!res || !mode || (err = ensure_slots(n)) != 0) {
+  if (!res || !mode || (err = ensure_slots(n, depth)) != 0) {
     free(res);
     free(mode);
     err = err ? err : -ENOMEM;
@@ -582,9 +604,9 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   for (int i = 0; i < n; i++) {
     if (tids[i] == me) {
       mode[i] = SELF;
-      unwind_self(how, &maps, &res[i]);
+      unwind_self(how, &maps, &res[i], depth);
     } else {
-      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], &sym);
+      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym);
     }
     if (mode[i] == ASK) {
       if (send_request(tids[i], gen, (uint32_t)i) == 0)

@@ -32,7 +32,7 @@ typedef struct cprof__thread_stack {
   const char *unreadable; /* UNKNOWN: the file of /proc/self/task/TID/ that was not */
   int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;
-  uintptr_t pcs[CPROF_MAX_DEPTH];
+  uintptr_t *pcs; /* cprof__max_depth() when the capture began, at most */
 } cprof__thread_stack_t;
 
 typedef struct cprof__thread_dump {

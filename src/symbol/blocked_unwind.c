@@ -26,9 +26,11 @@
  *   deeper and agrees with the first on every frame they share. */
 #include "symbol/blocked_unwind.h"
 
+#include "unwind/frames.h"
 #include "unwind/unwind.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -142,8 +144,8 @@ static uintptr_t find_record(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t sp) 
 }
 
 typedef struct collect {
-  uintptr_t *pcs;
-  int n, max;
+  cprof__frames_t f;
+  int bounded;       /* the walk stopped at its bound, with more stack above */
   uintptr_t last_sp; /* the stack pointer of the deepest frame reached */
 } collect_t;
 
@@ -155,14 +157,25 @@ static int on_frame(Dwfl_Frame *frame, void *arg) {
     return DWARF_CB_ABORT;
   Dwarf_Word sp;
   k->last_sp = dwfl_frame_reg(frame, DWARF_RSP, &sp) == 0 ? (uintptr_t)sp : 0;
-  if (k->n == 0) {
-    k->n = 1; /* pcs[0], the exact pc, is already in place */
-    return DWARF_CB_OK;
-  }
   /* Our convention wants return addresses after the first frame; an
    * exact pc deeper down (a signal frame) is stored as one. */
-  k->pcs[k->n++] = activation ? (uintptr_t)pc + 1 : (uintptr_t)pc;
-  return k->n < k->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+  int first = cprof__frames_seen(&k->f) == 0;
+  if (!cprof__frames_room(&k->f)) {
+    k->bounded = 1;
+    return DWARF_CB_ABORT;
+  }
+  cprof__frames_put(&k->f, !first && activation ? (uintptr_t)pc + 1 : (uintptr_t)pc);
+  return DWARF_CB_OK;
+}
+
+/* One walk from the registers in ctx; returns the depth. */
+static int walk(Dwfl *dwfl, pid_t tid, uintptr_t pc, uintptr_t *pcs, int max, collect_t *k) {
+  *k = (collect_t){.bounded = 0};
+  cprof__frames_init(&k->f, pcs, max);
+  dwfl_getthread_frames(dwfl, tid, on_frame, k);
+  if (cprof__frames_seen(&k->f) == 0)
+    cprof__frames_add(&k->f, pc);
+  return cprof__frames_end(&k->f, !k->bounded);
 }
 
 /* The depth of a walk of n frames, with the mark of memory that could not
@@ -195,22 +208,23 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   /* The stack changes between walks; cached pages are only good for one. */
   for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
     ctx->cache[i].page = 0;
-  collect_t first = {pcs, 0, max, 0};
-  dwfl_getthread_frames(dwfl, tid, on_frame, &first);
-  if (first.n < 1)
-    first.n = 1;
+  collect_t first, second;
+  int n = walk(dwfl, tid, pc, pcs, max, &first);
 
-  /* The second walk, with a frame pointer found above where the first stopped. */
-  uintptr_t again[256];
-  if (first.n < max && first.last_sp && max <= (int)(sizeof again / sizeof again[0]) &&
-      (ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
-    again[0] = pc;
-    collect_t second = {again, 0, max, 0};
-    dwfl_getthread_frames(dwfl, tid, on_frame, &second);
-    if (second.n > first.n && memcmp(again, pcs, (size_t)first.n * sizeof *pcs) == 0) {
-      memcpy(pcs, again, (size_t)second.n * sizeof *pcs);
-      return mark_unreadable(ctx, pcs, second.n, max);
+  /* The second walk, with a frame pointer found above where the first
+   * stopped; kept if it goes deeper and agrees on the frames both hold. */
+  uintptr_t *again;
+  if (first.bounded || !first.last_sp || !(again = malloc((size_t)max * sizeof *again)))
+    return mark_unreadable(ctx, pcs, n, max);
+  if ((ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
+    int n2 = walk(dwfl, tid, pc, again, max, &second);
+    int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
+    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) &&
+        memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
+      memcpy(pcs, again, (size_t)n2 * sizeof *pcs);
+      n = n2;
     }
   }
-  return mark_unreadable(ctx, pcs, first.n, max);
+  free(again);
+  return mark_unreadable(ctx, pcs, n, max);
 }

@@ -15,6 +15,7 @@
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/frames.h"
 #include "unwind/modules.h"
 
 /* The DWARF walker's rules for this thread's last stack, per thread,
@@ -30,20 +31,24 @@ static __thread cprof__cfa_memo_t memo __attribute__((tls_model("initial-exec"))
 CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs, int max,
                                                                  uintptr_t ret, uintptr_t hi) {
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-  int n = 0, started = 0;
-  while (n < max && (fp & 7) == 0 && fp + 16 <= hi) {
+  int started = 0;
+  cprof__frames_t f;
+  cprof__frames_init(&f, pcs, max);
+  while (cprof__frames_room(&f)) {
+    if ((fp & 7) != 0 || fp + 16 > hi)
+      return cprof__frames_end(&f, 1);
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0], r = frame[1];
     if (r == 0)
       break;
     started |= r == ret;
     if (started)
-      pcs[n++] = r;
+      cprof__frames_put(&f, r);
     if (next <= fp)
       break;
     fp = next;
   }
-  return n;
+  return cprof__frames_end(&f, 1);
 }
 
 /* Where the walk from here gave up (a signal frame: the program's handler
@@ -93,4 +98,53 @@ int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr
   }
   pcs[0] -= 1;
   return cprof__modules_mark_sigsafe(pcs, n, g);
+}
+
+/* ---- the depth kept, and arrays for it ---- */
+
+static int max_depth = CPROF_DEFAULT_DEPTH; /* atomic */
+
+int cprof__max_depth(void) { return __atomic_load_n(&max_depth, __ATOMIC_RELAXED); }
+
+void cprof__set_max_depth(int depth) {
+  if (depth < CPROF_MIN_DEPTH)
+    depth = CPROF_MIN_DEPTH;
+  if (depth > CPROF_DEPTH_LIMIT)
+    depth = CPROF_DEPTH_LIMIT;
+  __atomic_store_n(&max_depth, depth, __ATOMIC_RELAXED);
+}
+
+/* Arrays deeper than the default, for the walks from here: taken by a bit
+ * each, lock-free, and given back once the stack is in its table. Their
+ * memory is the library's own (zero pages until used), never the program's
+ * heap or the caller's stack, which may be a small one. A thread that
+ * finds them all taken walks into its default-sized array instead: its
+ * stack keeps fewer frames, and says so with the marker. A fork while
+ * another thread holds one leaves it taken in the child. */
+#define DEEP_ARRAYS 16
+static uintptr_t deep[DEEP_ARRAYS][CPROF_DEPTH_LIMIT];
+static unsigned deep_taken; /* atomic: bit i, deep[i] is taken */
+
+void cprof__caller_pcs_take(cprof__caller_pcs_t *a, uintptr_t small[CPROF_DEFAULT_DEPTH]) {
+  *a = (cprof__caller_pcs_t){small, CPROF_DEFAULT_DEPTH, -1};
+  int want = cprof__max_depth();
+  if (want <= CPROF_DEFAULT_DEPTH) {
+    a->max = want;
+    return;
+  }
+  unsigned taken = __atomic_load_n(&deep_taken, __ATOMIC_RELAXED);
+  while (taken != (1u << DEEP_ARRAYS) - 1) {
+    int i = __builtin_ctz(~taken);
+    if (__atomic_compare_exchange_n(&deep_taken, &taken, taken | 1u << i, 1, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      *a = (cprof__caller_pcs_t){deep[i], want, i};
+      return;
+    }
+  }
+}
+
+void cprof__caller_pcs_give(cprof__caller_pcs_t *a) {
+  if (a->slot >= 0)
+    __atomic_fetch_and(&deep_taken, ~(1u << a->slot), __ATOMIC_RELEASE);
+  a->slot = -1;
 }

@@ -23,4 +23,17 @@
  * (the caller alone when nothing could be walked). */
 int cprof__unwind_caller(cprof__unwinder_t how, uintptr_t *pcs, int max, uintptr_t ret);
 
+/* An array for one such walk, of cprof__max_depth() frames: `small` (the
+ * caller's, on its stack) at the default depth or less; above it, one of
+ * a few arrays of the library's own, or `small` again when all are taken.
+ * Give it back when the stack has been copied. No allocation, no lock, no
+ * system call. */
+typedef struct cprof__caller_pcs {
+  uintptr_t *pcs;
+  int max;
+  int slot; /* which of the library's arrays, or -1 */
+} cprof__caller_pcs_t;
+void cprof__caller_pcs_take(cprof__caller_pcs_t *a, uintptr_t small[CPROF_DEFAULT_DEPTH]);
+void cprof__caller_pcs_give(cprof__caller_pcs_t *a);
+
 #endif

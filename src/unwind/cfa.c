@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "unwind/bounds.h"
+#include "unwind/frames.h"
 #include "unwind/pc.h"
 #include "unwind/unload.h"
 #include "unwind/unwind.h"
@@ -605,6 +606,53 @@ step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
 
 /* ---- the walk from here (the heap sampler's) ---- */
 
+static int is_return_address(uintptr_t ret);
+static int fp_step(regs_t *r, uintptr_t hi);
+
+/* The checked fallbacks of the handlers' walk (below), for the walk from
+ * here. Its ordinary steps read only the code and tables of its own live
+ * frames, which no dlclose may unmap; a fallback reads code where a word
+ * of the stack points, which may be a library closed since: counted in
+ * against dlclose for that read, as the handlers' walk is (unload.h). */
+static int return_address_here(uintptr_t ret) {
+  unsigned e = cprof__unload_enter_sigsafe();
+  int ok = !cprof__unload_busy_sigsafe() && is_return_address(ret);
+  cprof__unload_leave_sigsafe(e);
+  return ok;
+}
+
+CPROF_READS_STACK static int fp_step_here(regs_t *r, uintptr_t hi) {
+  unsigned e = cprof__unload_enter_sigsafe();
+  int ok = !cprof__unload_busy_sigsafe() && fp_step(r, hi);
+  cprof__unload_leave_sigsafe(e);
+  return ok;
+}
+
+/* Where step_here's slow path took a frame: nowhere (0), by its rule (1),
+ * or by the frame-pointer fallback (2). */
+typedef struct moved {
+  regs_t r;
+  int how;
+} moved_t;
+
+/* The step from the frame `r`, whose rule is `rule`, to its caller, where
+ * the rule alone will not do: where the tables say nothing about the pc
+ * (code made at run time, a JIT's), where the rule's step fails, or after
+ * a fallback, where the rule's step must land on a return address: one
+ * checked frame-pointer step. Out of line, and given the registers by
+ * value, so that the walk keeps its own in registers. */
+CPROF_READS_STACK __attribute__((noinline)) static moved_t step_slow(uint64_t rule, regs_t r,
+                                                                     uintptr_t hi, int validate) {
+  regs_t next = r;
+  if (kind_of(rule) != NOT_FOUND && step(rule, &next, hi, NULL) &&
+      (!validate || next.pc == 0 || return_address_here(next.pc)))
+    return (moved_t){next, 1};
+  next = r;
+  if (fp_step_here(&next, hi))
+    return (moved_t){next, 2};
+  return (moved_t){r, 0};
+}
+
 CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t *pcs, int max,
                                                                  uintptr_t from, uintptr_t stack_hi,
                                                                  cprof__cfa_memo_t *memo) {
@@ -612,12 +660,18 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
   /* Where we are: this function's own frame is the first to step over. */
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                    : "=r"(r.pc), "=r"(r.sp), "=r"(r.bp));
-  int n = 0, started = from == 0;
+  int started = from == 0, validate = 0, whole = 0;
+  cprof__frames_t f;
+  cprof__frames_init(&f, pcs, max);
   uint64_t tag = cprof__unload_tag(); /* the memo's keys are tagged as the cache's */
-  for (int frames = 0; n < max && frames < 4 * max + 64; frames++) {
+  uintptr_t last_pc = 0; /* a recursion returns to the same pc frame after frame */
+  uint64_t last_rule = 0;
+  for (int frames = 0; frames < CPROF_UNWIND_MAX_FRAMES + 64; frames++) {
     uint64_t rule;
     if (!memo || frames >= CPROF_CFA_MEMO) {
-      rule = rule_of(r.pc, tag);
+      if (r.pc != last_pc)
+        last_rule = rule_of(r.pc, tag), last_pc = r.pc;
+      rule = last_rule;
     } else if (memo->pc[frames] == (r.pc | tag)) {
       rule = memo->rule[frames];
     } else {
@@ -627,15 +681,35 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
     }
     enum kind k = kind_of(rule);
     if (k == UNSUPPORTED || k == SIGNAL || k == FROM_REG)
-      return -1; /* the caller has libgcc, outside signal context */
-    if (k == OUTERMOST || k == NOT_FOUND || !step(rule, &r, stack_hi, NULL) || r.pc == 0)
+      return -1; /* the caller walks from a context, which steps over those */
+    if (k == OUTERMOST) {
+      whole = 1;
       break;
+    }
+    if (__builtin_expect(k == NOT_FOUND || validate, 0) || !step(rule, &r, stack_hi, NULL)) {
+      moved_t m = step_slow(rule, r, stack_hi, validate);
+      if (!m.how) {
+        if (cprof__frames_seen(&f) > 0) /* the stack goes on where we cannot follow: say so */
+          cprof__frames_add(&f, CPROF_PC_STACK_CUT);
+        whole = 1;
+        break;
+      }
+      r = m.r;
+      validate = m.how == 2;
+    }
+    if (r.pc == 0) { /* a zeroed return address ends a stack */
+      whole = 1;
+      break;
+    }
     started |= r.pc == from;
-    if (started)
-      pcs[n++] = r.pc;
+    if (started) {
+      if (!cprof__frames_room(&f))
+        break;
+      cprof__frames_put(&f, r.pc);
+    }
     r.pc -= 1; /* inside the call, which may be a function's last instruction */
   }
-  return n;
+  return cprof__frames_end(&f, whole);
 }
 
 /* ---- the walk from an interrupted context (the signal handlers') ----
@@ -755,33 +829,39 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
   const stack_t *alt = &uc->uc_stack;
   uintptr_t hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
   uint64_t tag = cprof__unload_tag();
-  int n = 0;
   int exact = 1;    /* r.pc is where the thread is, not a return address */
   int validate = 0; /* the frame was reached by a fallback: check the rules' next step */
-  pcs[n++] = r.pc;
-  while (n < max) {
+  uintptr_t last_pc = 0; /* the last return address looked up, and its rule */
+  uint64_t last_rule = 0;
+  cprof__frames_t f;
+  cprof__frames_init(&f, pcs, max);
+  cprof__frames_add(&f, r.pc);
+  /* One place asks for room for the next frame: the ring's bookkeeping
+   * (frames.h) is inlined once. */
+  while (cprof__frames_room(&f)) {
     if (!hi)
       goto cut; /* the stack's top is unknown: nothing above sp may be read */
     /* Most frames, kept tight: a return address whose rule needs neither
      * the other registers nor a check of what it gives. */
-    while (!exact && !validate && n < max) {
-      uint64_t rule = rule_of(r.pc - 1, tag);
-      if (!((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)))
-        break;
-      if (!step(rule, &r, hi, NULL))
-        goto cut;
-      if (r.pc == 0)
-        return n; /* a zeroed return address also ends a stack */
-      pcs[n++] = r.pc;
+    if (!exact && !validate) {
+      if (r.pc != last_pc) /* a recursion returns to the same pc frame after frame */
+        last_rule = rule_of(r.pc - 1, tag), last_pc = r.pc;
+      uint64_t rule = last_rule;
+      if ((1u << kind_of(rule)) & (1u << FROM_RSP | 1u << FROM_RBP | 1u << DEREF_RBP)) {
+        if (!step(rule, &r, hi, NULL))
+          goto cut;
+        if (r.pc == 0)
+          return cprof__frames_end(&f, 1); /* a zeroed return address also ends a stack */
+        cprof__frames_put(&f, r.pc);
+        continue;
+      }
     }
-    if (n >= max)
-      break;
     uintptr_t at = exact ? r.pc : r.pc - 1;
     uint64_t rule = rule_of(at, tag);
     regs_t next = r;
     switch (kind_of(rule)) {
     case OUTERMOST:
-      return n;
+      return cprof__frames_end(&f, 1);
     case FROM_REG:
       if (!exact)
         break; /* only %rsp and %rbp are known above the first frame */
@@ -792,11 +872,11 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       if (!step(rule, &next, hi, exact ? g : NULL))
         goto cut;
       if (next.pc == 0)
-        return n; /* a zeroed return address also ends a stack */
+        return cprof__frames_end(&f, 1); /* a zeroed return address also ends a stack */
       if (!validate || is_return_address(next.pc)) {
         r = next;
         exact = validate = 0;
-        pcs[n++] = r.pc;
+        cprof__frames_put(&f, r.pc);
         continue;
       }
       next = r;
@@ -809,7 +889,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       validate = 0;
       /* An exact pc among return addresses: one past it, so that the
        * convention's "one byte back" lands on it. */
-      pcs[n++] = r.pc + 1;
+      cprof__frames_put(&f, r.pc + 1);
       /* The thread's sigaltstack is the one the kernel gave the handler
        * (uc), not the one this frame's ucontext claims: the walk trusts
        * nothing it read from the stack with deciding where it may read. */
@@ -822,16 +902,15 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
       r = next;
       exact = 0;
       validate = 1;
-      pcs[n++] = r.pc;
+      cprof__frames_put(&f, r.pc);
       continue;
     }
     goto cut;
   }
-  return n;
+  return cprof__frames_end(&f, 0); /* at the bound, with more stack above */
 cut:
-  if (n < max)
-    pcs[n++] = CPROF_PC_STACK_CUT;
-  return n;
+  cprof__frames_add(&f, CPROF_PC_STACK_CUT);
+  return cprof__frames_end(&f, 1);
 }
 
 int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,

@@ -30,6 +30,7 @@
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/frames.h"
 #include "unwind/modules.h"
 #include "unwind/unload.h"
 
@@ -39,14 +40,15 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
   uintptr_t pc = (uintptr_t)r[REG_RIP];
   uintptr_t sp = (uintptr_t)r[REG_RSP];
   uintptr_t fp = (uintptr_t)r[REG_RBP];
-  int n = 0;
   if (max <= 0)
     return 0;
-  pcs[n++] = pc;
+  cprof__frames_t f;
+  cprof__frames_init(&f, pcs, max);
+  cprof__frames_add(&f, pc);
 
   uintptr_t lo = sp, hi = cprof__stack_top_sigsafe(sp, &uc->uc_stack, stacks);
   if (hi < 2 * sizeof(uintptr_t))
-    return n;
+    return cprof__frames_end(&f, 1);
 
   /* The leaf without a frame, described above. */
   if (read_code && sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
@@ -54,23 +56,26 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
     uintptr_t first = chain_ok ? ((const uintptr_t *)fp)[1] : 0;
     if (top != first && cprof__cfa_is_return_address_sigsafe(top))
-      pcs[n++] = top;
+      cprof__frames_add(&f, top);
   }
 
-  while (n < max) {
+  /* The chain ends where a frame pointer fails the checks: the outermost
+   * frame's is 0 (_start and clone clear %rbp). */
+  int whole = 1;
+  while ((whole = cprof__frames_room(&f))) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)
       break;
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t next = frame[0], ret = frame[1];
     if (ret == 0)
       break;
-    pcs[n++] = ret;
+    cprof__frames_put(&f, ret);
     if (next <= fp) /* frames must move up the stack, or we would loop */
       break;
     lo = fp + 2 * sizeof(uintptr_t);
     fp = next;
   }
-  return n;
+  return cprof__frames_end(&f, whole);
 }
 
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,

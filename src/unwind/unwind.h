@@ -16,7 +16,18 @@
 #include "symbol/maps.h"
 #include "unwind/pc.h"
 
-#define CPROF_MAX_DEPTH 128
+/* How many frames a stack keeps: CPROF_MAX_DEPTH, set at start, from
+ * CPROF_MIN_DEPTH to CPROF_DEPTH_LIMIT. A deeper stack keeps its innermost
+ * and outermost frames with a marker between (frames.h). Arrays that
+ * outlive a setting (the CPU profile's buffer, the capture's slots) are
+ * sized by the setting when they are made; CPROF_DEPTH_LIMIT sizes only
+ * arrays that may hold any stack, never one on a signal handler's stack. */
+#define CPROF_DEFAULT_DEPTH 128
+#define CPROF_MIN_DEPTH 16
+#define CPROF_DEPTH_LIMIT 1024
+int cprof__max_depth(void);
+/* Clamps depth into [CPROF_MIN_DEPTH, CPROF_DEPTH_LIMIT]. */
+void cprof__set_max_depth(int depth);
 
 /* The walkers read words of the stack above the frames they start from:
  * return addresses, saved registers, a signal frame's ucontext, the word at

@@ -120,6 +120,20 @@ static void test_small_parsers(void) {
     if (mem[i].out)
       CHECK_EQ_INT(got, mem[i].out);
   }
+  /* CPROF_MAX_DEPTH. */
+  struct {
+    const char *in;
+    int out; /* 0: refused */
+  } depth[] = {{"128", 128}, {"16", 16},  {"1024", 1024}, {"600", 600}, {"15", 0},
+               {"1025", 0},  {"0", 0},    {"-128", 0},    {"", 0},      {"128 ", 0},
+               {" 128", 0},  {"1e3", 0},  {"deep", 0},    {"99999999999999999999", 0}};
+  for (size_t i = 0; i < sizeof depth / sizeof *depth; i++) {
+    int got = 7;
+    int rc = cprof__parse_max_depth(depth[i].in, &got, err, sizeof err);
+    CHECK_EQ_INT(rc, depth[i].out ? 0 : -EINVAL);
+    CHECK_EQ_INT(got, depth[i].out ? depth[i].out : 7);
+  }
+  CHECK_EQ_STR(err, "expected a whole number of frames from 16 to 1024");
 }
 
 /* Options win over the environment; NULL fields fall back to it; bad
@@ -169,6 +183,15 @@ static void test_load(void) {
   CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
   CHECK_EQ_INT(cfg.max_memory, (size_t)32 << 20);
   unsetenv("CPROF_MAX_MEMORY");
+
+  CHECK_EQ_INT(cfg.max_depth, 128); /* the default */
+  setenv("CPROF_MAX_DEPTH", "600", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_INT(cfg.max_depth, 600);
+  setenv("CPROF_MAX_DEPTH", "5000", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.max_depth, 128);
+  unsetenv("CPROF_MAX_DEPTH");
 }
 
 int main(void) {
