@@ -10,7 +10,8 @@
  *   says so there, rather than a short stack that looks whole.
  * - CPROF_PC_ELIDED(n): the stack was deeper than the depth kept
  *   (CPROF_MAX_DEPTH): n frames between the innermost and the outermost
- *   ones kept were left out here.
+ *   ones kept were left out here (unwind/frames.h); n = 0: how many is not
+ *   known, the walk stopped first.
  * - CPROF_PC_MODULES(g): last in a stack taken after some module was
  *   unloaded: the stack's addresses mean what they meant in module
  *   generation g (unwind/modules.h), not what is mapped there now.
