@@ -301,7 +301,7 @@ static void exe_path(char *buf, size_t size) {
 }
 
 /* The retired modules become mappings after the live ones, their names
- * found only when first needed (retired_dwfl_of). */
+ * found only when first needed (dwfl_for). */
 static void add_retired(cprof__symbolizer_t *s, cprof__retired_t *const *gone, int ngone) {
   for (int k = 0; k < ngone; k++) {
     const cprof__retired_t *r = gone[k];
