@@ -206,12 +206,20 @@ int main(void) {
   test_ring();
   walk_deep("cfa here", here_walk);
   walk_deep("signal walk, dwarf", dwarf_walk);
+  int walkers = 5;
+#ifndef __SANITIZE_THREAD__
   walk_deep("signal walk, fp", fp_walk);
+#else
+  /* ThreadSanitizer runs handlers late, inside its own runtime, with the
+   * saved context: a frame-pointer walk there sees a stack that has moved
+   * on (doc/internals.md, "Limits"). */
+  walkers--;
+#endif
   caller_how = CPROF_UNWIND_DWARF;
   walk_deep("caller, dwarf", caller_walk);
   caller_how = CPROF_UNWIND_FP;
   walk_deep("caller, fp", caller_walk);
-  CHECK_EQ_INT(walker_checked, 5 * 6);
+  CHECK_EQ_INT(walker_checked, walkers * 6);
 
   /* Deeper than any walk goes: the innermost frames, then the marker with
    * no number. */
