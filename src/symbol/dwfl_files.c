@@ -2,6 +2,8 @@
  * dwfl_files.h for why we do not use libdw's standard callbacks as they are. */
 #include "symbol/dwfl_files.h"
 
+#include "core/hex.h"
+
 #include "symbol/debuginfod.h"
 
 #include <elfutils/libdwelf.h>
@@ -290,8 +292,7 @@ static int find_fetched(const unsigned char *id, int idlen, char **debuginfo_fil
   char hex[2 * 64 + 1], path[PATH_MAX];
   if (idlen > 64)
     return -1;
-  for (int i = 0; i < idlen; i++)
-    snprintf(hex + 2 * i, 3, "%02x", id[i]);
+  cprof__hex_encode(id, (size_t)idlen, hex);
   for (int k = 0; k < 2; k++) {
     if (cprof__debuginfod_candidate(hex, k, path, sizeof path) != 0)
       continue;
@@ -349,8 +350,7 @@ static int find_fetched_alt(const char *debug_file, char **debuginfo_file_name) 
   int fd = find_fetched(id, idlen, debuginfo_file_name);
   if (fd < 0) {
     char hex[2 * sizeof id + 1];
-    for (int i = 0; i < idlen; i++)
-      snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    cprof__hex_encode(id, (size_t)idlen, hex);
     cprof__debuginfod_want(hex);
   }
   return fd;

@@ -29,6 +29,7 @@
 #include "symbol/symbolize.h"
 
 #include "core/fds.h"
+#include "core/hex.h"
 #include "symbol/blocked_unwind.h"
 #include "symbol/debuginfod.h"
 #include "symbol/die_names.h"
@@ -274,12 +275,7 @@ static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
     char *hex = malloc((size_t)len * 2 + 1);
     if (!hex)
       return -ENOMEM;
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < len; i++) {
-      hex[2 * i] = digits[bits[i] >> 4];
-      hex[2 * i + 1] = digits[bits[i] & 15];
-    }
-    hex[2 * len] = '\0';
+    cprof__hex_encode(bits, (size_t)len, hex);
     mp->build_id = hex;
   }
   mp->has_symbols = dwfl_module_getsymtab(mod) > 0;
@@ -331,12 +327,8 @@ static Dwfl *report_retired(const cprof__retired_t *r, cprof__mapping_t *mp) {
   GElf_Addr vaddr;
   int len = elf ? dwfl_module_build_id(mod, &bits, &vaddr) : -1;
   char hex[sizeof r->build_id] = "";
-  static const char digits[] = "0123456789abcdef";
-  for (int i = 0; i < len && 2 * i + 2 < (int)sizeof hex; i++) {
-    hex[2 * i] = digits[bits[i] >> 4];
-    hex[2 * i + 1] = digits[bits[i] & 15];
-    hex[2 * i + 2] = '\0';
-  }
+  if (len > 0 && (size_t)len * 2 < sizeof hex)
+    cprof__hex_encode(bits, (size_t)len, hex);
   if (!elf || bias != r->bias || strcmp(hex, r->build_id) != 0) {
     dwfl_end(dwfl);
     return NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hex.h"
 #include "core/pages.h"
 
 uint32_t cprof__modules_generation;
@@ -74,7 +75,6 @@ static uintptr_t page_up(uintptr_t a) { return page_down(a + CPROF_PAGE - 1); }
 
 /* The GNU build ID from a loaded module's notes, in hex. */
 static void build_id_of(const struct dl_phdr_info *info, char *hex) {
-  static const char digits[] = "0123456789abcdef";
   hex[0] = '\0';
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -91,11 +91,7 @@ static void build_id_of(const struct dl_phdr_info *info, char *hex) {
         break;
       if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
           nh->n_descsz > 0 && nh->n_descsz <= 32) {
-        for (unsigned j = 0; j < nh->n_descsz; j++) {
-          hex[2 * j] = digits[desc[j] >> 4];
-          hex[2 * j + 1] = digits[desc[j] & 15];
-        }
-        hex[2 * nh->n_descsz] = '\0';
+        cprof__hex_encode(desc, nh->n_descsz, hex);
         return;
       }
       p = next;
