@@ -103,51 +103,71 @@ static int is_class(int tag) {
 
 /* ---- the cache ------------------------------------------------------------ */
 
+/* Both caches are open-addressing tables on a pointer into libdw's data:
+ * arrays of entries whose first member is that pointer (NULL: an empty
+ * slot), at most half full. */
+
 static size_t slot_of(const void *key, size_t cap) { return ((uintptr_t)key >> 3) & (cap - 1); }
 
-static const struct cprof__die_name *find(const cprof__die_names_t *t, const void *key) {
-  if (!t->cap)
+static const void *key_at(const void *v, size_t esize, size_t k) {
+  return *(const void *const *)((const char *)v + k * esize);
+}
+
+/* The entry for key, or NULL. */
+static void *table_find(void *v, size_t cap, size_t esize, const void *key) {
+  if (!cap)
     return NULL;
-  for (size_t k = slot_of(key, t->cap); t->v[k].key; k = (k + 1) & (t->cap - 1))
-    if (t->v[k].key == key)
-      return &t->v[k];
+  for (size_t k = slot_of(key, cap); key_at(v, esize, k); k = (k + 1) & (cap - 1))
+    if (key_at(v, esize, k) == key)
+      return (char *)v + k * esize;
   return NULL;
 }
 
-static int grow(cprof__die_names_t *t) {
-  size_t cap = t->cap ? t->cap * 2 : 64;
-  struct cprof__die_name *v = calloc(cap, sizeof *v);
-  if (!v)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->cap; i++) {
-    if (!t->v[i].key)
-      continue;
-    size_t k = slot_of(t->v[i].key, cap);
-    while (v[k].key)
-      k = (k + 1) & (cap - 1);
-    v[k] = t->v[i];
+/* The empty slot key goes in, the table grown first if one more entry
+ * would fill it past half; NULL without memory. The caller fills the
+ * slot, key first, and counts it in *len. */
+static void *table_slot(void **v, size_t *cap, size_t len, size_t esize, const void *key) {
+  if ((len + 1) * 2 > *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    char *nv = calloc(ncap, esize);
+    if (!nv)
+      return NULL;
+    for (size_t i = 0; i < *cap; i++) {
+      const void *ik = key_at(*v, esize, i);
+      if (!ik)
+        continue;
+      size_t k = slot_of(ik, ncap);
+      while (key_at(nv, esize, k))
+        k = (k + 1) & (ncap - 1);
+      memcpy(nv + k * esize, (char *)*v + i * esize, esize);
+    }
+    free(*v);
+    *v = nv;
+    *cap = ncap;
   }
-  free(t->v);
-  t->v = v;
-  t->cap = cap;
-  return 0;
+  size_t k = slot_of(key, *cap);
+  while (key_at(*v, esize, k))
+    k = (k + 1) & (*cap - 1);
+  return (char *)*v + k * esize;
+}
+
+static const struct cprof__die_name *find(const cprof__die_names_t *t, const void *key) {
+  return table_find(t->v, t->cap, sizeof *t->v, key);
 }
 
 /* Keeps name and system (malloc'd, or NULL) for key. Returns the entry,
  * or NULL without room for it, having freed both. */
 static const struct cprof__die_name *remember(cprof__die_names_t *t, const void *key, char *name,
                                               char *system) {
-  if ((t->len + 1) * 2 > t->cap && grow(t) != 0) {
+  struct cprof__die_name *e = table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
+  if (!e) {
     free(name);
     free(system);
     return NULL;
   }
-  size_t k = slot_of(key, t->cap);
-  while (t->v[k].key)
-    k = (k + 1) & (t->cap - 1);
-  t->v[k] = (struct cprof__die_name){.key = key, .name = name, .system = system};
+  *e = (struct cprof__die_name){.key = key, .name = name, .system = system};
   t->len++;
-  return &t->v[k];
+  return e;
 }
 
 void cprof__die_names_free(cprof__die_names_t *t) {
@@ -296,27 +316,13 @@ static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, tex
  * them (parents_of): a list to search halves the work once and makes the
  * rest a binary search. NULL on failure or for a scope without children. */
 static const struct cprof__die_kids *kids_of(cprof__die_names_t *t, Dwarf_Die *scope) {
-  for (size_t k = t->kcap ? slot_of(scope->addr, t->kcap) : 0; t->kcap && t->kids[k].key;
-       k = (k + 1) & (t->kcap - 1))
-    if (t->kids[k].key == scope->addr)
-      return t->kids[k].v ? &t->kids[k] : NULL;
-  if ((t->klen + 1) * 2 > t->kcap) {
-    size_t cap = t->kcap ? t->kcap * 2 : 64;
-    struct cprof__die_kids *v = calloc(cap, sizeof *v);
-    if (!v)
-      return NULL;
-    for (size_t i = 0; i < t->kcap; i++) {
-      if (!t->kids[i].key)
-        continue;
-      size_t k = slot_of(t->kids[i].key, cap);
-      while (v[k].key)
-        k = (k + 1) & (cap - 1);
-      v[k] = t->kids[i];
-    }
-    free(t->kids);
-    t->kids = v;
-    t->kcap = cap;
-  }
+  struct cprof__die_kids *known = table_find(t->kids, t->kcap, sizeof *t->kids, scope->addr);
+  if (known)
+    return known->v ? known : NULL;
+  struct cprof__die_kids *slot =
+      table_slot((void **)&t->kids, &t->kcap, t->klen, sizeof *t->kids, scope->addr);
+  if (!slot)
+    return NULL;
   struct cprof__die_kids l = {.key = scope->addr};
   Dwarf_Die child;
   int cap = 0;
@@ -334,12 +340,9 @@ static const struct cprof__die_kids *kids_of(cprof__die_names_t *t, Dwarf_Die *s
       l.v[l.n++] = child;
     } while (dwarf_siblingof(&child, &child) == 0);
   }
-  size_t k = slot_of(l.key, t->kcap);
-  while (t->kids[k].key)
-    k = (k + 1) & (t->kcap - 1);
-  t->kids[k] = l; /* kept even when empty, not to list it again */
+  *slot = l; /* kept even when empty, not to list it again */
   t->klen++;
-  return l.v ? &t->kids[k] : NULL;
+  return l.v ? slot : NULL;
 }
 
 /* The scopes enclosing die, innermost first, short of its unit; or -1.
