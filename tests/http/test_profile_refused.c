@@ -6,9 +6,6 @@
  * asked. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,26 +15,15 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "seccomp_deny.h"
 #include "cprof.h"
 
 static const char WHY[] =
     "no thread could be given a CPU timer: timer_create: Operation not permitted";
 
 static int deny_timer_create(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_timer_create, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-                 prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0
-             ? 0
-             : -1;
+  seccomp_denial_t d[] = {{SYS_timer_create, EPERM}};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && seccomp_deny(d, 1, 0) == 0 ? 0 : -1;
 }
 
 static void ask(void) {
