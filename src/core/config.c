@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,19 @@ int cprof__parse_setting(const char *s, long max, const char *what, long *out, c
   return 0;
 }
 
+int cprof__parse_limit(const char *s, long min, long max, const char *what, long *out, char *err,
+                       size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end || errno || v < min || v > max) {
+    snprintf(err, errlen, "expected a whole number of %s from %ld to %ld", what, min, max);
+    return -EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
 int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen) {
   static const char form[] = "expected a size in bytes of at least 1M, such as 33554432, 32M or 1G";
   char *end;
@@ -202,6 +216,43 @@ int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size
 /* The option field if set, else the environment variable, else NULL. */
 static const char *pick(const char *field, const char *env) {
   return field ? field : getenv(env);
+}
+
+static const struct limit_setting {
+  const char *env;
+  size_t field; /* offset of a long in cprof__config_t */
+  long min, max, dflt;
+  const char *what;
+} limit_settings[] = {
+    {"CPROF_MAX_CONNECTIONS", offsetof(cprof__config_t, max_connections), 1,
+     CPROF_LIMIT_MAX_CONNECTIONS, CPROF_DEFAULT_MAX_CONNECTIONS, "connections"},
+    {"CPROF_MAX_CONNECTIONS_PER_IP", offsetof(cprof__config_t, max_connections_per_ip), 1,
+     CPROF_LIMIT_MAX_CONNECTIONS, CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP, "connections"},
+    {"CPROF_READ_TIMEOUT", offsetof(cprof__config_t, read_timeout), 1, CPROF_LIMIT_TIMEOUT,
+     CPROF_DEFAULT_READ_TIMEOUT, "seconds"},
+    {"CPROF_IDLE_TIMEOUT", offsetof(cprof__config_t, idle_timeout), 1, CPROF_LIMIT_TIMEOUT,
+     CPROF_DEFAULT_IDLE_TIMEOUT, "seconds"},
+    {"CPROF_MAX_PROFILES", offsetof(cprof__config_t, max_profiles), 1, CPROF_LIMIT_MAX_PROFILES,
+     CPROF_DEFAULT_MAX_PROFILES, "requests"},
+};
+
+/* The server's limits (http/limits.c), each from its variable or its
+ * default. Returns -EINVAL when any value was bad. */
+static int load_limits(cprof__config_t *cfg) {
+  char err[160];
+  int bad = 0;
+  for (size_t i = 0; i < sizeof limit_settings / sizeof limit_settings[0]; i++) {
+    const struct limit_setting *l = &limit_settings[i];
+    long *field = (long *)((char *)cfg + l->field);
+    const char *v = getenv(l->env);
+    *field = l->dflt;
+    if (v && cprof__parse_limit(v, l->min, l->max, l->what, field, err, sizeof err) != 0) {
+      cprof__log("%s=\"%s\": %s; using %ld", l->env, v, err, l->dflt);
+      *field = l->dflt;
+      bad = 1;
+    }
+  }
+  return bad ? -EINVAL : 0;
 }
 
 int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
@@ -290,6 +341,8 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->max_depth = CPROF_DEFAULT_DEPTH;
     bad = 1;
   }
+  if (load_limits(cfg) != 0)
+    bad = 1;
   return bad ? -EINVAL : 0;
 }
 
@@ -297,7 +350,12 @@ static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
                                   .heap_rate = CPROF_DEFAULT_HEAP_RATE,
                                   .max_memory = CPROF_DEFAULT_MAX_MEMORY,
-                                  .max_depth = CPROF_DEFAULT_DEPTH}; /* no prefix, no auth, dwarf */
+                                  .max_depth = CPROF_DEFAULT_DEPTH,
+                                  .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
+                                  .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
+                                  .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
+                                  .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
+                                  .max_profiles = CPROF_DEFAULT_MAX_PROFILES}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

@@ -25,6 +25,12 @@ typedef struct cprof__config {
   char output[512]; /* CPROF_OUTPUT: a directory, "" for none */
   size_t max_memory; /* CPROF_MAX_MEMORY: bytes the samplers' stack tables may hold */
   int max_depth;     /* CPROF_MAX_DEPTH: frames a stack keeps (unwind/frames.h) */
+  /* The server's limits (http/limits.c) */
+  long max_connections;        /* CPROF_MAX_CONNECTIONS: served at once */
+  long max_connections_per_ip; /* CPROF_MAX_CONNECTIONS_PER_IP: of them, from one address */
+  long read_timeout;           /* CPROF_READ_TIMEOUT: s for a whole request to arrive */
+  long idle_timeout;           /* CPROF_IDLE_TIMEOUT: s a connection may stay silent */
+  long max_profiles;           /* CPROF_MAX_PROFILES: expensive requests at once */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -34,6 +40,14 @@ typedef struct cprof__config {
 #define CPROF_MAX_BLOCK_RATE 1000000000000L /* 1000 s */
 #define CPROF_MAX_MUTEX_FRACTION 1000000000L
 #define CPROF_MIN_MAX_MEMORY ((size_t)1 << 20)
+#define CPROF_DEFAULT_MAX_CONNECTIONS 64
+#define CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP 16
+#define CPROF_DEFAULT_READ_TIMEOUT 10 /* s */
+#define CPROF_DEFAULT_IDLE_TIMEOUT 30 /* s */
+#define CPROF_DEFAULT_MAX_PROFILES 4
+#define CPROF_LIMIT_MAX_CONNECTIONS 1024
+#define CPROF_LIMIT_MAX_PROFILES 64
+#define CPROF_LIMIT_TIMEOUT 3600 /* s */
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -49,6 +63,10 @@ int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen);
  * POST /debug/pprof/block?rate= and /mutex?fraction=. */
 int cprof__parse_setting(const char *s, long max, const char *what, long *out, char *err,
                          size_t errlen);
+/* A whole number from min to max of `what` ("connections", "seconds"):
+ * the server's limits. */
+int cprof__parse_limit(const char *s, long min, long max, const char *what, long *out, char *err,
+                       size_t errlen);
 /* A size in bytes, with an optional K, M or G (powers of 1024), at least
  * 1M: CPROF_MAX_MEMORY. */
 int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen);

@@ -16,7 +16,10 @@
  * - A thread per connection: a 30-second CPU profile must not hold up an
  *   index page request that arrives meanwhile.
  * - The raw query string comes from MHD's URI log callback: MHD's parsed
- *   arguments would turn the symbol endpoint's "0x1+0x2" into "0x1 0x2". */
+ *   arguments would turn the symbol endpoint's "0x1+0x2" into "0x1 0x2".
+ * - Limits (http/limits.c): caps on connections and on profiles built at
+ *   once, a deadline for each request that the keeper enforces. Their
+ *   libmicrohttpd options are in limit_options. */
 #include "http/server.h"
 
 #include <arpa/inet.h>
@@ -36,12 +39,10 @@
 #include "core/buf.h"
 #include "core/fds.h"
 #include "core/log.h"
+#include "http/limits.h"
 #include "cprof.h"
 #include "symbol/symbolize.h"
 
-#define MAX_BODY (1 << 20)
-#define MAX_CONNECTIONS 32
-#define IDLE_TIMEOUT_S 120
 /* How long the symbolizer may sit unused before the keeper lets it go, with
  * its memory (16 MB of a small program's RSS once libc's DWARF is loaded).
  * Building it again costs the next /goroutine about 80 ms, against 2 ms
@@ -65,11 +66,13 @@ static struct {
   int unshare_err; /* why the keeper could not have a table of its own */
   int stop;      /* cprof__server_stop asks the keeper to end */
   int used;      /* the symbolizer was used since the keeper last looked */
+  int reap;      /* a request deadline was set: look at them */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 typedef struct request_state {
   char *uri;        /* path?query as the client sent it */
   int seen_headers; /* the first call, with the headers only, has been made */
+  int slot;         /* an expensive request's slot (limits.h), 0 for none */
   cprof__buf_t body;
 } request_state_t;
 
@@ -83,10 +86,42 @@ static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) 
   return st;
 }
 
+/* The connection's record in limits.c, made when it opened. */
+static cprof__conn_t *conn_of(struct MHD_Connection *con) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  cprof__conn_t *c = *socket_ctx;
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) { /* before MHD closes its descriptor */
+    if (c) {
+      cprof__limits_close(c);
+      free(c);
+      *socket_ctx = NULL;
+    }
+    return;
+  }
+  const union MHD_ConnectionInfo *fd = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *peer =
+      MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!fd || !(c = malloc(sizeof *c)))
+    return; /* out of memory: served, without limits */
+  *socket_ctx = c;
+  cprof__limits_open(c, fd->connect_fd, peer ? peer->client_addr : NULL,
+                     sizeof(struct sockaddr_storage));
+}
+
 static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   request_state_t *st = *con_cls;
+  cprof__conn_t *c = conn_of(con);
+  if (c && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+    cprof__limits_request_done(c); /* the next request's deadline */
   if (st) {
+    cprof__limits_profile_leave(st->slot);
     free(st->uri);
     cprof__buf_free(&st->body);
     free(st);
@@ -120,6 +155,42 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status, co
   return ret;
 }
 
+/* The headers have arrived: a connection told 503 when it opened gets no
+ * answer, and an expensive request waits for no slot: 503 at once. */
+static enum MHD_Result admit(struct MHD_Connection *con, request_state_t *st, const char *method,
+                             const char *url) {
+  cprof__conn_t *c = conn_of(con);
+  if (c && c->refused)
+    return MHD_NO;
+  int retry = 1;
+  char why[160];
+  const char *query = strchr(st->uri, '?');
+  st->slot = cprof__limits_profile_enter(method, url, query ? query + 1 : NULL, &retry, why,
+                                         sizeof why);
+  if (st->slot >= 0)
+    return MHD_YES;
+  st->slot = 0;
+  char text[200], after[16];
+  snprintf(text, sizeof text, "503 service unavailable: %s\n", why);
+  snprintf(after, sizeof after, "%d", retry);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+  if (!r)
+    return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(r, "Retry-After", after);
+  enum MHD_Result ret = MHD_queue_response(con, 503, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static void conn_read(struct MHD_Connection *con) {
+  cprof__conn_t *c = conn_of(con);
+  if (c)
+    cprof__limits_request_read(c);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -131,16 +202,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
    * body, then once more with no data: that last call answers. */
   if (!st->seen_headers) {
     st->seen_headers = 1;
-    return MHD_YES;
+    return admit(con, st, method, url);
   }
   if (*upload_data_size) { /* a chunk of the body; more calls follow */
-    if (st->body.len + *upload_data_size <= MAX_BODY)
+    if (st->body.len + *upload_data_size <= CPROF_MAX_BODY)
       cprof__buf_append(&st->body, upload_data, *upload_data_size);
     else
       st->body.failed = 1;
     *upload_data_size = 0;
     return MHD_YES;
   }
+  conn_read(con);
   if (st->body.failed)
     return send_text(con, 413, "request body too large (the limit is 1 MiB)\n");
 
@@ -158,7 +230,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
       .ctx = con,
   };
   cprof_response_t resp;
-  if (cprof_handle_request(&req, &resp) != 0)
+  int rc = cprof_handle_request(&req, &resp);
+  cprof__limits_profile_leave(st->slot); /* built: sending it is cheap */
+  st->slot = 0;
+  if (rc != 0)
     return send_text(con, 500, "out of memory\n");
 
   struct MHD_Response *r =
@@ -231,18 +306,52 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   return fd;
 }
 
+/* limits.c set a request deadline: the keeper may be asleep for good. */
+static void limits_wake(void) {
+  pthread_mutex_lock(&keeper.lock);
+  keeper.reap = 1;
+  pthread_cond_signal(&keeper.cond);
+  pthread_mutex_unlock(&keeper.lock);
+}
+
+#define LIMIT_OPTIONS 6
+
+/* The limits' options for MHD_start_daemon (an MHD_OPTION_ARRAY), from the
+ * settings in force; also sets limits.c's caps. */
+static void limit_options(struct MHD_OptionItem *o) {
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  cprof__limits_cfg_t lc = {(int)cfg.max_connections, (int)cfg.max_connections_per_ip,
+                            (int)cfg.read_timeout, (int)cfg.max_profiles};
+  cprof__limits_init(&lc, limits_wake);
+  /* MHD's caps are ours plus the reserve for connections told 503 (one
+   * address may hold half of it); past them MHD closes at once. */
+  unsigned total = (unsigned)(cfg.max_connections + CPROF_LIMIT_RESERVE);
+  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + CPROF_LIMIT_RESERVE / 2);
+  struct MHD_OptionItem items[] = {
+      {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
+      {MHD_OPTION_CONNECTION_LIMIT, total, NULL},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
+      {MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg.idle_timeout, NULL},
+      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CPROF_HEAD_MEMORY, NULL},
+      {MHD_OPTION_END, 0, NULL},
+  };
+  memcpy(o, items, sizeof items);
+}
+
 /* Opens the socket and starts libmicrohttpd, whose threads share the
  * calling thread's descriptor table. Returns 0 or a negative errno. */
 static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   int fd = open_listener(addr, bound, boundlen);
   if (fd < 0)
     return fd;
+  struct MHD_OptionItem limits[LIMIT_OPTIONS];
+  limit_options(limits);
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   daemon_ = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
       NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
-      NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+      NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
       MHD_OPTION_END);
   if (!daemon_) {
     close(fd);
@@ -272,11 +381,13 @@ static void wait_ms(long ms) {
 }
 
 /* Until asked to stop: let the symbolizer go once it has been idle for
- * SYMBOLIZER_IDLE_MS. If it holds descriptors, they are in our table, and
- * this thread is there too. */
+ * SYMBOLIZER_IDLE_MS, and cut off connections past their request deadline.
+ * If the symbolizer holds descriptors, they are in our table, and so are
+ * the connections; this thread is there too. */
 static void keep_until_stopped(void) {
   while (!keeper.stop) {
     long ms = -1;
+    keeper.reap = 0;
     if (keeper.used) {
       keeper.used = 0;
       pthread_mutex_unlock(&keeper.lock);
@@ -287,9 +398,12 @@ static void keep_until_stopped(void) {
     }
     if (keeper.stop)
       break;
+    long reap_ms = cprof__limits_reap();
+    if (reap_ms >= 0 && (ms < 0 || reap_ms < ms))
+      ms = reap_ms + 1; /* past the deadline, not just before it */
     if (ms >= 0)
       wait_ms(ms);
-    else if (!keeper.used)
+    else if (!keeper.used && !keeper.reap)
       pthread_cond_wait(&keeper.cond, &keeper.lock);
   }
 }

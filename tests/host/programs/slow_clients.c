@@ -5,7 +5,8 @@
  *     opens N connections from the local address SRC (any 127.x.y.z works
  *     on Linux's loopback), sends half a request line on each ("GET
  *     /debug/pprof/ HTT"), prints "holding K" (K: how many connected) and
- *     holds them for SECONDS, then prints how many the server closed.
+ *     holds them for SECONDS, then prints how many the server answered
+ *     with a 503 (those beyond its caps) and how many it closed.
  *   slow_clients trickle HOST PORT SRC 1 SECONDS
  *     slowloris: one connection that sends a request one byte a second,
  *     never finishing it; prints "closed after S s" when the server cuts
@@ -48,14 +49,25 @@ fail:
   return -1;
 }
 
-/* The server closed (or reset) the connection: a read returns 0 or fails. */
-static int closed_by_server(int fd) {
-  struct pollfd p = {.fd = fd, .events = POLLIN};
-  if (poll(&p, 1, 0) <= 0)
-    return 0;
+/* The server closed (or reset) the connection: reading what it sent ends
+ * in end of file or an error. *answer gets the first bytes it sent. */
+static int closed_by_server(int fd, char *answer, size_t len) {
   char buf[512];
-  ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN);
+  answer[0] = '\0';
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+      return 0;
+    ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN))
+      return 1;
+    if (n < 0)
+      return 0;
+    if (!answer[0]) {
+      buf[n] = '\0';
+      snprintf(answer, len, "%s", buf);
+    }
+  }
 }
 
 static int half(const char *host, int port, const char *src, int n, int seconds) {
@@ -70,10 +82,14 @@ static int half(const char *host, int port, const char *src, int n, int seconds)
   printf("holding %d\n", held);
   fflush(stdout);
   sleep((unsigned)seconds);
-  int closed = 0;
-  for (int i = 0; i < n; i++)
-    if (fds[i] >= 0 && closed_by_server(fds[i]))
+  int closed = 0, told = 0;
+  char answer[64];
+  for (int i = 0; i < n; i++) {
+    if (fds[i] >= 0 && closed_by_server(fds[i], answer, sizeof answer))
       closed++;
+    told += strncmp(answer, "HTTP/1.1 503 ", 13) == 0;
+  }
+  printf("told 503 %d\n", told);
   printf("closed by the server %d of %d\n", closed, held);
   return 0;
 }
@@ -90,7 +106,8 @@ static int trickle(const char *host, int port, const char *src, int seconds) {
   fflush(stdout);
   double t0 = now_s();
   for (size_t i = 0; now_s() - t0 < seconds; i = (i + 1) % (sizeof req - 1)) {
-    if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1 || closed_by_server(fd)) {
+    char answer[64];
+    if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1 || closed_by_server(fd, answer, sizeof answer)) {
       printf("closed after %.0f s\n", now_s() - t0);
       return 0;
     }

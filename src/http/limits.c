@@ -1,0 +1,239 @@
+/* Limits of the embedded server: what a slow or malicious client can hold.
+ *
+ * - Connections: at most max_connections served at once, at most
+ *   max_per_ip of them from one address, so one host cannot take them all.
+ *   A connection beyond either cap is still accepted, told "503, retry
+ *   after 1 s" at once, without waiting for its request, and closed: a
+ *   client learns why instead of seeing a silent close or waiting in the
+ *   listen queue. Its sending side ends right after the answer (a FIN), and
+ *   the socket stays open up to CPROF_REFUSE_LINGER_MS to read the request
+ *   the client sends meanwhile: closing with unread data would send a reset,
+ *   and a reset can reach the client before it has read the answer.
+ * - A deadline for each request: the whole request (line, headers, body)
+ *   must arrive within read_timeout of the connection's opening or of the
+ *   previous answer on it. libmicrohttpd's own timeout counts inactivity,
+ *   which a client sending a byte a second (slowloris) never reaches; the
+ *   reaper (the server's keeper thread) shuts down a connection past its
+ *   deadline, and libmicrohttpd closes it as if the peer had.
+ * - Expensive requests: profiles being built take one of max_profiles
+ *   slots for as long as they build (a 30 s CPU profile for 30 s); beyond
+ *   that, 503 with Retry-After the time until the first running one is due.
+ *   Requests with a body are expensive too, which bounds the bodies held
+ *   at once to max_profiles of CPROF_MAX_BODY.
+ *
+ * Memory under abuse is bounded by (max_connections + CPROF_LIMIT_RESERVE)
+ * connections of CPROF_HEAD_MEMORY each, plus a thread each (the stack it
+ * touches), plus max_profiles bodies of CPROF_MAX_BODY and the profiles
+ * being built. */
+#include "http/limits.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/query.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static cprof__limits_cfg_t cfg = {CPROF_DEFAULT_MAX_CONNECTIONS,
+                                  CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP, CPROF_DEFAULT_READ_TIMEOUT,
+                                  CPROF_DEFAULT_MAX_PROFILES};
+static void (*wake_reaper)(void);
+static cprof__conn_t *conns; /* every open connection, refused ones too */
+static int admitted;         /* of them, not refused */
+/* When each running expensive request is expected to end (ms); 0: free. */
+static long long slots[CPROF_LIMIT_MAX_PROFILES];
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cprof__limits_init(const cprof__limits_cfg_t *c, void (*wake)(void)) {
+  /* Also after fork: the parent's connections are not the child's, and
+   * the lock may have been held by a thread the child does not have. */
+  pthread_mutex_init(&lock, NULL);
+  cfg = *c;
+  if (cfg.max_profiles > CPROF_LIMIT_MAX_PROFILES)
+    cfg.max_profiles = CPROF_LIMIT_MAX_PROFILES;
+  wake_reaper = wake;
+  conns = NULL;
+  admitted = 0;
+  memset(slots, 0, sizeof slots);
+}
+
+static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+  if (a->ss_family != b->ss_family)
+    return 0;
+  if (a->ss_family == AF_INET)
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+           ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+  if (a->ss_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                  &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+  return 1; /* another family: all one host */
+}
+
+/* Connections served from c's address, c not counted. Under the lock. */
+static int from_same_host(const cprof__conn_t *c) {
+  int n = 0;
+  for (const cprof__conn_t *o = conns; o; o = o->next)
+    n += o != c && !o->refused && same_host(&o->peer, &c->peer);
+  return n;
+}
+
+/* The answer to a connection beyond a cap, written straight to its socket:
+ * it is small enough for any socket buffer, so the write never waits. */
+static void refuse(int fd, const char *why) {
+  char body[160], msg[400];
+  int blen = snprintf(body, sizeof body, "503 service unavailable: %s\n", why);
+  int n = snprintf(msg, sizeof msg,
+                   "HTTP/1.1 503 Service Unavailable\r\n"
+                   "Content-Type: text/plain; charset=utf-8\r\n"
+                   "X-Content-Type-Options: nosniff\r\n"
+                   "Retry-After: 1\r\n"
+                   "Connection: close\r\n"
+                   "Content-Length: %d\r\n\r\n%s",
+                   blen, body);
+  (void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown(fd, SHUT_WR);
+}
+
+int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, socklen_t len) {
+  memset(c, 0, sizeof *c);
+  c->fd = fd;
+  if (peer && len <= sizeof c->peer)
+    memcpy(&c->peer, peer, len);
+  char why[120] = "";
+  pthread_mutex_lock(&lock);
+  int first = conns == NULL;
+  if (admitted >= cfg.max_connections)
+    snprintf(why, sizeof why, "too many connections (CPROF_MAX_CONNECTIONS=%d)",
+             cfg.max_connections);
+  else if (from_same_host(c) >= cfg.max_per_ip)
+    snprintf(why, sizeof why,
+             "too many connections from your address (CPROF_MAX_CONNECTIONS_PER_IP=%d)",
+             cfg.max_per_ip);
+  c->refused = why[0] != '\0';
+  admitted += !c->refused;
+  c->deadline = now_ms() + (c->refused ? CPROF_REFUSE_LINGER_MS : cfg.read_timeout * 1000LL);
+  c->next = conns;
+  if (conns)
+    conns->prev = c;
+  conns = c;
+  pthread_mutex_unlock(&lock);
+  if (c->refused)
+    refuse(fd, why);
+  if (first && wake_reaper)
+    wake_reaper();
+  return c->refused;
+}
+
+void cprof__limits_close(cprof__conn_t *c) {
+  pthread_mutex_lock(&lock);
+  if (c->prev)
+    c->prev->next = c->next;
+  else if (conns == c)
+    conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  admitted -= !c->refused;
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__limits_request_read(cprof__conn_t *c) {
+  pthread_mutex_lock(&lock);
+  if (!c->refused)
+    c->deadline = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+void cprof__limits_request_done(cprof__conn_t *c) {
+  pthread_mutex_lock(&lock);
+  if (!c->refused)
+    c->deadline = now_ms() + cfg.read_timeout * 1000LL;
+  pthread_mutex_unlock(&lock);
+  /* The reaper may sleep with nothing to wait for. */
+  if (wake_reaper)
+    wake_reaper();
+}
+
+long cprof__limits_reap(void) {
+  long long now = now_ms(), next = -1;
+  pthread_mutex_lock(&lock);
+  for (cprof__conn_t *c = conns; c; c = c->next) {
+    if (!c->deadline)
+      continue;
+    if (c->deadline <= now) {
+      /* libmicrohttpd's thread for it wakes, reads end of file and closes
+       * it; it tells us (limits_close, under this lock) before it closes
+       * the descriptor, so fd is still this connection's. */
+      shutdown(c->fd, SHUT_RDWR);
+      c->deadline = 0;
+    } else if (next < 0 || c->deadline - now < next) {
+      next = c->deadline - now;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return (long)next;
+}
+
+/* The profile's name under /debug/pprof/, or NULL outside it. */
+static const char *profile_name(const char *path) {
+  static const char root[] = "/debug/pprof/";
+  const char *p = strstr(path, root); /* after any CPROF_PREFIX */
+  return p ? p + sizeof root - 1 : NULL;
+}
+
+static int is_cheap(const char *method, const char *path) {
+  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    return 0; /* a body, or a setting changed */
+  const char *name = profile_name(path);
+  return !name || name[0] == '\0' || strcmp(name, "cmdline") == 0 || strcmp(name, "symbol") == 0;
+}
+
+/* How long the request should take, in ms, for Retry-After. */
+static long long expected_ms(const char *path, const char *query) {
+  char v[32];
+  long seconds = 0;
+  if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
+    cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
+  else if (strcmp(profile_name(path) ? profile_name(path) : "", "profile") == 0)
+    seconds = 30; /* the CPU profile's default */
+  return seconds * 1000LL + 1000;
+}
+
+int cprof__limits_profile_enter(const char *method, const char *path, const char *query,
+                                int *retry_after, char *why, size_t whylen) {
+  if (is_cheap(method ? method : "", path ? path : ""))
+    return 0;
+  long long now = now_ms(), soonest = -1;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < cfg.max_profiles; i++) {
+    if (!slots[i]) {
+      slots[i] = now + expected_ms(path, query);
+      pthread_mutex_unlock(&lock);
+      return i + 1;
+    }
+    if (soonest < 0 || slots[i] < soonest)
+      soonest = slots[i];
+  }
+  pthread_mutex_unlock(&lock);
+  long long wait = soonest - now;
+  *retry_after = wait < 1000 ? 1 : (int)((wait + 999) / 1000);
+  snprintf(why, whylen, "%d profiles are being built, the most at once (CPROF_MAX_PROFILES)",
+           cfg.max_profiles);
+  return -1;
+}
+
+void cprof__limits_profile_leave(int slot) {
+  if (slot <= 0 || slot > CPROF_LIMIT_MAX_PROFILES)
+    return;
+  pthread_mutex_lock(&lock);
+  slots[slot - 1] = 0;
+  pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,69 @@
+/* The embedded server's limits, apart from libmicrohttpd: which connections
+ * are admitted, the deadline by which each must have sent its request, and
+ * how many expensive requests (profiles being built) run at once. Beyond a
+ * cap the answer is a 503 with Retry-After. server.c is the glue that calls
+ * these from libmicrohttpd's callbacks. */
+#ifndef CPROF_HTTP_LIMITS_H
+#define CPROF_HTTP_LIMITS_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "core/config.h" /* the settings' defaults and ranges */
+
+/* Connections accepted beyond the caps only to be told 503, each for at
+ * most CPROF_REFUSE_LINGER_MS: libmicrohttpd's own limit is the cap plus
+ * these, and one address may hold half of them. */
+#define CPROF_LIMIT_RESERVE 16
+#define CPROF_REFUSE_LINGER_MS 1000
+/* libmicrohttpd's memory pool per connection, which holds the request line
+ * and headers (its default, stated here so the bound below is ours). */
+#define CPROF_HEAD_MEMORY (32 * 1024)
+#define CPROF_MAX_BODY (1 << 20)
+
+typedef struct cprof__limits_cfg {
+  int max_connections;
+  int max_per_ip;
+  int read_timeout; /* s: a whole request must arrive within this */
+  int max_profiles;
+} cprof__limits_cfg_t;
+
+/* One connection, owned by the caller from open to close. */
+typedef struct cprof__conn {
+  struct cprof__conn *prev, *next;
+  int fd;
+  struct sockaddr_storage peer;
+  int refused;          /* beyond a cap: told 503, closed soon */
+  long long deadline;   /* CLOCK_MONOTONIC ms; 0: none (a request is being served) */
+} cprof__conn_t;
+
+/* Sets the caps and forgets every connection. wake is called (without any
+ * lock of ours held) when a deadline appears and the reaper may be asleep. */
+void cprof__limits_init(const cprof__limits_cfg_t *cfg, void (*wake)(void));
+
+/* A new connection on fd from peer. Returns 0 when admitted; otherwise
+ * writes a 503 with Retry-After on fd, ends the sending side, marks c
+ * refused and returns 1: the caller answers no request on it. */
+int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, socklen_t len);
+void cprof__limits_close(cprof__conn_t *c);
+/* The request has arrived whole (no deadline while it is served), and it
+ * has been answered (the next one, on a kept-alive connection, has a new
+ * deadline). */
+void cprof__limits_request_read(cprof__conn_t *c);
+void cprof__limits_request_done(cprof__conn_t *c);
+/* Cuts off (shutdown) every connection past its deadline. Returns the ms
+ * until the next deadline, or -1 when none is set. Call it from a thread
+ * in the connections' descriptor table. */
+long cprof__limits_reap(void);
+
+/* An expensive request (every profile, symbol lookups, any request with a
+ * body) takes a slot for as long as it is built. Returns a slot (> 0) to
+ * give back with cprof__limits_profile_leave, 0 when the request is cheap
+ * (the index, cmdline, GET symbol, paths outside /debug/pprof/), or -1
+ * when all slots are taken: then *retry_after is the seconds until the
+ * first running one is expected to end, and why a one-line reason. */
+int cprof__limits_profile_enter(const char *method, const char *path, const char *query,
+                                int *retry_after, char *why, size_t whylen);
+void cprof__limits_profile_leave(int slot);
+
+#endif
