@@ -21,7 +21,7 @@
  *   Requests with a body are expensive too, which bounds the bodies held
  *   at once to max_profiles of CPROF_MAX_BODY.
  *
- * Memory under abuse is bounded by (max_connections + CPROF_LIMIT_RESERVE)
+ * Memory under abuse is bounded by 2 * max_connections (limits.h)
  * connections of CPROF_HEAD_MEMORY each, plus a thread each (the stack it
  * touches), plus max_profiles bodies of CPROF_MAX_BODY and the profiles
  * being built. */
@@ -43,6 +43,9 @@ static cprof__limits_cfg_t cfg = {CPROF_DEFAULT_MAX_CONNECTIONS,
 static void (*wake_reaper)(void);
 static cprof__conn_t *conns; /* every open connection, refused ones too */
 static int admitted;         /* of them, not refused */
+/* The deadline the reaper sleeps until (ms), 0 when it sleeps until woken:
+ * a sooner deadline must wake it. */
+static long long reaper_due;
 /* When each running expensive request is expected to end (ms); 0: free. */
 static long long slots[CPROF_LIMIT_MAX_PROFILES];
 
@@ -62,6 +65,7 @@ void cprof__limits_init(const cprof__limits_cfg_t *c, void (*wake)(void)) {
   wake_reaper = wake;
   conns = NULL;
   admitted = 0;
+  reaper_due = 0;
   memset(slots, 0, sizeof slots);
 }
 
@@ -83,6 +87,14 @@ static int from_same_host(const cprof__conn_t *c) {
   for (const cprof__conn_t *o = conns; o; o = o->next)
     n += o != c && !o->refused && same_host(&o->peer, &c->peer);
   return n;
+}
+
+/* A deadline was set: does the reaper sleep past it? Under the lock. */
+static int reaper_late(long long deadline) {
+  if (reaper_due && reaper_due <= deadline)
+    return 0;
+  reaper_due = deadline; /* woken now: no need to wake it twice */
+  return 1;
 }
 
 /* The answer to a connection beyond a cap, written straight to its socket:
@@ -109,7 +121,6 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
     memcpy(&c->peer, peer, len);
   char why[120] = "";
   pthread_mutex_lock(&lock);
-  int first = conns == NULL;
   if (admitted >= cfg.max_connections)
     snprintf(why, sizeof why, "too many connections (CPROF_MAX_CONNECTIONS=%d)",
              cfg.max_connections);
@@ -124,10 +135,11 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
   if (conns)
     conns->prev = c;
   conns = c;
+  int wake = reaper_late(c->deadline);
   pthread_mutex_unlock(&lock);
   if (c->refused)
     refuse(fd, why);
-  if (first && wake_reaper)
+  if (wake && wake_reaper)
     wake_reaper();
   return c->refused;
 }
@@ -153,12 +165,14 @@ void cprof__limits_request_read(cprof__conn_t *c) {
 }
 
 void cprof__limits_request_done(cprof__conn_t *c) {
+  int wake = 0;
   pthread_mutex_lock(&lock);
-  if (!c->refused)
+  if (!c->refused) {
     c->deadline = now_ms() + cfg.read_timeout * 1000LL;
+    wake = reaper_late(c->deadline);
+  }
   pthread_mutex_unlock(&lock);
-  /* The reaper may sleep with nothing to wait for. */
-  if (wake_reaper)
+  if (wake && wake_reaper)
     wake_reaper();
 }
 
@@ -178,6 +192,7 @@ long cprof__limits_reap(void) {
       next = c->deadline - now;
     }
   }
+  reaper_due = next < 0 ? 0 : now + next;
   pthread_mutex_unlock(&lock);
   return (long)next;
 }

@@ -12,9 +12,10 @@
 #include "core/config.h" /* the settings' defaults and ranges */
 
 /* Connections accepted beyond the caps only to be told 503, each for at
- * most CPROF_REFUSE_LINGER_MS: libmicrohttpd's own limit is the cap plus
- * these, and one address may hold half of them. */
-#define CPROF_LIMIT_RESERVE 16
+ * most CPROF_REFUSE_LINGER_MS: as many again as max_connections, of which
+ * one address may hold CPROF_RESERVE_PER_IP. libmicrohttpd's own limits are
+ * ours plus these; past them it closes a new connection at once. */
+#define CPROF_RESERVE_PER_IP 8
 #define CPROF_REFUSE_LINGER_MS 1000
 /* libmicrohttpd's memory pool per connection, which holds the request line
  * and headers (its default, stated here so the bound below is ours). */

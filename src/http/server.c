@@ -324,10 +324,10 @@ static void limit_options(struct MHD_OptionItem *o) {
   cprof__limits_cfg_t lc = {(int)cfg.max_connections, (int)cfg.max_connections_per_ip,
                             (int)cfg.read_timeout, (int)cfg.max_profiles};
   cprof__limits_init(&lc, limits_wake);
-  /* MHD's caps are ours plus the reserve for connections told 503 (one
-   * address may hold half of it); past them MHD closes at once. */
-  unsigned total = (unsigned)(cfg.max_connections + CPROF_LIMIT_RESERVE);
-  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + CPROF_LIMIT_RESERVE / 2);
+  /* MHD's caps are ours plus the reserve for connections told 503
+   * (limits.h); past them MHD closes a connection without a word. */
+  unsigned total = (unsigned)(2 * cfg.max_connections);
+  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + CPROF_RESERVE_PER_IP);
   struct MHD_OptionItem items[] = {
       {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
       {MHD_OPTION_CONNECTION_LIMIT, total, NULL},
