@@ -1,0 +1,58 @@
+# Issue 13, limits: at most CPROF_MAX_PROFILES expensive requests (profiles
+# being built) run at once; the ones beyond get 503 with Retry-After and a
+# one-line reason, and the index answers meanwhile. A second CPU profile
+# while one runs is still Go's 500 "cpu profiling already in use".
+. "$(dirname "$0")/../integration/lib.sh"
+H=$B/tests/host
+
+start srv --ready LD_PRELOAD="$LIB" CPROF_MAX_PROFILES=2 -- "$H/host_sleeper" 300
+IDX=http://$ADDR/debug/pprof/
+
+# Three 3-second delta profiles at once, with two slots: exactly one is
+# refused, at once, and told when to come back.
+CURLS=()
+for i in 1 2 3; do
+  curl -s -m 15 -o "$T/body$i" -D "$T/headers$i" -w '%{http_code}\n' \
+    "http://$ADDR/debug/pprof/goroutine?seconds=3" >"$T/code$i" &
+  CURLS+=($!)
+done
+sleep 1
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$IDX" || true)
+check "while two profiles build, the index answers (HTTP $code)" [ "$code" = 200 ]
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$ADDR/debug/pprof/cmdline" || true)
+check "while two profiles build, cmdline answers (HTTP $code)" [ "$code" = 200 ]
+wait "${CURLS[@]}"
+echo "  three delta profiles: $(cat "$T"/code? | tr '\n' ' ')"
+check "two of three got 200" [ "$(cat "$T"/code? | grep -c '^200$')" = 2 ]
+check "one of three got 503" [ "$(cat "$T"/code? | grep -c '^503$')" = 1 ]
+for i in 1 2 3; do
+  if [ "$(cat "$T/code$i")" = 503 ]; then
+    echo "  503: $(grep -i '^retry-after' "$T/headers$i" | tr -d '\r') | $(cat "$T/body$i")"
+    check "the 503 has Retry-After of 1 to 4 s (the others end within 3)" \
+      has "$T/headers$i" '^Retry-After: [1-4]'
+    check "the 503 names CPROF_MAX_PROFILES" has "$T/body$i" 'CPROF_MAX_PROFILES'
+  fi
+done
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$ADDR/debug/pprof/heap" || true)
+check "once they are done, a profile answers (HTTP $code)" [ "$code" = 200 ]
+
+# Two CPU profiles at once, slots free: Go's answer to the second is kept.
+curl -s -m 15 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/profile?seconds=2" >"$T/cpu1" &
+CPU1=$!
+sleep 0.5
+code=$(curl -s -m 5 -o "$T/cpu2body" -w '%{http_code}' "http://$ADDR/debug/pprof/profile?seconds=2" || true)
+wait $CPU1
+check "a second CPU profile meanwhile gets 500 (HTTP $code)" [ "$code" = 500 ]
+check "... saying cpu profiling already in use" has "$T/cpu2body" 'cpu profiling already in use'
+check "the first CPU profile gets 200" [ "$(cat "$T/cpu1")" = 200 ]
+
+# A bad setting: one stderr line and the default.
+start bad LD_PRELOAD="$LIB" CPROF_MAX_PROFILES=lots CPROF_READ_TIMEOUT=0 -- "$H/host_sleeper" 300
+check "CPROF_MAX_PROFILES=lots: one line naming it" has "$T/bad.err" \
+  '^cprof: CPROF_MAX_PROFILES="lots": expected a whole number of requests from 1 to 64; using 4$'
+check "CPROF_READ_TIMEOUT=0: one line naming it" has "$T/bad.err" \
+  '^cprof: CPROF_READ_TIMEOUT="0": expected a whole number of seconds from 1 to 3600; using 10$'
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$ADDR/debug/pprof/" || true)
+check "with bad limits the server serves on defaults (HTTP $code)" [ "$code" = 200 ]
+stop
+finish
