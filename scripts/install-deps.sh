@@ -17,7 +17,8 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
 # those debug files share a third, as Debian's -dbgsym packages do.
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg debuginfod libdebuginfod1 dwz)
+  libc6-dbg debuginfod libdebuginfod1 dwz
+  openssl) # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -119,6 +119,48 @@ int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_
   return 0;
 }
 
+int cprof__parse_tls_path(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  if (strlen(s) >= outlen)
+    return fail(err, errlen, "path too long");
+  snprintf(out, outlen, "%s", s);
+  return 0;
+}
+
+int cprof__addr_is_exposed(const cprof__addr_t *a) {
+  const char *h = a->host;
+  if (!a->enabled)
+    return 0;
+  if (strcmp(h, "localhost") == 0 || strcmp(h, "::1") == 0 || strncmp(h, "127.", 4) == 0 ||
+      strncmp(h, "::ffff:127.", 11) == 0)
+    return 0;
+  return 1;
+}
+
+/* CPROF_TLS_CERT and CPROF_TLS_KEY go together: either alone would serve
+ * plain HTTP to someone who asked for HTTPS, so the server stays off. */
+static int load_tls(cprof__config_t *cfg) {
+  char err[160];
+  const char *cert = getenv("CPROF_TLS_CERT"), *key = getenv("CPROF_TLS_KEY");
+  if (cert && !*cert)
+    cert = NULL;
+  if (key && !*key)
+    key = NULL;
+  if (!cert && !key)
+    return 0;
+  if (!cert || !key) {
+    cprof__log("%s is set but %s is not: HTTPS needs both PEM files; the profiling server "
+               "stays off", cert ? "CPROF_TLS_CERT" : "CPROF_TLS_KEY",
+               cert ? "CPROF_TLS_KEY" : "CPROF_TLS_CERT");
+    return -EINVAL;
+  }
+  if (cprof__parse_tls_path(cert, cfg->tls_cert, sizeof cfg->tls_cert, err, sizeof err) != 0 ||
+      cprof__parse_tls_path(key, cfg->tls_key, sizeof cfg->tls_key, err, sizeof err) != 0) {
+    cprof__log("CPROF_TLS_CERT or CPROF_TLS_KEY: %s; the profiling server stays off", err);
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen) {
   char *end;
   errno = 0;
@@ -298,6 +340,18 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->addr.enabled = 0;
     bad = 1;
   }
+  if (load_tls(cfg) != 0) {
+    cfg->tls_cert[0] = cfg->tls_key[0] = '\0';
+    cfg->addr.enabled = 0;
+    bad = 1;
+  }
+  /* As Go, ":port" listens everywhere; unlike Go's pprof, the profiles
+   * (argv, memory contents' addresses, code layout) are then open to
+   * anyone who can reach the port, which an operator should hear of. */
+  if (cprof__addr_is_exposed(&cfg->addr) && !cfg->auth[0] && !cfg->token[0])
+    cprof__log("CPROF_ADDR=%s listens beyond this machine and no CPROF_AUTH or CPROF_TOKEN is "
+               "set: the profiles are open to the network",
+               (v = pick(opts->addr, "CPROF_ADDR")) ? v : DEFAULT_ADDR);
   if ((v = getenv("CPROF_OUTPUT")) && *v &&
       cprof__parse_output(v, cfg->output, sizeof cfg->output, err, sizeof err) != 0) {
     cprof__log("CPROF_OUTPUT=\"%s\": %s; no profiles will be written at exit", v, err);

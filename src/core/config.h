@@ -18,6 +18,8 @@ typedef struct cprof__config {
   cprof__unwinder_t unwind;
   char auth[256];   /* "user:password", "" for none */
   char token[256];  /* "" for none */
+  char tls_cert[512]; /* CPROF_TLS_CERT: a PEM file, "" for plain HTTP */
+  char tls_key[512];  /* CPROF_TLS_KEY: its private key, set exactly when tls_cert is */
   int cpu_hz;       /* CPU profile sampling rate */
   long heap_rate;   /* mean bytes between heap samples; 0: off */
   long block_rate;  /* CPROF_BLOCK_RATE: ns (block profile); 0: off */
@@ -56,6 +58,12 @@ int cprof__parse_prefix(const char *s, char *out, size_t outlen, char *err, size
 int cprof__parse_unwind(const char *s, cprof__unwinder_t *out, char *err, size_t errlen);
 int cprof__parse_auth(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 int cprof__parse_token(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+/* A PEM file's path for CPROF_TLS_CERT or CPROF_TLS_KEY; the file is read
+ * when the server starts, from its own descriptor table. */
+int cprof__parse_tls_path(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+/* Whether a listen address reaches beyond this machine: ":port", 0.0.0.0,
+ * [::], or any host that is not loopback (localhost, 127.0.0.0/8, ::1). */
+int cprof__addr_is_exposed(const cprof__addr_t *a);
 int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen);
 int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen);
 /* A whole number from 0 (off) to max, of `what` ("nanoseconds", ...): the

@@ -148,3 +148,24 @@ int cprof__fds_unshare(void) {
   fill_stdio();
   return 0;
 }
+
+/* The program's stderr, borrowed for one line by a thread in our table
+ * (whose 2 is /dev/null): pidfd_getfd(2) (Linux 5.6) copies the program's
+ * descriptor 2 as it is now, the same open file with its offset and flags,
+ * out of the table of the thread group's leader. A process may always do
+ * that to itself (ptrace access to its own thread group needs nothing).
+ * The copy is closed at once, so the program's stderr is never held open
+ * past the write. Without pidfd_getfd, or when the leader has ended, the
+ * line is lost rather than written anywhere else. */
+int cprof__fds_stderr(int *to_close) {
+  *to_close = -1;
+  if (!own_table || KEEP_STDERR)
+    return STDERR_FILENO;
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (pidfd < 0)
+    return -1;
+  int fd = (int)syscall(SYS_pidfd_getfd, pidfd, STDERR_FILENO, 0);
+  close(pidfd);
+  *to_close = fd;
+  return fd;
+}

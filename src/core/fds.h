@@ -19,4 +19,9 @@ int cprof__fds_in_own_table(void);
 /* Called on a thread created from one in cprof's own table. */
 void cprof__fds_joined(void);
 
+/* The descriptor that is the program's stderr for the calling thread: 2,
+ * or in our table a copy of the program's 2 that the caller closes
+ * (*to_close), or -1 when it cannot be had. */
+int cprof__fds_stderr(int *to_close);
+
 #endif

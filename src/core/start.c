@@ -148,7 +148,8 @@ static int start(const cprof_options_t *opts) {
       if (colon)
         served.port = atoi(colon + 1);
       if (cfg.addr.port == 0) /* the user asked for any free port: say which */
-        cprof__log("serving http://%s%s/debug/pprof/", bound, cfg.prefix);
+        cprof__log("serving %s://%s%s/debug/pprof/", cfg.tls_cert[0] ? "https" : "http", bound,
+                   cfg.prefix);
     } else if (serr != -ENOTSUP) { /* -ENOTSUP: the server has said why */
       const char *v = opts && opts->addr ? opts->addr : getenv("CPROF_ADDR");
       cprof__log("CPROF_ADDR=%s: cannot listen: %s; the profiling server is off",

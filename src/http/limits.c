@@ -39,7 +39,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__limits_cfg_t cfg = {CPROF_DEFAULT_MAX_CONNECTIONS,
                                   CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP, CPROF_DEFAULT_READ_TIMEOUT,
-                                  CPROF_DEFAULT_MAX_PROFILES};
+                                  CPROF_DEFAULT_MAX_PROFILES, 0};
 static void (*wake_reaper)(void);
 static cprof__conn_t *conns; /* every open connection, refused ones too */
 static int admitted;         /* of them, not refused */
@@ -119,13 +119,13 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
   c->fd = fd;
   if (peer && len <= sizeof c->peer)
     memcpy(&c->peer, peer, len);
-  char why[120] = "";
+  char *why = c->why;
   pthread_mutex_lock(&lock);
   if (admitted >= cfg.max_connections)
-    snprintf(why, sizeof why, "too many connections (CPROF_MAX_CONNECTIONS=%d)",
+    snprintf(why, sizeof c->why, "too many connections (CPROF_MAX_CONNECTIONS=%d)",
              cfg.max_connections);
   else if (from_same_host(c) >= cfg.max_per_ip)
-    snprintf(why, sizeof why,
+    snprintf(why, sizeof c->why,
              "too many connections from your address (CPROF_MAX_CONNECTIONS_PER_IP=%d)",
              cfg.max_per_ip);
   c->refused = why[0] != '\0';
@@ -137,7 +137,7 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
   conns = c;
   int wake = reaper_late(c->deadline);
   pthread_mutex_unlock(&lock);
-  if (c->refused)
+  if (c->refused && !cfg.tls)
     refuse(fd, why);
   if (wake && wake_reaper)
     wake_reaper();

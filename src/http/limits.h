@@ -27,6 +27,7 @@ typedef struct cprof__limits_cfg {
   int max_per_ip;
   int read_timeout; /* s: a whole request must arrive within this */
   int max_profiles;
+  int tls; /* the socket speaks TLS: no plain answer can be written on it */
 } cprof__limits_cfg_t;
 
 /* One connection, owned by the caller from open to close. */
@@ -36,6 +37,7 @@ typedef struct cprof__conn {
   struct sockaddr_storage peer;
   int refused;          /* beyond a cap: told 503, closed soon */
   long long deadline;   /* CLOCK_MONOTONIC ms; 0: none (a request is being served) */
+  char why[120];        /* refused: the reason, for the 503 */
 } cprof__conn_t;
 
 /* Sets the caps and forgets every connection. wake is called (without any
@@ -43,8 +45,11 @@ typedef struct cprof__conn {
 void cprof__limits_init(const cprof__limits_cfg_t *cfg, void (*wake)(void));
 
 /* A new connection on fd from peer. Returns 0 when admitted; otherwise
- * writes a 503 with Retry-After on fd, ends the sending side, marks c
- * refused and returns 1: the caller answers no request on it. */
+ * marks c refused, with the reason in c->why, and returns 1. Over plain
+ * HTTP it has written a 503 with Retry-After on fd and ended the sending
+ * side: the caller answers no request on it. Over TLS nothing can be
+ * written before the handshake: the caller answers its first request with
+ * the 503 (the connection is still cut at CPROF_REFUSE_LINGER_MS). */
 int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, socklen_t len);
 void cprof__limits_close(cprof__conn_t *c);
 /* The request has arrived whole (no deadline while it is served), and it

@@ -36,6 +36,10 @@ int cprof__resp_header(cprof_response_t *r, const char *name, const char *value)
       break;
     }
   }
+  return cprof__resp_header_add(r, name, value);
+}
+
+int cprof__resp_header_add(cprof_response_t *r, const char *name, const char *value) {
   size_t used = storage_used(r), n = strlen(value) + 1;
   if (r->nheaders == CPROF_MAX_HEADERS || used + n > STORAGE)
     return -ENOMEM;

@@ -10,6 +10,9 @@
 int cprof__resp_init(cprof_response_t *r);
 /* Adds a header, copying the value. Returns 0 or -ENOMEM. */
 int cprof__resp_header(cprof_response_t *r, const char *name, const char *value);
+/* Adds a header alongside any of the same name (WWW-Authenticate with one
+ * challenge each). Returns 0 or -ENOMEM. */
+int cprof__resp_header_add(cprof_response_t *r, const char *name, const char *value);
 /* A plain-text error as Go's serveError: text/plain, X-Go-Pprof: 1 (which
  * makes go tool pprof print our message), the message and a newline. */
 void cprof__resp_error(cprof_response_t *r, int status, const char *fmt, ...)

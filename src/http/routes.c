@@ -125,10 +125,19 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
     }
     path += plen;
   }
-  if (!cprof__auth_ok(cfg, req->authorization)) {
+  /* Before anything else under the prefix: without credentials a client
+   * learns nothing, not even which paths exist (the redirect, the 404s). */
+  int auth = cprof__auth_check(cfg, req->authorization);
+  if (auth != CPROF_AUTH_OK) {
     cprof__resp_error(resp, 401, "401 unauthorized: this cprof server requires credentials");
+    /* A challenge per scheme configured (RFC 9110 11.6.1), as separate
+     * headers: clients read the first challenge of a combined one only. */
     if (cfg->auth[0])
-      cprof__resp_header(resp, "WWW-Authenticate", "Basic realm=\"cprof\"");
+      cprof__resp_header_add(resp, "WWW-Authenticate", "Basic realm=\"cprof\"");
+    if (cfg->token[0])
+      cprof__resp_header_add(resp, "WWW-Authenticate", "Bearer realm=\"cprof\"");
+    if (auth == CPROF_AUTH_WRONG)
+      cprof__auth_refused(req->path);
     return;
   }
   static const char root[] = "/debug/pprof/";

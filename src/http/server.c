@@ -19,11 +19,18 @@
  *   arguments would turn the symbol endpoint's "0x1+0x2" into "0x1 0x2".
  * - Limits (http/limits.c): caps on connections and on profiles built at
  *   once, a deadline for each request that the keeper enforces. Their
- *   libmicrohttpd options are in limit_options. */
+ *   libmicrohttpd options are in limit_options.
+ * - HTTPS (CPROF_TLS_CERT, CPROF_TLS_KEY) is libmicrohttpd's, over GnuTLS.
+ *   The keeper reads the PEM files, in its own table, and hands their bytes
+ *   to MHD_start_daemon, which parses them into GnuTLS credentials there
+ *   and then; our copy of the key is wiped. Why a start failed (a file
+ *   GnuTLS rejects) comes from libmicrohttpd's error log, caught while
+ *   starting only, for the one stderr line. */
 #include "http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -31,8 +38,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +73,7 @@ static struct {
   int started;
   int result;
   int unshare_err; /* why the keeper could not have a table of its own */
+  char why[1600];  /* why the server did not start, when the keeper knows */
   int stop;      /* cprof__server_stop asks the keeper to end */
   int used;      /* the symbolizer was used since the keeper last looked */
   int reap;      /* a request deadline was set: look at them */
@@ -155,21 +165,28 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status, co
   return ret;
 }
 
-/* The headers have arrived: a connection told 503 when it opened gets no
- * answer, and an expensive request waits for no slot: 503 at once. */
+static int serving_tls; /* set before the daemon starts, read by its threads */
+
+/* The headers have arrived: a connection refused when it opened has had
+ * its 503 over plain HTTP (limits.c wrote it) and gets it now over TLS;
+ * an expensive request waits for no slot: 503 at once. */
 static enum MHD_Result admit(struct MHD_Connection *con, request_state_t *st, const char *method,
                              const char *url) {
   cprof__conn_t *c = conn_of(con);
-  if (c && c->refused)
-    return MHD_NO;
   int retry = 1;
   char why[160];
-  const char *query = strchr(st->uri, '?');
-  st->slot = cprof__limits_profile_enter(method, url, query ? query + 1 : NULL, &retry, why,
-                                         sizeof why);
-  if (st->slot >= 0)
-    return MHD_YES;
-  st->slot = 0;
+  if (c && c->refused) {
+    if (!serving_tls)
+      return MHD_NO;
+    snprintf(why, sizeof why, "%s", c->why);
+  } else {
+    const char *query = strchr(st->uri, '?');
+    st->slot = cprof__limits_profile_enter(method, url, query ? query + 1 : NULL, &retry, why,
+                                           sizeof why);
+    if (st->slot >= 0)
+      return MHD_YES;
+    st->slot = 0;
+  }
   char text[200], after[16];
   snprintf(text, sizeof text, "503 service unavailable: %s\n", why);
   snprintf(after, sizeof after, "%d", retry);
@@ -318,11 +335,11 @@ static void limits_wake(void) {
 
 /* The limits' options for MHD_start_daemon (an MHD_OPTION_ARRAY), from the
  * settings in force; also sets limits.c's caps. */
-static void limit_options(struct MHD_OptionItem *o) {
+static void limit_options(struct MHD_OptionItem *o, int tls) {
   cprof__config_t cfg;
   cprof__config_get(&cfg);
   cprof__limits_cfg_t lc = {(int)cfg.max_connections, (int)cfg.max_connections_per_ip,
-                            (int)cfg.read_timeout, (int)cfg.max_profiles};
+                            (int)cfg.read_timeout, (int)cfg.max_profiles, tls};
   cprof__limits_init(&lc, limits_wake);
   /* MHD's caps are ours plus the reserve for connections told 503
    * (limits.h); past them MHD closes a connection without a word. */
@@ -339,23 +356,160 @@ static void limit_options(struct MHD_OptionItem *o) {
   memcpy(o, items, sizeof items);
 }
 
+/* The most a PEM file may hold: a certificate chain is a few KiB. */
+#define MAX_PEM (1 << 20)
+
+/* Reads a whole PEM file, NUL-terminated, into *out (malloc'd; its length
+ * in *len). Returns 0 or a negative errno; -EFBIG beyond MAX_PEM. */
+static int read_pem(const char *path, char **out, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  int err = 0;
+  char *b = NULL;
+  size_t n = 0;
+  if (fstat(fd, &st) != 0) {
+    err = -errno;
+  } else if (st.st_size > MAX_PEM) {
+    err = -EFBIG;
+  } else if (!(b = malloc((size_t)st.st_size + 1))) {
+    err = -ENOMEM;
+  } else {
+    while (n < (size_t)st.st_size) {
+      ssize_t k = read(fd, b + n, (size_t)st.st_size - n);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0) {
+        err = k < 0 ? -errno : 0;
+        break;
+      }
+      n += (size_t)k;
+    }
+    b[n] = '\0';
+  }
+  close(fd);
+  if (err) {
+    if (b)
+      explicit_bzero(b, n);
+    free(b);
+    return err;
+  }
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+/* libmicrohttpd's error log, kept while the daemon starts: its reason for
+ * refusing a certificate or key. Later messages (a client's failed
+ * handshake) are dropped: the server's threads print nothing. */
+static int starting; /* the keeper is in MHD_start_daemon */
+
+static void start_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  char msg[300];
+  if (!__atomic_load_n(&starting, __ATOMIC_RELAXED))
+    return;
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  /* Not a reason: libmicrohttpd's remark that the logger came late in the
+   * options (it is in the TLS options, which come last). */
+  if (strstr(msg, "EXTERNAL_LOGGER"))
+    return;
+  size_t n = strlen(msg);
+  while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
+    msg[--n] = '\0';
+  size_t used = strlen(keeper.why);
+  snprintf(keeper.why + used, sizeof keeper.why - used, "%s%s", used ? "; " : "", msg);
+}
+
+typedef struct tls {
+  char *cert, *key;
+  size_t certlen, keylen;
+  struct MHD_OptionItem opts[4]; /* for MHD_OPTION_ARRAY */
+  unsigned flags;
+} tls_t;
+
+/* Fills t from CPROF_TLS_CERT and CPROF_TLS_KEY, or leaves it empty for
+ * plain HTTP. Returns 0, or -ENOTSUP with the reason in keeper.why. */
+static int tls_load(tls_t *t) {
+  memset(t, 0, sizeof *t);
+  t->opts[0].option = MHD_OPTION_END;
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  if (!cfg.tls_cert[0])
+    return 0;
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    snprintf(keeper.why, sizeof keeper.why,
+             "CPROF_TLS_CERT: this libmicrohttpd was built without TLS; the profiling server "
+             "stays off");
+    return -ENOTSUP;
+  }
+  int err = read_pem(cfg.tls_cert, &t->cert, &t->certlen);
+  const char *which = "CPROF_TLS_CERT", *path = cfg.tls_cert;
+  if (!err) {
+    err = read_pem(cfg.tls_key, &t->key, &t->keylen);
+    which = "CPROF_TLS_KEY", path = cfg.tls_key;
+  }
+  if (err) {
+    snprintf(keeper.why, sizeof keeper.why, "%s=%s: cannot read it: %s; the profiling server "
+             "stays off", which, path, err == -EFBIG ? "larger than 1 MiB" : strerror(-err));
+    return -ENOTSUP;
+  }
+  t->flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
+  t->opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
+  t->opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
+  t->opts[2] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)start_log, NULL};
+  t->opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  return 0;
+}
+
+/* After MHD_start_daemon: GnuTLS holds the parsed key; our bytes go. */
+static void tls_wipe(tls_t *t) {
+  if (t->key)
+    explicit_bzero(t->key, t->keylen);
+  free(t->key);
+  free(t->cert);
+  t->key = t->cert = NULL;
+}
+
 /* Opens the socket and starts libmicrohttpd, whose threads share the
  * calling thread's descriptor table. Returns 0 or a negative errno. */
 static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  tls_t tls;
+  int terr = tls_load(&tls);
+  if (terr)
+    return terr;
   int fd = open_listener(addr, bound, boundlen);
-  if (fd < 0)
+  if (fd < 0) {
+    tls_wipe(&tls);
     return fd;
+  }
+  serving_tls = tls.cert != NULL;
   struct MHD_OptionItem limits[LIMIT_OPTIONS];
-  limit_options(limits);
+  limit_options(limits, serving_tls);
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
+  __atomic_store_n(&starting, 1, __ATOMIC_RELAXED);
   daemon_ = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | tls.flags,
+      0, NULL,
       NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
       NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
-      MHD_OPTION_END);
+      MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
+  __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
+  int tls_on = tls.cert != NULL;
+  tls_wipe(&tls);
   if (!daemon_) {
     close(fd);
-    return -EIO;
+    if (!tls_on)
+      return -EIO;
+    cprof__config_t cfg;
+    cprof__config_get(&cfg);
+    char why[400];
+    snprintf(why, sizeof why, "%.399s", keeper.why[0] ? keeper.why : "refused");
+    snprintf(keeper.why, sizeof keeper.why,
+             "CPROF_TLS_CERT=%s, CPROF_TLS_KEY=%s: libmicrohttpd (GnuTLS) refused them: %s; "
+             "the profiling server stays off", cfg.tls_cert, cfg.tls_key, why);
+    return -ENOTSUP;
   }
   return 0;
 }
@@ -455,6 +609,7 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
   keeper.bound = bound;
   keeper.boundlen = boundlen;
   keeper.started = keeper.stop = keeper.used = 0;
+  keeper.why[0] = '\0';
   int err = pthread_create(&keeper.thread, NULL, keep, NULL);
   if (err != 0)
     return -err;
@@ -465,7 +620,9 @@ int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen)
   pthread_mutex_unlock(&keeper.lock);
   if (rc != 0) {
     pthread_join(keeper.thread, NULL);
-    if (rc == -ENOTSUP)
+    if (rc == -ENOTSUP && keeper.why[0])
+      cprof__log("%s", keeper.why);
+    else if (rc == -ENOTSUP)
       cprof__log("the profiling server needs a descriptor table of its own, out of the "
                  "program's reach, and the kernel refused one (close_range with "
                  "CLOSE_RANGE_UNSHARE, from Linux 5.9, and unshare(CLONE_FILES): %s)",

@@ -1,5 +1,6 @@
 /* Table tests for the settings parsers, and the fail-closed rules. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -194,7 +195,50 @@ static void test_load(void) {
   unsetenv("CPROF_MAX_DEPTH");
 }
 
+/* Which addresses get the "open to the network" warning. */
+static void test_exposed(void) {
+  static const struct {
+    const char *addr;
+    int exposed;
+  } cases[] = {
+      {":6060", 1},          {"0.0.0.0:6060", 1},   {"[::]:6060", 1},
+      {"10.1.2.3:6060", 1},  {"myhost:6060", 1},    {"127.0.0.1:6060", 0},
+      {"127.9.9.9:0", 0},    {"localhost:6060", 0}, {"[::1]:6060", 0},
+      {"0", 0},
+  };
+  char err[128];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cprof__addr_t a;
+    CHECK_EQ_INT(cprof__parse_addr(cases[i].addr, &a, err, sizeof err), 0);
+    if (cprof__addr_is_exposed(&a) != cases[i].exposed)
+      fprintf(stderr, "  exposed(%s) should be %d\n", cases[i].addr, cases[i].exposed);
+    CHECK_EQ_INT(cprof__addr_is_exposed(&a), cases[i].exposed);
+  }
+}
+
+/* CPROF_TLS_CERT and CPROF_TLS_KEY come as a pair, or the server is off. */
+static void test_tls_pair(void) {
+  cprof__config_t cfg;
+  setenv("CPROF_ADDR", "127.0.0.1:0", 1);
+  setenv("CPROF_TLS_CERT", "/etc/c.pem", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.addr.enabled, 0);
+  CHECK_EQ_STR(cfg.tls_cert, "");
+  setenv("CPROF_TLS_KEY", "/etc/k.pem", 1);
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_INT(cfg.addr.enabled, 1);
+  CHECK_EQ_STR(cfg.tls_cert, "/etc/c.pem");
+  CHECK_EQ_STR(cfg.tls_key, "/etc/k.pem");
+  unsetenv("CPROF_TLS_CERT");
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), -EINVAL);
+  CHECK_EQ_INT(cfg.addr.enabled, 0);
+  unsetenv("CPROF_TLS_KEY");
+  unsetenv("CPROF_ADDR");
+}
+
 int main(void) {
+  test_exposed();
+  test_tls_pair();
   test_addr();
   test_prefix();
   test_small_parsers();

@@ -71,6 +71,65 @@ static void test_base64_and_auth(void) {
   CHECK(cprof__auth_ok(&cfg, "Bearer tok"));
   CHECK(!cprof__auth_ok(&cfg, "Bearer to"));
   CHECK(!cprof__auth_ok(&cfg, "Bearer tokk"));
+  /* Lengths on either side of the secret's, and prefixes of it: the
+   * compare walks the secret's length whatever came. */
+  CHECK(!cprof__auth_ok(&cfg, "Bearer "));
+  CHECK(!cprof__auth_ok(&cfg, "Bearer t"));
+  CHECK(!cprof__auth_ok(&cfg, "Bearer tok tok"));
+  CHECK(!cprof__auth_ok(&cfg, "Bearer tok\x01"));
+  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOnMzY3Jl"));     /* ops:s3cre */
+  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldFg=")); /* ops:s3cretX */
+  CHECK(!cprof__auth_ok(&cfg, "Basic "));
+  CHECK(cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldA=="));  /* both set: either works */
+  /* None and wrong are told apart: only a wrong one is logged. */
+  CHECK_EQ_INT(cprof__auth_check(&cfg, NULL), CPROF_AUTH_NONE);
+  CHECK_EQ_INT(cprof__auth_check(&cfg, ""), CPROF_AUTH_NONE);
+  CHECK_EQ_INT(cprof__auth_check(&cfg, "Bearer nope"), CPROF_AUTH_WRONG);
+  CHECK_EQ_INT(cprof__auth_check(&cfg, "Digest x"), CPROF_AUTH_WRONG);
+  /* A secret longer than any guess, and a guess longer than the secret. */
+  memset(cfg.token, 'a', 200);
+  cfg.token[200] = '\0';
+  char guess[300] = "Bearer ";
+  memset(guess + 7, 'a', 200);
+  guess[207] = '\0';
+  CHECK(cprof__auth_ok(&cfg, guess));
+  guess[206] = '\0';
+  CHECK(!cprof__auth_ok(&cfg, guess));
+  memset(guess + 7, 'a', 250);
+  guess[257] = '\0';
+  CHECK(!cprof__auth_ok(&cfg, guess));
+}
+
+/* The challenges a 401 carries, one WWW-Authenticate header per scheme. */
+static int count_header(const cprof_response_t *r, const char *name, const char *value) {
+  int n = 0;
+  for (int i = 0; i < r->nheaders; i++)
+    n += strcasecmp(r->headers[i].name, name) == 0 && strcmp(r->headers[i].value, value) == 0;
+  return n;
+}
+
+static void challenges(const char *auth, const char *token, int basic, int bearer) {
+  cprof_options_t o = {.addr = "0", .auth = auth, .token = token};
+  CHECK_EQ_INT(cprof_start(&o), 0);
+  /* Every path is behind the credentials: the index, a profile, the
+   * redirect, an unknown profile and a path nothing serves. */
+  const char *paths[] = {"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof", "/debug/pprof/nope",
+                         "/elsewhere"};
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    cprof_response_t r = get(paths[i], NULL);
+    CHECK_EQ_INT(r.status, 401);
+    CHECK_EQ_INT(count_header(&r, "WWW-Authenticate", "Basic realm=\"cprof\""), basic);
+    CHECK_EQ_INT(count_header(&r, "WWW-Authenticate", "Bearer realm=\"cprof\""), bearer);
+    CHECK(header(&r, "Location") == NULL);
+    cprof_response_free(&r);
+  }
+  cprof_stop();
+}
+
+static void test_challenges(void) {
+  challenges("ops:pw", NULL, 1, 0);
+  challenges(NULL, "t0k", 0, 1);
+  challenges("ops:pw", "t0k", 1, 1);
 }
 
 static void test_routes(void) {
@@ -151,5 +210,6 @@ int main(void) {
   test_base64_and_auth();
   test_routes();
   test_prefix_and_auth();
+  test_challenges();
   return check_result("test_routes");
 }
