@@ -111,4 +111,4 @@ for m in alone loaded; do
   echo "$m: RSS at 1 s $(mib "$(col $m 5)"), at $((DURATION * 3 / 4)) s $(mib "$(col $m 6)"), at the end $(mib "$(col $m 7)"); peak (VmHWM) $(mib "$(col $m 8)")"
 done
 echo "serving's memory at the end (loaded less alone): $(mib $(($(col loaded 7 | cut -d. -f1) - $(col alone 7 | cut -d. -f1))))"
-echo "exit codes: $(awk -F'\t' '{ printf "%s%s-%s=%s", NR > 1 ? ", " : "", $1, $2, $9 }' "$RES")"
+echo "exit codes: $(awk -F'\t' '{ printf "%s%s-%s=%s", (NR > 1 ? ", " : ""), $1, $2, $9 }' "$RES")"
