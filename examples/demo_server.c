@@ -11,7 +11,9 @@
  *   waiter        wait_for_jobs: blocked on a condition variable
  *
  * Usage: demo_server [--seconds N]   (default: until Ctrl-C)
- * Listens where CPROF_ADDR says, 127.0.0.1:6060 by default. */
+ * Listens where CPROF_ADDR says, 127.0.0.1:6060 by default. At exit it
+ * says how much work its threads did (rounds of their loops), so a
+ * benchmark can tell what serving profiles cost it (bench/load). */
 #include <cprof.h>
 #include <errno.h>
 #include <pthread.h>
@@ -55,11 +57,13 @@ NOINLINE static void sort_block(uint32_t *v, size_t n) {
   qsort(v, n, sizeof *v, cmp_u32);
 }
 
-NOINLINE static void burn_cpu(void) {
+/* Each worker counts its rounds in *rounds, read by main after the join. */
+NOINLINE static void burn_cpu(uint64_t *rounds) {
   static uint32_t block[16384];
   while (!stopping) {
     sink += checksum_block(block, 16384);
     sort_block(block, 4096);
+    ++*rounds;
     sleep_ms(5); /* leave the machine some room: about half a core */
   }
 }
@@ -78,7 +82,7 @@ NOINLINE static void remember_session(void **sessions, int i) {
     memset(sessions[i], i, 4096);
 }
 
-NOINLINE static void allocate_buffers(void) {
+NOINLINE static void allocate_buffers(uint64_t *rounds) {
   enum { SLOTS = 256, MAX_SESSIONS = 4096 };
   static void *cache[SLOTS], *sessions[MAX_SESSIONS];
   unsigned seed = 1;
@@ -90,6 +94,7 @@ NOINLINE static void allocate_buffers(void) {
     }
     if (nsessions < MAX_SESSIONS)
       remember_session(sessions, nsessions++);
+    ++*rounds;
     sleep_ms(10);
   }
   for (int i = 0; i < SLOTS; i++)
@@ -101,16 +106,18 @@ NOINLINE static void hold_lock(void) {
     sink += (uint64_t)i;
 }
 
-NOINLINE static void contend_on_lock(void) {
+NOINLINE static void contend_on_lock(uint64_t *rounds) {
   while (!stopping) {
     pthread_mutex_lock(&shared_lock);
     hold_lock();
     pthread_mutex_unlock(&shared_lock);
+    ++*rounds;
     sleep_ms(2);
   }
 }
 
-NOINLINE static void wait_for_jobs(void) {
+NOINLINE static void wait_for_jobs(uint64_t *rounds) {
+  (void)rounds; /* waiting is its whole job */
   pthread_mutex_lock(&job_lock);
   while (!stopping)
     pthread_cond_wait(&job_ready, &job_lock);
@@ -119,18 +126,34 @@ NOINLINE static void wait_for_jobs(void) {
 
 typedef struct worker {
   const char *name;
-  void (*run)(void);
+  void (*run)(uint64_t *rounds);
   pthread_t thread;
+  uint64_t rounds;
 } worker_t;
 
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   pthread_setname_np(pthread_self(), w->name);
-  w->run();
+  w->run(&w->rounds);
   return NULL;
 }
 
 static void on_signal(int sig) { stopping = 1; }
+
+/* One line of what the threads did, e.g. "cprof demo: work: 10512 rounds
+ * in 60.0 s (cpu-burner 10512, allocator 5480, ...)": bench/load/run.sh
+ * compares these rates with and without clients fetching profiles. */
+static void report_work(const worker_t *w, int n, struct timespec began, struct timespec ended) {
+  double s = (double)(ended.tv_sec - began.tv_sec) + (double)(ended.tv_nsec - began.tv_nsec) / 1e9;
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++)
+    total += w[i].rounds;
+  printf("cprof demo: work: %llu rounds in %.1f s (", (unsigned long long)total, s);
+  for (int i = 0, shown = 0; i < n; i++)
+    if (w[i].rounds)
+      printf("%s%s %llu", shown++ ? ", " : "", w[i].name, (unsigned long long)w[i].rounds);
+  printf(")\n");
+}
 
 int main(int argc, char **argv) {
   long seconds = 0;
@@ -165,11 +188,13 @@ int main(int argc, char **argv) {
   cprof_set_mutex_fraction(5);
 
   worker_t workers[] = {
-      {"cpu-burner", burn_cpu, 0},         {"allocator", allocate_buffers, 0},
-      {"lock-worker-1", contend_on_lock, 0}, {"lock-worker-2", contend_on_lock, 0},
-      {"waiter", wait_for_jobs, 0},
+      {"cpu-burner", burn_cpu, 0, 0},         {"allocator", allocate_buffers, 0, 0},
+      {"lock-worker-1", contend_on_lock, 0, 0}, {"lock-worker-2", contend_on_lock, 0, 0},
+      {"waiter", wait_for_jobs, 0, 0},
   };
   const int nworkers = sizeof workers / sizeof workers[0];
+  struct timespec began, ended;
+  clock_gettime(CLOCK_MONOTONIC, &began);
   for (int i = 0; i < nworkers; i++)
     pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
 
@@ -201,7 +226,9 @@ int main(int argc, char **argv) {
   pthread_mutex_unlock(&job_lock);
   for (int i = 0; i < nworkers; i++)
     pthread_join(workers[i].thread, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &ended);
   cprof_stop();
+  report_work(workers, nworkers, began, ended);
   printf("cprof demo: stopped.\n");
   return 0;
 }

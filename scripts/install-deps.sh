@@ -16,8 +16,9 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # debuginfod: the server debuginfod.sh serves a stripped program's debug files
 # from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
 # those debug files share a third, as Debian's -dbgsym packages do.
+# wrk: the 64 clients of tests/integration/load.sh (and bench/load).
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg debuginfod libdebuginfod1 dwz
+  libc6-dbg debuginfod libdebuginfod1 dwz wrk
   openssl) # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
 
 want=("${build_pkgs[@]}")
