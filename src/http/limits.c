@@ -21,7 +21,7 @@
  *   Requests with a body are expensive too, which bounds the bodies held
  *   at once to max_profiles of CPROF_MAX_BODY.
  *
- * Memory under abuse is bounded by 2 * max_connections (limits.h)
+ * Memory under abuse is bounded by 3 * max_connections (limits.h)
  * connections of CPROF_HEAD_MEMORY each, plus a thread each (the stack it
  * touches), plus max_profiles bodies of CPROF_MAX_BODY and the profiles
  * being built. */

@@ -12,10 +12,14 @@
 #include "core/config.h" /* the settings' defaults and ranges */
 
 /* Connections accepted beyond the caps only to be told 503, each for at
- * most CPROF_REFUSE_LINGER_MS: as many again as max_connections, of which
- * one address may hold CPROF_RESERVE_PER_IP. libmicrohttpd's own limits are
- * ours plus these; past them it closes a new connection at once. */
-#define CPROF_RESERVE_PER_IP 8
+ * most CPROF_REFUSE_LINGER_MS: one address may hold max_connections of
+ * them beside the max_per_ip it is served on (so as many clients on one
+ * host as the server serves are each served or told 503, never closed
+ * without a word), and the server CPROF_HELD_FACTOR * max_connections in
+ * all (two addresses at their most leave room to tell a third why).
+ * libmicrohttpd's own limits are these; past them it closes a new
+ * connection at once. */
+#define CPROF_HELD_FACTOR 3
 #define CPROF_REFUSE_LINGER_MS 1000
 /* libmicrohttpd's memory pool per connection, which holds the request line
  * and headers (its default, stated here so the bound below is ours). */

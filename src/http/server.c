@@ -343,8 +343,8 @@ static void limit_options(struct MHD_OptionItem *o, int tls) {
   cprof__limits_init(&lc, limits_wake);
   /* MHD's caps are ours plus the reserve for connections told 503
    * (limits.h); past them MHD closes a connection without a word. */
-  unsigned total = (unsigned)(2 * cfg.max_connections);
-  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + CPROF_RESERVE_PER_IP);
+  unsigned total = (unsigned)(CPROF_HELD_FACTOR * cfg.max_connections);
+  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + cfg.max_connections);
   struct MHD_OptionItem items[] = {
       {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
       {MHD_OPTION_CONNECTION_LIMIT, total, NULL},

@@ -49,7 +49,7 @@ check "the half-open connections were closed by the server" has "$T/half.out" 'c
 # rather than closed without a word or left waiting.
 MANY=()
 for i in 2 3 4 5 6; do
-  "$H/host_slow_clients" half 127.0.0.1 "$PORT" 127.0.0.$i 40 6 >"$T/many$i.out" &
+  "$H/host_slow_clients" half 127.0.0.1 "$PORT" 127.0.0.$i 30 6 >"$T/many$i.out" &
   MANY+=($!)
 done
 for i in 2 3 4 5 6; do
