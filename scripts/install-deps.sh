@@ -16,8 +16,11 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # debuginfod: the server debuginfod.sh serves a stripped program's debug files
 # from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
 # those debug files share a third, as Debian's -dbgsym packages do.
+# clang and libclang-rt-14-dev (libclang_rt.fuzzer, the ASan and UBSan
+# runtimes): the libFuzzer targets of tests/fuzz; llvm: llvm-symbolizer, for
+# the names in their crash reports.
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg debuginfod libdebuginfod1 dwz)
+  libc6-dbg debuginfod libdebuginfod1 dwz clang libclang-rt-14-dev llvm)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
