@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test-deps demo test sanitized clean
+.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge clean
 
 all: build
 
@@ -28,6 +28,7 @@ demo: build
 test: test-deps build
 	@$(MAKE) -s sanitized SAN=address,undefined DIR=$(BUILD)-asan
 	@$(MAKE) -s sanitized SAN=thread DIR=$(BUILD)-tsan
+	@$(MAKE) -s fuzz-test
 	@echo "== all tests"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -37,5 +38,26 @@ sanitized:
 	@cmake --build $(DIR) -j $(JOBS) -- --no-print-directory >/dev/null
 	@cd $(DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 
+# The libFuzzer targets of tests/fuzz, built with clang in a tree of their
+# own. fuzz-test: the short ctest run (label fuzz, part of make test);
+# fuzz: every target FUZZ_SECONDS from its corpus, new inputs kept in
+# $(BUILD)-fuzz/fuzz-out; fuzz-merge: adds the ones that add coverage to
+# tests/fuzz/corpus. FUZZ=NAME (or "a b") for some targets only.
+FUZZ_SECONDS ?= 300
+FUZZ ?=
+fuzz-build: test-deps
+	@cmake -S . -B $(BUILD)-fuzz -DCMAKE_C_COMPILER=clang -DCPROF_FUZZ=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-fuzz -j $(JOBS) -- --no-print-directory >/dev/null
+
+fuzz-test: fuzz-build
+	@echo "== fuzz targets, a short run each"
+	@cd $(BUILD)-fuzz && ctest -L fuzz --output-on-failure -j $(JOBS)
+
+fuzz: fuzz-build
+	@scripts/fuzz.sh --build $(BUILD)-fuzz --seconds $(FUZZ_SECONDS) $(FUZZ)
+
+fuzz-merge: fuzz-build
+	@scripts/fuzz.sh --build $(BUILD)-fuzz --merge $(FUZZ)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

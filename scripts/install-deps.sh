@@ -17,8 +17,11 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
 # those debug files share a third, as Debian's -dbgsym packages do.
 # wrk: the 64 clients of tests/integration/load.sh (and bench/load).
+# clang and libclang-rt-14-dev (libclang_rt.fuzzer, the ASan and UBSan
+# runtimes): the libFuzzer targets of tests/fuzz; llvm: llvm-symbolizer, for
+# the names in their crash reports.
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg debuginfod libdebuginfod1 dwz wrk
+  libc6-dbg debuginfod libdebuginfod1 dwz wrk clang libclang-rt-14-dev llvm
   openssl) # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
 
 want=("${build_pkgs[@]}")

@@ -4,19 +4,29 @@
  * address we can name. Words that are not numbers are skipped: go tool
  * pprof fails the whole profile load on a non-200 answer here, so this
  * endpoint always answers 200. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/response.h"
 #include "http/routes.h"
+#include "http/symbol.h"
 #include "profile/marks.h"
 #include "symbol/symbolize.h"
 
-/* Parses one word like Go's strconv.ParseUint(s, 0, 64): 0x hex, 0o/0
- * octal, 0b binary, or decimal. Returns 0 or -1. */
-static int parse_addr(const char *s, size_t n, uint64_t *out) {
+static int digit_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A' + 10;
+  return 99;
+}
+
+int cprof__symbol_parse_addr(const char *s, size_t n, uint64_t *out) {
   char w[40];
-  if (n == 0 || n >= sizeof w)
+  if (n == 0 || n >= sizeof w || memchr(s, '\0', n)) /* a NUL would end the word early */
     return -1;
   memcpy(w, s, n);
   w[n] = '\0';
@@ -30,11 +40,18 @@ static int parse_addr(const char *s, size_t n, uint64_t *out) {
     base = 8, p += 2;
   else if (p[0] == '0' && p[1])
     base = 8, p += 1;
+  /* Digits of the base and nothing else: strtoull would also take leading
+   * white space, a sign and a second "0x", and saturate past 64 bits (the
+   * errno check); Go's ParseUint refuses all four. */
   if (!*p)
     return -1;
+  for (const char *d = p; *d; d++)
+    if (digit_value(*d) >= base)
+      return -1;
   char *end;
+  errno = 0;
   unsigned long long v = strtoull(p, &end, base);
-  if (*end || *p == '-' || *p == '+' || *p == ' ')
+  if (*end || errno)
     return -1;
   *out = v;
   return 0;
@@ -63,7 +80,7 @@ void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
       const char *plus = memchr(word, '+', len - i);
       size_t n = plus ? (size_t)(plus - word) : len - i;
       uint64_t pc;
-      if (parse_addr(word, n, &pc) == 0 && pc != 0) {
+      if (cprof__symbol_parse_addr(word, n, &pc) == 0 && pc != 0) {
         /* A marker a debug=1 profile's "@" line holds (unwind/pc.h) is
          * named as the profiles name it. */
         char text[128];

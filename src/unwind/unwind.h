@@ -35,7 +35,14 @@ void cprof__set_max_depth(int depth);
  * lie in the redzones of instrumented frames, mapped and readable but
  * poisoned, and a report from a signal handler would be the end of the
  * program: the functions that read the stack are not instrumented. */
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__)
+#define CPROF_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang's way of saying it (the fuzz build) */
+#define CPROF_ASAN 1
+#endif
+#endif
+#ifdef CPROF_ASAN
 #define CPROF_READS_STACK __attribute__((no_sanitize("address")))
 #else
 #define CPROF_READS_STACK
