@@ -39,9 +39,9 @@ typedef struct cprof__conn {
   struct cprof__conn *prev, *next;
   int fd;
   struct sockaddr_storage peer;
-  int refused;          /* beyond a cap: told 503, closed soon */
-  long long deadline;   /* CLOCK_MONOTONIC ms; 0: none (a request is being served) */
-  char why[120];        /* refused: the reason, for the 503 */
+  int refused;        /* beyond a cap: told 503, closed soon */
+  long long deadline; /* CLOCK_MONOTONIC ms; 0: none (a request is being served) */
+  char why[120];      /* refused: the reason, for the 503 */
 } cprof__conn_t;
 
 /* Sets the caps and forgets every connection. wake is called (without any

@@ -74,9 +74,9 @@ static struct {
   int result;
   int unshare_err; /* why the keeper could not have a table of its own */
   char why[1600];  /* why the server did not start, when the keeper knows */
-  int stop;      /* cprof__server_stop asks the keeper to end */
-  int used;      /* the symbolizer was used since the keeper last looked */
-  int reap;      /* a request deadline was set: look at them */
+  int stop;        /* cprof__server_stop asks the keeper to end */
+  int used;        /* the symbolizer was used since the keeper last looked */
+  int reap;        /* a request deadline was set: look at them */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 typedef struct request_state {
@@ -114,7 +114,8 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
     }
     return;
   }
-  const union MHD_ConnectionInfo *fd = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *fd =
+      MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
   const union MHD_ConnectionInfo *peer =
       MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (!fd || !(c = malloc(sizeof *c)))
@@ -181,8 +182,8 @@ static enum MHD_Result admit(struct MHD_Connection *con, request_state_t *st, co
     snprintf(why, sizeof why, "%s", c->why);
   } else {
     const char *query = strchr(st->uri, '?');
-    st->slot = cprof__limits_profile_enter(method, url, query ? query + 1 : NULL, &retry, why,
-                                           sizeof why);
+    st->slot =
+        cprof__limits_profile_enter(method, url, query ? query + 1 : NULL, &retry, why, sizeof why);
     if (st->slot >= 0)
       return MHD_YES;
     st->slot = 0;
@@ -209,9 +210,8 @@ static void conn_read(struct MHD_Connection *con) {
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
   request_state_t *st = *con_cls;
   if (!st || !st->uri)
     return MHD_NO; /* out of memory: drop the connection */
@@ -273,8 +273,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   char port[8];
   snprintf(port, sizeof port, "%d", a->port);
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo hints = {
+      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res = NULL;
   /* ":port" means every interface, IPv6 and IPv4 alike, as in Go. */
   int gai = getaddrinfo(a->host[0] ? a->host : "::", port, &hints, &res);
@@ -451,8 +451,10 @@ static int tls_load(tls_t *t) {
     which = "CPROF_TLS_KEY", path = cfg.tls_key;
   }
   if (err) {
-    snprintf(keeper.why, sizeof keeper.why, "%s=%s: cannot read it: %s; the profiling server "
-             "stays off", which, path, err == -EFBIG ? "larger than 1 MiB" : strerror(-err));
+    snprintf(keeper.why, sizeof keeper.why,
+             "%s=%s: cannot read it: %s; the profiling server "
+             "stays off",
+             which, path, err == -EFBIG ? "larger than 1 MiB" : strerror(-err));
     return -ENOTSUP;
   }
   t->flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
@@ -490,10 +492,9 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   __atomic_store_n(&starting, 1, __ATOMIC_RELAXED);
   daemon_ = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | tls.flags,
-      0, NULL,
-      NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
-      NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | tls.flags, 0,
+      NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK,
+      uri_logger, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
       MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
   __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
   int tls_on = tls.cert != NULL;
@@ -508,7 +509,8 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
     snprintf(why, sizeof why, "%.399s", keeper.why[0] ? keeper.why : "refused");
     snprintf(keeper.why, sizeof keeper.why,
              "CPROF_TLS_CERT=%s, CPROF_TLS_KEY=%s: libmicrohttpd (GnuTLS) refused them: %s; "
-             "the profiling server stays off", cfg.tls_cert, cfg.tls_key, why);
+             "the profiling server stays off",
+             cfg.tls_cert, cfg.tls_key, why);
     return -ENOTSUP;
   }
   return 0;

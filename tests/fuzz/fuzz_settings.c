@@ -19,11 +19,12 @@ static void refused(int rc, const char *err) {
 static void parse(uint8_t which, const char *v) {
   char err[160] = "", out[256];
   int rc = 0;
-  switch (which % 11) {
+  switch (which % 13) {
   case 0: {
     cprof__addr_t a;
     rc = cprof__parse_addr(v, &a, err, sizeof err);
-    if (rc == 0 && (a.port < 0 || a.port > 65535 || strnlen(a.host, sizeof a.host) >= sizeof a.host))
+    if (rc == 0 &&
+        (a.port < 0 || a.port > 65535 || strnlen(a.host, sizeof a.host) >= sizeof a.host))
       abort();
     break;
   }
@@ -61,7 +62,7 @@ static void parse(uint8_t which, const char *v) {
   }
   case 7:
   case 8: { /* CPROF_BLOCK_RATE, CPROF_MUTEX_FRACTION (and ?rate=, ?fraction=) */
-    long max = which % 11 == 7 ? CPROF_MAX_BLOCK_RATE : CPROF_MAX_MUTEX_FRACTION, n = 0;
+    long max = which % 13 == 7 ? CPROF_MAX_BLOCK_RATE : CPROF_MAX_MUTEX_FRACTION, n = 0;
     rc = cprof__parse_setting(v, max, "units", &n, err, sizeof err);
     if (rc == 0 && (n < 0 || n > max))
       abort();
@@ -81,6 +82,18 @@ static void parse(uint8_t which, const char *v) {
       abort();
     break;
   }
+  case 11: { /* the server's limits: CPROF_MAX_CONNECTIONS and the rest */
+    long n = 0;
+    rc = cprof__parse_limit(v, 1, CPROF_LIMIT_MAX_CONNECTIONS, "connections", &n, err, sizeof err);
+    if (rc == 0 && (n < 1 || n > CPROF_LIMIT_MAX_CONNECTIONS))
+      abort();
+    break;
+  }
+  case 12: /* CPROF_TLS_CERT, CPROF_TLS_KEY */
+    rc = cprof__parse_tls_path(v, out, sizeof out, err, sizeof err);
+    if (rc == 0 && strnlen(out, sizeof out) >= sizeof out)
+      abort();
+    break;
   }
   refused(rc, err);
 }
