@@ -43,6 +43,7 @@ static cprof__limits_cfg_t cfg = {CPROF_DEFAULT_MAX_CONNECTIONS,
 static void (*wake_reaper)(void);
 static cprof__conn_t *conns; /* every open connection, refused ones too */
 static int admitted;         /* of them, not refused */
+static long long last_refusal; /* CLOCK_MONOTONIC ms of the latest refusal */
 /* The deadline the reaper sleeps until (ms), 0 when it sleeps until woken:
  * a sooner deadline must wake it. */
 static long long reaper_due;
@@ -130,6 +131,8 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
              cfg.max_per_ip);
   c->refused = why[0] != '\0';
   admitted += !c->refused;
+  if (c->refused)
+    last_refusal = now_ms();
   c->deadline = now_ms() + (c->refused ? CPROF_REFUSE_LINGER_MS : cfg.read_timeout * 1000LL);
   c->next = conns;
   if (conns)
@@ -174,6 +177,13 @@ void cprof__limits_request_done(cprof__conn_t *c) {
   pthread_mutex_unlock(&lock);
   if (wake && wake_reaper)
     wake_reaper();
+}
+
+int cprof__limits_crowded(void) {
+  pthread_mutex_lock(&lock);
+  long long last = last_refusal;
+  pthread_mutex_unlock(&lock);
+  return last && now_ms() - last < CPROF_REFUSE_LINGER_MS;
 }
 
 long cprof__limits_reap(void) {

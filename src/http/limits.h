@@ -61,6 +61,11 @@ void cprof__limits_close(cprof__conn_t *c);
  * deadline). */
 void cprof__limits_request_read(cprof__conn_t *c);
 void cprof__limits_request_done(cprof__conn_t *c);
+/* Whether a connection was refused within the last
+ * CPROF_REFUSE_LINGER_MS: then an answer ends its connection (Connection:
+ * close) rather than keep it alive, so that the clients served take turns
+ * with the ones told 503 instead of holding their places for good. */
+int cprof__limits_crowded(void);
 /* Cuts off (shutdown) every connection past its deadline. Returns the ms
  * until the next deadline, or -1 when none is set. Call it from a thread
  * in the connections' descriptor table. */

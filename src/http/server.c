@@ -198,6 +198,8 @@ static enum MHD_Result admit(struct MHD_Connection *con, request_state_t *st, co
   MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
   MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(r, "Retry-After", after);
+  if (cprof__limits_crowded())
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ret = MHD_queue_response(con, 503, r);
   MHD_destroy_response(r);
   return ret;
@@ -263,6 +265,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
   resp.body = NULL; /* MHD frees it now */
   for (int i = 0; i < resp.nheaders; i++)
     MHD_add_response_header(r, resp.headers[i].name, resp.headers[i].value);
+  if (cprof__limits_crowded())
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ret = MHD_queue_response(con, (unsigned)resp.status, r);
   MHD_destroy_response(r);
   cprof_response_free(&resp);
