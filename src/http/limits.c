@@ -41,8 +41,8 @@ static cprof__limits_cfg_t cfg = {CPROF_DEFAULT_MAX_CONNECTIONS,
                                   CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP, CPROF_DEFAULT_READ_TIMEOUT,
                                   CPROF_DEFAULT_MAX_PROFILES, 0};
 static void (*wake_reaper)(void);
-static cprof__conn_t *conns; /* every open connection, refused ones too */
-static int admitted;         /* of them, not refused */
+static cprof__conn_t *conns;   /* every open connection, refused ones too */
+static int admitted;           /* of them, not refused */
 static long long last_refusal; /* CLOCK_MONOTONIC ms of the latest refusal */
 /* The deadline the reaper sleeps until (ms), 0 when it sleeps until woken:
  * a sooner deadline must wake it. */
