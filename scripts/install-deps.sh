@@ -16,8 +16,11 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # debuginfod: the server debuginfod.sh serves a stripped program's debug files
 # from; libdebuginfod1: the client library cprof dlopens to ask it; dwz: makes
 # those debug files share a third, as Debian's -dbgsym packages do.
+# redis-server, redis-tools, sqlite3, python3, nginx, wrk: tests/real runs
+# programs nobody here wrote under cprof (a key-value server under its own
+# redis-benchmark, a web server under wrk, a database shell, an interpreter).
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
-  libc6-dbg debuginfod libdebuginfod1 dwz)
+  libc6-dbg debuginfod libdebuginfod1 dwz redis-server redis-tools sqlite3 python3 nginx wrk)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -38,10 +38,15 @@ own_top() {
     grep -Fxf "$T/own_names.txt" || true
 }
 
-# inuse_bytes PROFILE: the heap profile's in-use total in bytes.
+# inuse_bytes PROFILE [PPROF ARGS...]: the heap profile's in-use total in
+# bytes, of the samples that pass the filters in ARGS (-focus, -ignore):
+# the sum of every node's flat figure, none dropped.
 inuse_bytes() {
-  pprof -top -nodecount=1 -unit=B -sample_index=inuse_space "$1" |
-    sed -n 's/.* of \([0-9]*\)B total.*/\1/p'
+  local prof=$1
+  shift
+  pprof -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 -unit=B \
+    -sample_index=inuse_space "$@" "$prof" |
+    awk '/ flat%/ { t = 1; next } t { sub(/B$/, "", $1); s += $1 } END { printf "%d\n", s }'
 }
 
 # within A B PCT: A is within PCT % of B.

@@ -55,14 +55,19 @@ script() {
   cli object encoding list
 }
 
-# workload NAME: the script, the benchmark (fixed keys: no -r), what it
-# left, and a shutdown; the client's output goes to $T/NAME.out and the
-# server's exit code to $T/NAME.rc.
+# workload NAME [PID]: the script, the benchmark (fixed keys: no -r), what
+# it left, and a shutdown; the client's output goes to $T/NAME.out and the
+# server's exit code to $T/NAME.rc. With PID (the profile's curl), GETs
+# (which change nothing) go on until it is done, so the profile covers load
+# however fast the machine is and the server is up when it answers.
 workload() {
-  local name=$1 rc=0
+  local name=$1 curl=${2:-} rc=0
   { script; } >"$T/$name.out" 2>&1
   redis-benchmark -p "$PORT" -q -n 60000 -c 20 -P 4 -t set,get,incr,lpush,lpop,hset,zadd \
     >"$T/$name.bench" 2>&1 || echo "benchmark failed: $?" >>"$T/$name.out"
+  while [ -n "$curl" ] && kill -0 "$curl" 2>/dev/null; do
+    redis-benchmark -p "$PORT" -q -n 20000 -c 20 -P 4 -t get >/dev/null 2>&1
+  done
   { cli dbsize; cli get key:__rand_int__; cli get counter:__rand_int__; cli llen mylist; } >>"$T/$name.out" 2>&1
   cli shutdown nosave >/dev/null 2>&1 || true
   wait "$PID" || rc=$?
@@ -78,7 +83,7 @@ ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/pre.err")
 # The profile is taken while the benchmark runs (workload starts it).
 curl -s -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" &
 CURL=$!
-workload pre
+workload pre $CURL
 wait $CURL
 check "same replies as without cprof" same plain pre out
 same plain pre out || diff "$T/plain.out" "$T/pre.out" >&2 || true
