@@ -14,21 +14,13 @@
 . "$(dirname "$0")/lib.sh"
 need sqlite3
 
-cat >"$T/query.sql" <<'SQL'
-create table t(id integer primary key, k integer, v text);
-with recursive c(i) as (select 1 union all select i + 1 from c where i < 1000000)
-insert into t select i, (i * 7919) % 1000, printf('row-%08d', (i * 104729) % 1000000) from c;
-select k, count(*), sum(id), min(v), max(v) from t group by k order by sum(id) desc, k limit 10;
-select substr(v, 5, 2) as p, count(*), avg(k) from t where id % 3 = 0 group by p order by p limit 10;
-select count(distinct v), max(length(v)), total(k) from t;
-select * from t where v > 'row-0099' order by v, id limit 3;
-SQL
+Q=$CPROF_SOURCE_DIR/tests/real/programs/query.sql
 
-run plain -- sqlite3 -bail :memory: ".read $T/query.sql"
+run plain -- sqlite3 -bail :memory: ".read $Q"
 check "runs without cprof" rc_is plain 0
 head -3 "$T/plain.out"
 mkdir -p "$T/prof"
-run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/prof" -- sqlite3 -bail :memory: ".read $T/query.sql"
+run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/prof" -- sqlite3 -bail :memory: ".read $Q"
 check "same result rows as without cprof" same plain pre out
 same plain pre out || diff "$T/plain.out" "$T/pre.out" >&2 || true
 check "same exit code as without cprof" same plain pre rc
@@ -42,7 +34,7 @@ check "CPU profile: libsqlite3's functions in the top 5" test -n "$own"
 # average, ~6,000 samples of the ~25 MB of pages: within 2 %.
 PORT=$(free_port)
 run heap LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:$PORT CPROF_HEAP_RATE=4096 -- \
-  sqlite3 -bail :memory: ".read $T/query.sql" ".stats" \
+  sqlite3 -bail :memory: ".read $Q" ".stats" \
   ".system curl -s -o $T/heap.pb.gz http://127.0.0.1:$PORT/debug/pprof/heap"
 used=$(sed -n 's/^Memory Used: *\([0-9]*\) .*/\1/p' "$T/heap.out")
 inuse=$(inuse_bytes "$T/heap.pb.gz")
