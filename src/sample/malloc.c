@@ -616,10 +616,49 @@ static int in_executable(void *addr) {
          map->l_name[0] == '\0';
 }
 
+/* Whether addr is a PLT stub that stands for malloc in a non-PIE executable
+ * which takes malloc's address (Debian's /usr/bin/python3.11): the loader
+ * gives such a symbol its stub as the one address every object sees, so
+ * dlsym returns the stub, but the symbol is undefined there (SHN_UNDEF) and
+ * the program's calls go on to the first library that defines malloc. */
+static int is_plt_stub(void *addr) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  return dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+         sym->st_shndx == SHN_UNDEF;
+}
+
+/* The first library after the executable, in the loader's order (that of
+ * the global lookup for the libraries loaded at start), that defines
+ * malloc itself: dlsym on its handle also searches its dependencies, so the
+ * answer counts only when it lies in the library. */
+static void *first_library_malloc(void) {
+  struct link_map *map = NULL;
+  Dl_info info;
+  if (!dladdr1((void *)cprof__own_malloc, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+    return NULL;
+  while (map->l_prev)
+    map = map->l_prev;
+  for (map = map->l_next; map; map = map->l_next) {
+    void *h = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+      continue;
+    void *f = dlsym(h, "malloc");
+    struct link_map *owner = NULL;
+    int here = f && dladdr1(f, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == map;
+    dlclose(h);
+    if (here)
+      return f;
+  }
+  return NULL;
+}
+
 /* Where malloc comes from when it is not libcprof's, and what can be done:
  * the advice "put libcprof first" holds only for another library. */
 int cprof__malloc_check(char *why, size_t len) {
   void *first = dlsym(RTLD_DEFAULT, "malloc");
+  if (first && in_executable(first) && is_plt_stub(first))
+    first = first_library_malloc();
   if (first == (void *)cprof__own_malloc)
     return 0;
   Dl_info info;
