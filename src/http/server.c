@@ -121,8 +121,14 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
   if (!fd || !(c = malloc(sizeof *c)))
     return; /* out of memory: served, without limits */
   *socket_ctx = c;
-  cprof__limits_open(c, fd->connect_fd, peer ? peer->client_addr : NULL,
-                     sizeof(struct sockaddr_storage));
+  /* MHD keeps the peer's address at its family's size, not a whole
+   * sockaddr_storage. */
+  const struct sockaddr *sa = peer ? peer->client_addr : NULL;
+  socklen_t len = !sa                         ? 0
+                  : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                  : sa->sa_family == AF_INET  ? sizeof(struct sockaddr_in)
+                                              : 0;
+  cprof__limits_open(c, fd->connect_fd, len ? sa : NULL, len);
 }
 
 static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
