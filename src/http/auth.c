@@ -2,8 +2,8 @@
 
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 /* Whether the client's credential equals the configured secret, in a time
@@ -89,10 +89,6 @@ int cprof__auth_check(const cprof__config_t *cfg, const char *authorization) {
   return CPROF_AUTH_WRONG;
 }
 
-int cprof__auth_ok(const cprof__config_t *cfg, const char *authorization) {
-  return cprof__auth_check(cfg, authorization) == CPROF_AUTH_OK;
-}
-
 /* One line a second at most, however fast wrong credentials come (a
  * password guesser would otherwise fill the program's stderr): the first
  * refusal after a quiet second is said at once, with how many were refused
@@ -111,9 +107,7 @@ static void printable_path(const char *path, char *out, size_t outlen) {
 }
 
 void cprof__auth_refused(const char *path) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  long long ms = now.tv_sec * 1000LL + now.tv_nsec / 1000000;
+  long long ms = cprof__now_ms(CLOCK_MONOTONIC);
   long long last = __atomic_load_n(&last_line_ms, __ATOMIC_RELAXED);
   if (ms - last < 1000 || !__atomic_compare_exchange_n(&last_line_ms, &last, ms, 0,
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -125,7 +119,8 @@ void cprof__auth_refused(const char *path) {
   printable_path(path, p, sizeof p);
   if (before)
     cprof__log("401 for %s: wrong credentials; %lu more refused since the previous line "
-               "(one line a second at most)", p, before);
+               "(one line a second at most)",
+               p, before);
   else
     cprof__log("401 for %s: wrong credentials", p);
 }

@@ -14,8 +14,6 @@ enum {
 /* Checks the Authorization header against the configured credentials, in
  * a time that tells nothing about them but the length of the one compared. */
 int cprof__auth_check(const cprof__config_t *cfg, const char *authorization);
-/* 1 if the request may proceed (cprof__auth_check is CPROF_AUTH_OK). */
-int cprof__auth_ok(const cprof__config_t *cfg, const char *authorization);
 
 /* Says on stderr that a request for path came with wrong credentials: one
  * line a second at most, counting the ones not said. Never the credential. */

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "http/query.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,11 +51,7 @@ static long long reaper_due;
 /* When each running expensive request is expected to end (ms); 0: free. */
 static long long slots[CPROF_LIMIT_MAX_PROFILES];
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return cprof__now_ms(CLOCK_MONOTONIC); }
 
 void cprof__limits_init(const cprof__limits_cfg_t *c, void (*wake)(void)) {
   /* Also after fork: the parent's connections are not the child's, and
@@ -66,6 +63,7 @@ void cprof__limits_init(const cprof__limits_cfg_t *c, void (*wake)(void)) {
   wake_reaper = wake;
   conns = NULL;
   admitted = 0;
+  last_refusal = 0;
   reaper_due = 0;
   memset(slots, 0, sizeof slots);
 }
@@ -131,9 +129,10 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
              cfg.max_per_ip);
   c->refused = why[0] != '\0';
   admitted += !c->refused;
+  long long now = now_ms();
   if (c->refused)
-    last_refusal = now_ms();
-  c->deadline = now_ms() + (c->refused ? CPROF_REFUSE_LINGER_MS : cfg.read_timeout * 1000LL);
+    last_refusal = now;
+  c->deadline = now + (c->refused ? CPROF_REFUSE_LINGER_MS : cfg.read_timeout * 1000LL);
   c->next = conns;
   if (conns)
     conns->prev = c;
@@ -224,10 +223,11 @@ static int is_cheap(const char *method, const char *path) {
 /* How long the request should take, in ms, for Retry-After. */
 static long long expected_ms(const char *path, const char *query) {
   char v[32];
+  const char *name;
   long seconds = 0;
   if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
     cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
-  else if (strcmp(profile_name(path) ? profile_name(path) : "", "profile") == 0)
+  else if ((name = profile_name(path)) && strcmp(name, "profile") == 0)
     seconds = 30; /* the CPU profile's default */
   return seconds * 1000LL + 1000;
 }

@@ -8,21 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hex.h"
 #include "http/response.h"
 #include "http/routes.h"
 #include "http/symbol.h"
 #include "profile/marks.h"
 #include "symbol/symbolize.h"
-
-static int digit_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A' + 10;
-  return 99;
-}
 
 int cprof__symbol_parse_addr(const char *s, size_t n, uint64_t *out) {
   char w[40];
@@ -45,9 +36,11 @@ int cprof__symbol_parse_addr(const char *s, size_t n, uint64_t *out) {
    * errno check); Go's ParseUint refuses all four. */
   if (!*p)
     return -1;
-  for (const char *d = p; *d; d++)
-    if (digit_value(*d) >= base)
+  for (const char *d = p; *d; d++) { /* every base here is at most 16 */
+    int v = cprof__hexval(*d);
+    if (v < 0 || v >= base)
       return -1;
+  }
   char *end;
   errno = 0;
   unsigned long long v = strtoull(p, &end, base);

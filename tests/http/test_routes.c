@@ -61,26 +61,27 @@ static void test_base64_and_auth(void) {
   CHECK_EQ_INT(cprof__base64_decode("b3Bz=x", out, sizeof out), -1);
   cprof__config_t cfg;
   memset(&cfg, 0, sizeof cfg);
-  CHECK(cprof__auth_ok(&cfg, NULL)); /* nothing configured: open */
+  CHECK(cprof__auth_check(&cfg, NULL) == CPROF_AUTH_OK); /* nothing configured: open */
   strcpy(cfg.auth, "ops:s3cret");
-  CHECK(!cprof__auth_ok(&cfg, NULL));
-  CHECK(cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldA=="));
-  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOndyb25n")); /* ops:wrong */
-  CHECK(!cprof__auth_ok(&cfg, "Bearer s3cret"));
+  CHECK(cprof__auth_check(&cfg, NULL) != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Basic b3BzOnMzY3JldA==") == CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Basic b3BzOndyb25n") != CPROF_AUTH_OK); /* ops:wrong */
+  CHECK(cprof__auth_check(&cfg, "Bearer s3cret") != CPROF_AUTH_OK);
   strcpy(cfg.token, "tok");
-  CHECK(cprof__auth_ok(&cfg, "Bearer tok"));
-  CHECK(!cprof__auth_ok(&cfg, "Bearer to"));
-  CHECK(!cprof__auth_ok(&cfg, "Bearer tokk"));
+  CHECK(cprof__auth_check(&cfg, "Bearer tok") == CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Bearer to") != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Bearer tokk") != CPROF_AUTH_OK);
   /* Lengths on either side of the secret's, and prefixes of it: the
    * compare walks the secret's length whatever came. */
-  CHECK(!cprof__auth_ok(&cfg, "Bearer "));
-  CHECK(!cprof__auth_ok(&cfg, "Bearer t"));
-  CHECK(!cprof__auth_ok(&cfg, "Bearer tok tok"));
-  CHECK(!cprof__auth_ok(&cfg, "Bearer tok\x01"));
-  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOnMzY3Jl"));     /* ops:s3cre */
-  CHECK(!cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldFg=")); /* ops:s3cretX */
-  CHECK(!cprof__auth_ok(&cfg, "Basic "));
-  CHECK(cprof__auth_ok(&cfg, "Basic b3BzOnMzY3JldA=="));  /* both set: either works */
+  CHECK(cprof__auth_check(&cfg, "Bearer ") != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Bearer t") != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Bearer tok tok") != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Bearer tok\x01") != CPROF_AUTH_OK);
+  CHECK(cprof__auth_check(&cfg, "Basic b3BzOnMzY3Jl") != CPROF_AUTH_OK); /* ops:s3cre */
+  CHECK(cprof__auth_check(&cfg, "Basic b3BzOnMzY3JldFg=") != CPROF_AUTH_OK); /* ops:s3cretX */
+  CHECK(cprof__auth_check(&cfg, "Basic ") != CPROF_AUTH_OK);
+  /* both set: either works */
+  CHECK(cprof__auth_check(&cfg, "Basic b3BzOnMzY3JldA==") == CPROF_AUTH_OK);
   /* None and wrong are told apart: only a wrong one is logged. */
   CHECK_EQ_INT(cprof__auth_check(&cfg, NULL), CPROF_AUTH_NONE);
   CHECK_EQ_INT(cprof__auth_check(&cfg, ""), CPROF_AUTH_NONE);
@@ -92,12 +93,12 @@ static void test_base64_and_auth(void) {
   char guess[300] = "Bearer ";
   memset(guess + 7, 'a', 200);
   guess[207] = '\0';
-  CHECK(cprof__auth_ok(&cfg, guess));
+  CHECK(cprof__auth_check(&cfg, guess) == CPROF_AUTH_OK);
   guess[206] = '\0';
-  CHECK(!cprof__auth_ok(&cfg, guess));
+  CHECK(cprof__auth_check(&cfg, guess) != CPROF_AUTH_OK);
   memset(guess + 7, 'a', 250);
   guess[257] = '\0';
-  CHECK(!cprof__auth_ok(&cfg, guess));
+  CHECK(cprof__auth_check(&cfg, guess) != CPROF_AUTH_OK);
 }
 
 /* The challenges a 401 carries, one WWW-Authenticate header per scheme. */
