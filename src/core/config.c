@@ -149,7 +149,8 @@ static int load_tls(cprof__config_t *cfg) {
     return 0;
   if (!cert || !key) {
     cprof__log("%s is set but %s is not: HTTPS needs both PEM files; the profiling server "
-               "stays off", cert ? "CPROF_TLS_CERT" : "CPROF_TLS_KEY",
+               "stays off",
+               cert ? "CPROF_TLS_CERT" : "CPROF_TLS_KEY",
                cert ? "CPROF_TLS_KEY" : "CPROF_TLS_CERT");
     return -EINVAL;
   }
@@ -171,39 +172,38 @@ int cprof__parse_cpu_hz(const char *s, int *out, char *err, size_t errlen) {
   return 0;
 }
 
-int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen) {
+/* Digits only (no sign, no space), from min to max, into *out. 0 or -1. */
+static int whole_number(const char *s, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (*s < '0' || *s > '9' || *end || errno || v > CPROF_MAX_HEAP_RATE)
-    return fail(err, errlen, "expected a whole number of bytes from 0 (off) to 1073741824");
+  if (*s < '0' || *s > '9' || *end || errno || v < min || v > max)
+    return -1;
   *out = v;
+  return 0;
+}
+
+int cprof__parse_heap_rate(const char *s, long *out, char *err, size_t errlen) {
+  if (whole_number(s, 0, CPROF_MAX_HEAP_RATE, out) != 0)
+    return fail(err, errlen, "expected a whole number of bytes from 0 (off) to 1073741824");
   return 0;
 }
 
 int cprof__parse_setting(const char *s, long max, const char *what, long *out, char *err,
                          size_t errlen) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (*s < '0' || *s > '9' || *end || errno || v > max) {
+  if (whole_number(s, 0, max, out) != 0) {
     snprintf(err, errlen, "expected a whole number of %s from 0 (off) to %ld", what, max);
     return -EINVAL;
   }
-  *out = v;
   return 0;
 }
 
 int cprof__parse_limit(const char *s, long min, long max, const char *what, long *out, char *err,
                        size_t errlen) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (*s < '0' || *s > '9' || *end || errno || v < min || v > max) {
+  if (whole_number(s, min, max, out) != 0) {
     snprintf(err, errlen, "expected a whole number of %s from %ld to %ld", what, min, max);
     return -EINVAL;
   }
-  *out = v;
   return 0;
 }
 
@@ -409,7 +409,8 @@ static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
                                   .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
                                   .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
                                   .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
-                                  .max_profiles = CPROF_DEFAULT_MAX_PROFILES}; /* no prefix, no auth, dwarf */
+                                  .max_profiles =
+                                      CPROF_DEFAULT_MAX_PROFILES}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);
