@@ -174,6 +174,17 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status, co
 
 static int serving_tls; /* set before the daemon starts, read by its threads */
 
+/* Queues r (and lets it go). While connections are being refused, the
+ * answer ends its connection, so that the clients served take turns with
+ * the ones told 503 instead of holding their places for good. */
+static enum MHD_Result queue(struct MHD_Connection *con, unsigned status, struct MHD_Response *r) {
+  if (cprof__limits_crowded())
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+  enum MHD_Result ret = MHD_queue_response(con, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
 /* The headers have arrived: a connection refused when it opened has had
  * its 503 over plain HTTP (limits.c wrote it) and gets it now over TLS;
  * an expensive request waits for no slot: 503 at once. */
@@ -204,11 +215,7 @@ static enum MHD_Result admit(struct MHD_Connection *con, request_state_t *st, co
   MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
   MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(r, "Retry-After", after);
-  if (cprof__limits_crowded())
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-  enum MHD_Result ret = MHD_queue_response(con, 503, r);
-  MHD_destroy_response(r);
-  return ret;
+  return queue(con, 503, r);
 }
 
 static void conn_read(struct MHD_Connection *con) {
@@ -271,10 +278,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
   resp.body = NULL; /* MHD frees it now */
   for (int i = 0; i < resp.nheaders; i++)
     MHD_add_response_header(r, resp.headers[i].name, resp.headers[i].value);
-  if (cprof__limits_crowded())
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-  enum MHD_Result ret = MHD_queue_response(con, (unsigned)resp.status, r);
-  MHD_destroy_response(r);
+  enum MHD_Result ret = queue(con, (unsigned)resp.status, r);
   cprof_response_free(&resp);
   return ret;
 }
@@ -507,11 +511,10 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
       uri_logger, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
       MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
   __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
-  int tls_on = tls.cert != NULL;
   tls_wipe(&tls);
   if (!daemon_) {
     close(fd);
-    if (!tls_on)
+    if (!serving_tls)
       return -EIO;
     cprof__config_t cfg;
     cprof__config_get(&cfg);
