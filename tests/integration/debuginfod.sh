@@ -76,9 +76,6 @@ named() {
 unnamed() { ! has "$T/$1.top" " (shared_spin|lib_spin|main_loop) "; }
 # says NAME MODULE TEXT: the report's header has the comment on MODULE.
 says() { has "$T/$1.top" "^no debug symbols for $T/bin/$2 \(build ID [0-9a-f]+\): $3"; }
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 show() { echo "--- $1:"; sed -n '1,12p' "$T/$1.top"; }
 
 # --- 1. Without DEBUGINFOD_URLS: no names, a comment per module saying

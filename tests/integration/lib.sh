@@ -92,6 +92,13 @@ start() {
 # pprof ARGS...: go tool pprof, quiet, with our scratch directories.
 pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
 
+# free_port: a TCP port nothing listens on now, for programs that take a
+# fixed port on their command line (a race with another test is possible,
+# but then the program says so and the test fails loudly).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # http URL [curl args...]: prints the status code; the body goes to $T/body
 # and the headers to $T/headers.
 http() {

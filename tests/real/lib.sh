@@ -10,11 +10,26 @@ need() {
   done
 }
 
-# free_port: a TCP port nothing listens on now (the programs take a fixed
-# port on their command line, so we pick one; a race with another test is
-# possible but then the program says so and the test fails loudly).
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# batch WHAT MAPPING -- COMMAND...: runs COMMAND to completion without
+# cprof (plain) and under LD_PRELOAD recording the whole run's CPU profile
+# (pre, $T/prof/cpu.pb.gz); checks that it exits 0 without cprof, that
+# output and exit code are the same with it, and that functions of the
+# mapping MAPPING (see own_top) are among the profile's top 5. WHAT names
+# them in the checks.
+batch() {
+  local what=$1 map=$2
+  shift 3
+  run plain -- "$@"
+  check "runs without cprof" rc_is plain 0
+  mkdir -p "$T/prof"
+  run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/prof" -- "$@"
+  check "same output as without cprof" same plain pre out
+  same plain pre out || diff "$T/plain.out" "$T/pre.out" >&2 || true
+  check "same exit code as without cprof" same plain pre rc
+  local own
+  own=$(own_top "$T/prof/cpu.pb.gz" 5 "$map")
+  echo "top 5 (flat) functions of $map:" $own
+  check "CPU profile: $what functions in the top 5" test -n "$own"
 }
 
 # own_top PROFILE N MAPPING [PPROF ARGS...]: prints the functions among the

@@ -19,16 +19,7 @@ PY=/usr/bin/python3
 [ -x $PY ] || skip "Debian's python3 is not installed"
 W=$CPROF_SOURCE_DIR/tests/real/programs/workload.py
 
-run plain -- $PY "$W"
-check "runs without cprof" rc_is plain 0
-mkdir -p "$T/prof"
-run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/prof" -- $PY "$W"
-check "same output as without cprof" same plain pre out
-same plain pre out || diff "$T/plain.out" "$T/pre.out" >&2 || true
-check "same exit code as without cprof" same plain pre rc
-own=$(own_top "$T/prof/cpu.pb.gz" 5 'python3')
-echo "top 5 (flat) functions of python3:" $own
-check "CPU profile: the interpreter's functions in the top 5" test -n "$own"
+batch "the interpreter's" python3 -- $PY "$W"
 
 # Heap: a sample every 4 KiB on average, ~40,000 samples: within 1 %.
 PORT=$(free_port)

@@ -16,17 +16,8 @@ need sqlite3
 
 Q=$CPROF_SOURCE_DIR/tests/real/programs/query.sql
 
-run plain -- sqlite3 -bail :memory: ".read $Q"
-check "runs without cprof" rc_is plain 0
+batch "libsqlite3's" libsqlite3 -- sqlite3 -bail :memory: ".read $Q"
 head -3 "$T/plain.out"
-mkdir -p "$T/prof"
-run pre LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_OUTPUT="$T/prof" -- sqlite3 -bail :memory: ".read $Q"
-check "same result rows as without cprof" same plain pre out
-same plain pre out || diff "$T/plain.out" "$T/pre.out" >&2 || true
-check "same exit code as without cprof" same plain pre rc
-own=$(own_top "$T/prof/cpu.pb.gz" 5 'libsqlite3')
-echo "top 5 (flat) functions of libsqlite3:" $own
-check "CPU profile: libsqlite3's functions in the top 5" test -n "$own"
 
 # Heap: after the queries the shell prints its statistics and then, by
 # .system, fetches the heap profile while it waits for that command to end:
