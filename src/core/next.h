@@ -2,11 +2,12 @@
  * sigaction, signal): the one that comes after libcprof in the lookup
  * order, found with dlsym(RTLD_NEXT) at the first call and kept in *cache.
  * (The malloc family resolves its own, with a bootstrap arena for the
- * allocations dlsym makes meanwhile: src/sample/malloc.c.) */
+ * allocations dlsym makes meanwhile: src/interpose/malloc.c.) */
 #ifndef CPROF_CORE_NEXT_H
 #define CPROF_CORE_NEXT_H
 
 #include <dlfcn.h>
+#include <stddef.h>
 
 /* The first call's lookup, out of line, so that a wrapper's fast path is a
  * load and a jump, with no frame or saved register for the dlsym call. */

@@ -12,17 +12,17 @@
 #include <unistd.h>
 
 #include "core/config.h"
-#include "core/creds.h"
 #include "core/log.h"
 #include "core/output.h"
 #include "cprof.h"
 #include "http/server.h"
-#include "sample/cpu.h"
+#include "interpose/creds.h"
+#include "interpose/malloc.h"
+#include "interpose/thread_start.h"
 #include "sample/contention.h"
+#include "sample/cpu.h"
 #include "sample/heap.h"
-#include "sample/malloc.h"
 #include "sample/stack_table.h"
-#include "sample/thread_start.h"
 #include "sample/threads.h"
 #include "symbol/debuginfod.h"
 #include "symbol/symbolize.h"
@@ -235,23 +235,6 @@ static void last_program_thread_gone(void) {
 }
 
 const char *cprof_addr(void) { return serving ? bound : NULL; }
-
-const char *cprof_strerror(int err) {
-  switch (err) {
-  case 0:
-    return "success";
-  case -EALREADY:
-    return "cprof is already running";
-  case -EINVAL:
-    return "invalid setting";
-  case -EBUSY:
-    return "resource in use";
-  case -ENOMEM:
-    return "out of memory";
-  default:
-    return err < 0 ? strerror(-err) : "unknown error";
-  }
-}
 
 /* Whether this library was loaded through LD_PRELOAD, rather than linked:
  * a linked program decides itself when to call cprof_start. */

@@ -58,9 +58,9 @@
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
-#include "symbol/maps.h"
 #include "unwind/bounds.h"
 #include "unwind/caller.h"
+#include "unwind/maps.h"
 #include "unwind/unload.h"
 
 enum { FREE = 0, WRITING = 1, FULL = 2 };

@@ -56,11 +56,11 @@ uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg);
 /* Whether a CPU profile is running (a plain load). */
 int cprof__cpu_running(void);
 /* Gives the calling thread its timer, if a CPU profile is running: called
- * first thing in threads created while one runs (src/sample/thread_start.c). */
+ * first thing in threads created while one runs (src/interpose/thread_start.c). */
 void cprof__cpu_thread_started(void);
 
 /* Called on a thread of the program's as it exits, while a CPU profile
- * may run (src/sample/thread_start.c): records the CPU time no timer
+ * may run (src/interpose/thread_start.c): records the CPU time no timer
  * sampled up to its end, which the owner could no longer read. */
 void cprof__cpu_thread_ending(void);
 

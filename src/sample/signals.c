@@ -4,9 +4,10 @@
  * CPU profile's timers (cpu.c), and one real-time
  * signal, with which the all-thread capture asks running threads for their
  * stacks (threads.c). Neither may change what the program sees of its own
- * signals. So sigaction and signal are interposed for the signals we hold:
- * the program reads back its own action, as if ours were not there, and
- * what it sets either waits aside (KEEP) or replaces ours for real (YIELD).
+ * signals. So sigaction and signal are interposed (interpose/sigaction.c)
+ * for the signals we hold: the program reads back its own action, as if
+ * ours were not there, and what it sets either waits aside (KEEP) or
+ * replaces ours for real (YIELD).
  * Every arrival our handler finds is not ours goes where the program's
  * action says (cprof__signal_forward_sigsafe): to its handler, nowhere for
  * SIG_IGN, and for SIG_DFL to the default action, re-raised with it, which
@@ -189,8 +190,6 @@ void cprof__signal_forward_sigsafe(int sig, siginfo_t *info, void *uctx) {
     ((void (*)(int))fn)(sig);
 }
 
-#ifndef CPROF_NO_INTERPOSE
-
 /* The program hands a YIELD signal's action to itself: once no request of
  * ours is on its way, its action goes in for real. Under lock. */
 static int yield(shared_t *s, int sig, const struct sigaction *act, struct sigaction *old) {
@@ -209,8 +208,15 @@ static int yield(shared_t *s, int sig, const struct sigaction *act, struct sigac
   return 0;
 }
 
-static int shared_sigaction(shared_t *s, int sig, const struct sigaction *act,
-                            struct sigaction *old) {
+int cprof__signal_held(int sig) {
+  shared_t *s = entry(sig);
+  return s && __atomic_load_n(&s->held, __ATOMIC_ACQUIRE);
+}
+
+int cprof__signal_program_action(int sig, const struct sigaction *act, struct sigaction *old) {
+  shared_t *s = entry(sig);
+  if (!s)
+    return real_sigaction()(sig, act, old);
   /* act and old may be the same struct. */
   struct sigaction next;
   if (act)
@@ -232,30 +238,3 @@ static int shared_sigaction(shared_t *s, int sig, const struct sigaction *act,
   pthread_mutex_unlock(&lock);
   return rc;
 }
-
-CPROF_EXTERN int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  shared_t *s = entry(sig);
-  if (!s || !__atomic_load_n(&s->held, __ATOMIC_ACQUIRE))
-    return real_sigaction()(sig, act, old);
-  return shared_sigaction(s, sig, act, old);
-}
-
-/* glibc's signal() calls its internal sigaction, not ours: interposed too,
- * with its BSD semantics (SA_RESTART, the handler stays). */
-CPROF_EXTERN __sighandler_t signal(int sig, __sighandler_t handler) {
-  static void *real;
-  shared_t *s = entry(sig);
-  if (!s || !__atomic_load_n(&s->held, __ATOMIC_ACQUIRE))
-    return ((__sighandler_t(*)(int, __sighandler_t))cprof__next(&real, "signal"))(sig, handler);
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  if (shared_sigaction(s, sig, &sa, &old) != 0)
-    return SIG_ERR;
-  return old.sa_handler;
-}
-
-#endif

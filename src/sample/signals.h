@@ -39,4 +39,12 @@ void cprof__signal_use_end(int sig);
  * Async-signal-safe. */
 void cprof__signal_forward_sigsafe(int sig, siginfo_t *info, void *uctx);
 
+/* For the interposed sigaction and signal (interpose/sigaction.c):
+ * whether cprof holds sig now (one load), and, when it does, the program's
+ * sigaction as the program must see it: it reads back its own action, and
+ * what it sets waits aside (KEEP) or replaces ours for real (YIELD).
+ * Returns what sigaction returns. */
+int cprof__signal_held(int sig);
+int cprof__signal_program_action(int sig, const struct sigaction *act, struct sigaction *old);
+
 #endif

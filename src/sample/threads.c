@@ -10,7 +10,7 @@
  * - A thread in a system call, or stopped in the kernel outside one (a page
  *   fault, a ptrace or job-control stop: /proc/self/task/TID/syscall says
  *   "-1 sp pc"), is never signalled: it is unwound from outside, from the
- *   registers that file shows (see src/symbol/blocked_unwind.c).
+ *   registers that file shows (see src/unwind/outside.c).
  * - Only a thread known to be running gets a signal: that file says
  *   "running", or, where it cannot be read, /proc/self/task/TID/stat says
  *   state R. Both mean the kernel saw it runnable, not sleeping. The file

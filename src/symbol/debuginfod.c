@@ -27,7 +27,7 @@
  *   ~/.cache/debuginfod_client): a later process finds the file there in
  *   its first profile, without loading libdebuginfod at all.
  * - The thread is cprof's own. It is created under the heap guard, so that
- *   it blocks every signal from its first instruction (sample/thread_start.c),
+ *   it blocks every signal from its first instruction (interpose/thread_start.c),
  *   and it runs in a descriptor table of its own (core/fds.c): libcurl's
  *   sockets, its connection cache and libdebuginfod's cache files are out
  *   of the program's reach, and the program's descriptors out of theirs.

@@ -19,7 +19,7 @@
 #ifndef CPROF_SYMBOL_DWFL_FILES_H
 #define CPROF_SYMBOL_DWFL_FILES_H
 
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 #include <elfutils/libdwfl.h>
 #include <sys/types.h>

@@ -30,15 +30,15 @@
 
 #include "core/fds.h"
 #include "core/hex.h"
-#include "symbol/blocked_unwind.h"
 #include "symbol/debuginfod.h"
 #include "symbol/die_names.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwfl_files.h"
 #include "symbol/elf_funcs.h"
-#include "symbol/maps.h"
 #include "symbol/names.h"
+#include "unwind/maps.h"
 #include "unwind/modules.h"
+#include "unwind/outside.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

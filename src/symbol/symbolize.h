@@ -99,7 +99,7 @@ const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr);
 
 /* Unwinds a thread blocked in a system call, from the stack pointer and pc
  * in /proc/self/task/TID/syscall, without signalling it: see
- * blocked_unwind.c for why and how. Same stack convention as the
+ * unwind/outside.c for why and how. Same stack convention as the
  * unwinders, CPROF_PC_MODULES included. Returns the depth, at least 1 when
  * max > 0. */
 int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_t sp, uintptr_t pc,

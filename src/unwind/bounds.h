@@ -19,7 +19,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 /* The calling thread's stack, [lo, hi), per thread in initial-exec TLS:
  * one %fs-relative access, never an allocation, and so readable from a

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <ucontext.h>
 
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 /* The rules of a thread's last walk, frame by frame: a thread that walks
  * the same stack again (a loop that allocates) finds them here, in a few

@@ -1,13 +1,9 @@
-/* dlclose, interposed: no walk from a signal reads a module while it is
- * unmapped (see unload.h). */
+/* Around every dlclose (interpose/dlclose.c): no walk from a signal reads
+ * a module while it is unmapped (see unload.h). */
 #include "unwind/unload.h"
 
-#include <dlfcn.h>
-#include <errno.h>
 #include <time.h>
 
-#include "core/next.h"
-#include "cprof.h"
 #include "unwind/modules.h"
 
 cprof__unload_t cprof__unload;
@@ -27,8 +23,6 @@ void cprof__unload_atfork_child(void) {
   cprof__modules_atfork_child();
 }
 
-#ifndef CPROF_NO_INTERPOSE
-
 static void pause_briefly(void) {
   struct timespec ts = {0, 20 * 1000};
   nanosleep(&ts, NULL);
@@ -46,25 +40,18 @@ static void wait_for_walks(void) {
   __atomic_store_n(&flipping, 0, __ATOMIC_RELEASE);
 }
 
-CPROF_EXTERN int dlclose(void *handle) {
-  static void *real;
-  int (*next)(void *) = (int (*)(void *))cprof__next(&real, "dlclose");
-  int saved = errno;
+void cprof__unload_begin(void) {
   /* What is loaded now, for the samples taken in what this unmaps
    * (modules.h). */
   cprof__modules_unload_begin();
   __atomic_add_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
   wait_for_walks();
-  errno = saved;
-  int rc = next(handle);
-  saved = errno;
+}
+
+void cprof__unload_end(void) {
   /* Whatever went, its rules go with it: pcs of a library loaded at the
    * same address later must not find them. */
   __atomic_add_fetch(&cprof__unload.generation, 1, __ATOMIC_RELEASE);
   cprof__modules_unload_end();
   __atomic_sub_fetch(&cprof__unload.unloading, 1, __ATOMIC_SEQ_CST);
-  errno = saved;
-  return rc;
 }
-
-#endif

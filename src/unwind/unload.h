@@ -8,7 +8,7 @@
  * the question and the read, and a word on a stack may well point into a
  * library the program has just closed: the read would fault.
  *
- * So dlclose is interposed (unload.c): it raises `unloading`, waits until
+ * So dlclose is interposed (interpose/dlclose.c): it raises `unloading`, waits until
  * every walk that began before is over, unmaps, moves the rule cache to a
  * new generation (cfa.c: rules of the module just gone no longer hit), and
  * lowers `unloading`. A walk counts itself in (on one of two counters,
@@ -67,5 +67,11 @@ static inline uint64_t cprof__unload_tag(void) {
 /* In a forked child: walks that were in flight on the parent's other
  * threads will never leave. */
 void cprof__unload_atfork_child(void);
+
+/* Around the real dlclose (interpose/dlclose.c): begin raises
+ * `unloading` and returns once every walk that began before it is over;
+ * end moves the rule cache to a new generation and lowers `unloading`. */
+void cprof__unload_begin(void);
+void cprof__unload_end(void);
 
 #endif

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <ucontext.h>
 
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 #include "unwind/pc.h"
 
 /* How many frames a stack keeps: CPROF_MAX_DEPTH, set at start, from

@@ -14,8 +14,8 @@ export PKG_CONFIG_PATH=${pc_file%/*}
 check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md):
 # the malloc family, pthread_create, the signal and lock calls, capset
-# and prctl (src/core/creds.c: cprof's threads follow the program's
-# credentials), the signal-mask calls (src/sample/sigmask.c: no SIGPROF
+# and prctl (src/interpose/creds.c: cprof's threads follow the program's
+# credentials), the signal-mask calls (src/interpose/sigmask.c: no SIGPROF
 # tick for a thread that blocks it) and dlclose (src/unwind/unload.c: no
 # walk reads a module being unloaded).
 check "nm lists the shared library's exports" \

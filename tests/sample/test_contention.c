@@ -1,5 +1,5 @@
 /* The contention sampler without the pthread wrappers (sanitizer builds
- * have none): events are fed to it by hand, as src/sample/locks.c feeds
+ * have none): events are fed to it by hand, as src/interpose/locks.c feeds
  * them. Checks Go's block sampling (short waits sampled in proportion and
  * weighed up: totals unbiased), the mutex fraction, that off records
  * nothing, deltas by bucket id, and both writers of each profile. */

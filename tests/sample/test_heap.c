@@ -1,6 +1,6 @@
 /* The heap sampler without the malloc wrappers (sanitizer builds have none):
  * allocations are fed to it by hand, at made-up addresses, the way
- * src/sample/malloc.c feeds it. Checks the statistics (estimates within a
+ * src/interpose/malloc.c feeds it. Checks the statistics (estimates within a
  * few standard errors of the truth), frees, the guard, the stacks both
  * unwinders record, and the two text and proto writers. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The lock wrappers' slow path (src/sample/locks.c, with contention.c and
+/* The lock wrappers' slow path (src/interpose/locks.c, with contention.c and
  * unwind/caller.c behind it) on the program's threads, which may hold any
  * lock of the program's, its allocator's among them:
  *

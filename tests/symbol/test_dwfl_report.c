@@ -6,7 +6,7 @@
  * module at every code mapping libdw's report knows, over the same range. */
 #include "check.h"
 #include "symbol/dwfl_files.h"
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -24,9 +24,9 @@
 #include <unwind.h>
 
 #include "check.h"
-#include "symbol/maps.h"
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
+#include "unwind/maps.h"
 #include "unwind/pc.h"
 
 #define MAX 128

@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(argv[1], "sandboxed") == 0) {
     worker_t early = {.name = "early", .work = spin}, late = {.name = "late", .work = spin};
     /* Before "ready": cprof restarts its server on a change of privileges
-     * (src/core/creds.c), which would end a profile being fetched. */
+     * (src/interpose/creds.c), which would end a profile being fetched. */
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
       perror("prctl");
       return 77;

@@ -19,7 +19,7 @@
  * The wrapper is exported from libcprof, so it comes first in the lookup
  * order both under LD_PRELOAD and when a program links -lcprof; the real
  * function is the next one, found with dlsym(RTLD_NEXT). */
-#include "sample/thread_start.h"
+#include "interpose/thread_start.h"
 
 #include <errno.h>
 #include <pthread.h>

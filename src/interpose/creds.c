@@ -25,9 +25,9 @@
 
 #include <errno.h>
 
-#include "core/creds.h"
 #include "core/next.h"
 #include "cprof.h"
+#include "interpose/creds.h"
 #include "sample/heap.h"
 
 void (*cprof__follow_credentials_hook)(void);

@@ -1,6 +1,6 @@
 /* The malloc family, interposed (malloc.c). */
-#ifndef CPROF_SAMPLE_MALLOC_H
-#define CPROF_SAMPLE_MALLOC_H
+#ifndef CPROF_INTERPOSE_MALLOC_H
+#define CPROF_INTERPOSE_MALLOC_H
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  * Used at serve time by the symbolizer (which mappings hold code) and, as a
  * read-only snapshot prepared before signals are sent, by the frame-pointer
  * unwinder to learn the bounds of the stack it walks. */
-#ifndef CPROF_SYMBOL_MAPS_H
-#define CPROF_SYMBOL_MAPS_H
+#ifndef CPROF_UNWIND_MAPS_H
+#define CPROF_UNWIND_MAPS_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* The /proc/self/maps parser (table tests on text in proc(5)'s format) and
  * the signal-safe lookup, on that text and on this process's own maps. */
 #include "check.h"
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -27,7 +27,7 @@
  * Sanitizer builds keep their own allocator (ASan and TSan interpose malloc
  * themselves), so there these wrappers are left out and the sampler is
  * tested through heap.h directly. */
-#include "sample/malloc.h"
+#include "interpose/malloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Unwinding a thread that is blocked in a system call, without signalling
  * it, with libdw's frame unwinder over the symbolizer's Dwfl. */
-#ifndef CPROF_SYMBOL_BLOCKED_UNWIND_H
-#define CPROF_SYMBOL_BLOCKED_UNWIND_H
+#ifndef CPROF_UNWIND_OUTSIDE_H
+#define CPROF_UNWIND_OUTSIDE_H
 
 #include <elfutils/libdwfl.h>
 #include <stdint.h>

@@ -24,7 +24,7 @@
  *   further up the stack beside a return address that follows a call. We
  *   walk again with that as %rbp, and keep the second walk only if it goes
  *   deeper and agrees with the first on every frame they share. */
-#include "symbol/blocked_unwind.h"
+#include "unwind/outside.h"
 
 #include "unwind/frames.h"
 #include "unwind/unwind.h"

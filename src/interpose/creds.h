@@ -1,6 +1,6 @@
 /* Credentials Linux keeps per thread, and cprof's threads (creds.c). */
-#ifndef CPROF_CORE_CREDS_H
-#define CPROF_CORE_CREDS_H
+#ifndef CPROF_INTERPOSE_CREDS_H
+#define CPROF_INTERPOSE_CREDS_H
 
 /* Set by start.c: ends cprof's threads and starts them again from the
  * calling thread, so that they carry its credentials. (A hook, so that

@@ -9,7 +9,7 @@
  * contain spaces; it is absent for anonymous mappings; the kernel appends
  * " (deleted)" when the file has been unlinked. */
 #include "core/hex.h"
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* The pthread_create interposer (thread_start.c): the count of the
  * program's own threads, and what happens when the last one ends. */
-#ifndef CPROF_SAMPLE_THREAD_START_H
-#define CPROF_SAMPLE_THREAD_START_H
+#ifndef CPROF_INTERPOSE_THREAD_START_H
+#define CPROF_INTERPOSE_THREAD_START_H
 
 /* In a forked child: one program thread, the one that forked. */
 void cprof__thread_count_atfork_child(void);

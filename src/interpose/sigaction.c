@@ -1,0 +1,41 @@
+/* sigaction and signal, interposed: for a signal cprof holds (SIGPROF, the
+ * capture's real-time signal) the program reads and sets its own action
+ * through sample/signals.c, as if ours were not there; every other signal
+ * passes straight to the real call after one load. */
+#include <signal.h>
+#include <string.h>
+
+#include "core/next.h"
+#include "cprof.h"
+#include "sample/signals.h"
+
+#ifndef CPROF_NO_INTERPOSE
+
+CPROF_EXTERN int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (!cprof__signal_held(sig)) {
+    static void *real;
+    return ((int (*)(int, const struct sigaction *, struct sigaction *))cprof__next(
+        &real, "sigaction"))(sig, act, old);
+  }
+  return cprof__signal_program_action(sig, act, old);
+}
+
+/* glibc's signal() calls its internal sigaction, not ours: interposed too,
+ * with its BSD semantics (SA_RESTART, the handler stays). */
+CPROF_EXTERN __sighandler_t signal(int sig, __sighandler_t handler) {
+  if (!cprof__signal_held(sig)) {
+    static void *real;
+    return ((__sighandler_t(*)(int, __sighandler_t))cprof__next(&real, "signal"))(sig, handler);
+  }
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, sig);
+  if (cprof__signal_program_action(sig, &sa, &old) != 0)
+    return SIG_ERR;
+  return old.sa_handler;
+}
+
+#endif
