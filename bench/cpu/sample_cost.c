@@ -26,7 +26,7 @@
  * signal-none is the walk from a real signal frame. --only runs one case
  * (for `strace -c`, to count system calls per walk). --scale multiplies the
  * operations per batch. With no --depth or --code, every combination. */
-#include "symbol/maps.h"
+#include "unwind/maps.h"
 #include "unwind/unwind.h"
 
 #include <errno.h>
