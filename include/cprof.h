@@ -72,19 +72,41 @@ extern "C" {
 #endif
 
 #define CPROF_VERSION_MAJOR 0
-#define CPROF_VERSION_MINOR 1
+#define CPROF_VERSION_MINOR 2
 #define CPROF_VERSION_PATCH 0
-#define CPROF_VERSION_STRING "0.1.0"
+#define CPROF_VERSION_STRING "0.2.0"
 
 /* Options for cprof_start(). Zero-initialise, then set what you need; a NULL
  * field is taken from the environment variable named beside it, and then from
- * the default. */
+ * the default. Every field is a string in its variable's syntax (so "0" turns
+ * the heap profile off, and NULL leaves it to CPROF_HEAP_RATE).
+ *
+ * The struct keeps its size across versions: new fields take the place of
+ * reserved_ entries, which must stay zero (NULL). A program compiled against
+ * this header works with any later library; one built against 0.1.0 (no
+ * reserved_ space) must be recompiled. */
 typedef struct cprof_options {
   const char *addr;   /* CPROF_ADDR; "" or "0" means no server */
   const char *prefix; /* CPROF_PREFIX */
   const char *unwind; /* CPROF_UNWIND: "dwarf" or "fp" */
   const char *auth;   /* CPROF_AUTH: "user:password" */
   const char *token;  /* CPROF_TOKEN */
+  /* Since 0.2.0 */
+  const char *output;          /* CPROF_OUTPUT: a directory */
+  const char *cpu_hz;          /* CPROF_CPU_HZ */
+  const char *heap_rate;       /* CPROF_HEAP_RATE */
+  const char *block_rate;      /* CPROF_BLOCK_RATE */
+  const char *mutex_fraction;  /* CPROF_MUTEX_FRACTION */
+  const char *max_memory;      /* CPROF_MAX_MEMORY */
+  const char *max_depth;       /* CPROF_MAX_DEPTH */
+  const char *tls_cert;        /* CPROF_TLS_CERT */
+  const char *tls_key;         /* CPROF_TLS_KEY */
+  const char *max_connections; /* CPROF_MAX_CONNECTIONS */
+  const char *max_connections_per_ip; /* CPROF_MAX_CONNECTIONS_PER_IP */
+  const char *read_timeout;    /* CPROF_READ_TIMEOUT */
+  const char *idle_timeout;    /* CPROF_IDLE_TIMEOUT */
+  const char *max_profiles;    /* CPROF_MAX_PROFILES */
+  const void *reserved_[32];   /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.
@@ -106,6 +128,10 @@ CPROF_EXTERN const char *cprof_addr(void);
 
 /* A one-line description of a code returned by a cprof function. */
 CPROF_EXTERN const char *cprof_strerror(int err);
+
+/* The library's version at run time ("0.2.0"), which may differ from the
+ * CPROF_VERSION_STRING a program was compiled with. */
+CPROF_EXTERN const char *cprof_version(void);
 
 /* ---- Labels: the C counterpart of Go's pprof.Do ---- */
 
@@ -139,6 +165,83 @@ CPROF_EXTERN long cprof_set_block_rate(long ns);
  * negative n changes nothing. Returns the previous fraction. Also
  * POST /debug/pprof/mutex?fraction=N. */
 CPROF_EXTERN long cprof_set_mutex_fraction(long n);
+
+/* Sets the CPU profile's sampling rate, in samples per second of each
+ * thread's CPU time, 1..10000, as Go's runtime.SetCPUProfileRate: it
+ * applies to the next profile started (a running one keeps its rate). A
+ * negative hz changes nothing. Returns the previous rate, or -EINVAL for
+ * 0 or above 10000. */
+CPROF_EXTERN int cprof_set_cpu_rate(int hz);
+
+/* Sets the heap profile's rate, as Go's runtime.MemProfileRate: one sample
+ * per this many bytes allocated, on average; 0 turns heap sampling off
+ * (blocks sampled before stay in the profile until freed). A negative
+ * value changes nothing. Returns the previous rate, or -EINVAL above 2^30. */
+CPROF_EXTERN long cprof_set_heap_rate(long bytes);
+
+/* ---- Profiles as objects: the C counterpart of Go's runtime/pprof ---- */
+
+/* Writes the profile of that name to fd, as Go's
+ * pprof.Lookup(name).WriteTo(w, debug): "goroutine" (or "threads"),
+ * "threadcreate", "heap", "allocs", "block", "mutex", or a custom profile.
+ * debug 0 is gzip-compressed profile.proto; 1 the legacy text; 2, for
+ * goroutine, every thread's stack. Returns 0; -ENOENT for an unknown name;
+ * -EINVAL for a NULL name or a negative debug; -EBADF or another write(2)
+ * error for fd; -ENOMEM. Thread-safe; usable before cprof_start and after
+ * cprof_stop (a profile whose sampler is off is written empty). */
+CPROF_EXTERN int cprof_profile_write(const char *name, int fd, int debug);
+
+/* Starts a CPU profile of the whole process, as Go's
+ * pprof.StartCPUProfile; cprof_cpu_profile_stop() ends it and writes it, as
+ * gzip-compressed profile.proto, to fd (which must stay open until then).
+ * Returns 0; -EBUSY when a CPU profile is already being taken (by this
+ * call, by CPROF_OUTPUT or by a /debug/pprof/profile request); -EBADF for
+ * a descriptor that is not open for writing; or why no thread can be
+ * sampled (see cprof_strerror). */
+CPROF_EXTERN int cprof_cpu_profile_start(int fd);
+
+/* Stops the profile cprof_cpu_profile_start() started and writes it to its
+ * fd. Returns 0; -ENOENT when none was started; a write(2) error. */
+CPROF_EXTERN int cprof_cpu_profile_stop(void);
+
+/* Runs fn(arg) with the labels in kv added to the calling thread's, as Go's
+ * pprof.Do, and restores the thread's previous labels when fn returns.
+ * kv is a NULL-terminated list of key, value pairs:
+ *
+ *   static const char *const kv[] = {"request", "checkout", NULL};
+ *   cprof_do(kv, handle, req);
+ *
+ * A key already set takes the new value for the call. Nested calls stack.
+ * Labels show in the CPU profile and the goroutine profile (go tool pprof
+ * -tags, -tagfocus), and threads created inside fn start with them, as
+ * goroutines inherit labels. Returns 0 after running fn; -EINVAL (fn not
+ * run) for a NULL kv or fn, an odd count, or a key or value that
+ * cprof_label_set would refuse; -ENOSPC (fn not run) when the thread would
+ * have more than CPROF_MAX_LABELS keys. */
+CPROF_EXTERN int cprof_do(const char *const *kv, void (*fn)(void *), void *arg);
+
+/* ---- Custom profiles: the C counterpart of Go's pprof.NewProfile ---- */
+
+typedef struct cprof_profile cprof_profile_t;
+
+/* A new profile of that name, listed in the index with its count, served at
+ * /debug/pprof/NAME in every format, and written by cprof_profile_write.
+ * name: 1 to 64 of A-Z a-z 0-9 . _ - ; description: one line for the index
+ * (may be NULL). Returns NULL with errno EEXIST when the name is taken
+ * (built-in profiles and endpoints included), EINVAL for a bad name,
+ * ENOSPC past 64 profiles, ENOMEM. Profiles live as long as the process. */
+CPROF_EXTERN cprof_profile_t *cprof_profile_new(const char *name, const char *description);
+
+/* Records the caller's stack under key (any pointer, not NULL: the
+ * connection, the open file), as Go's Profile.Add. skip drops that many
+ * frames above the caller (0: the stack starts at the function that
+ * called cprof_profile_add). Returns 0; -EEXIST if key is in the profile
+ * already; -EINVAL for a NULL profile or key or a negative skip; -ENOMEM. */
+CPROF_EXTERN int cprof_profile_add(cprof_profile_t *p, const void *key, int skip);
+
+/* Removes key's record. Returns 0; -ENOENT when key is not in the
+ * profile; -EINVAL for a NULL profile. */
+CPROF_EXTERN int cprof_profile_remove(cprof_profile_t *p, const void *key);
 
 /* ---- Serving from the program's own HTTP server ---- */
 
