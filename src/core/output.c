@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "profile/cpu_profile.h"
-#include "profile/heap_profile.h"
+#include "registry/cpu_profile.h"
+#include "registry/heap_profile.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
 #include "symbol/symbolize.h"

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "http/response.h"
 #include "http/routes.h"
-#include "profile/cpu_profile.h"
+#include "registry/cpu_profile.h"
 #include "sample/cpu.h"
 
 #define DEFAULT_SECONDS 30

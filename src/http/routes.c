@@ -7,59 +7,30 @@
 
 #include "http/auth.h"
 #include "http/query.h"
+#include "http/rates.h"
 #include "http/response.h"
-#include "sample/contention.h"
+#include "registry/registry.h"
 #include "sample/heap.h"
-#include "sample/threads.h"
+#include "ui/index.h"
 
-static const char *block_off(void) {
-  return cprof__block_rate() > 0 ? NULL
-                                 : "off: turn it on with CPROF_BLOCK_RATE=NS, "
-                                   "cprof_set_block_rate(NS) or POST /debug/pprof/block?rate=NS "
-                                   "(1 records every wait)";
-}
-static const char *mutex_off(void) {
-  return cprof__mutex_fraction() > 0
-             ? NULL
-             : "off: turn it on with CPROF_MUTEX_FRACTION=N, cprof_set_mutex_fraction(N) or "
-               "POST /debug/pprof/mutex?fraction=N (1 records every contended unlock)";
-}
-
-/* Sorted by name, as Go's index lists them. */
-const cprof__profile_entry_t cprof__profiles[] = {
-    {"allocs",
-     "A sampling of all past memory allocations (malloc and friends, C++ new), one sample per "
-     "CPROF_HEAP_RATE bytes on average; CPROF_HEAP_RATE=0 turns it off.",
-     cprof__heap_count, "debug=1", cprof__serve_allocs, NULL},
-    {"block",
-     "Stack traces that led to blocking on synchronization primitives (pthread mutexes, rwlocks, "
-     "condition variables, semaphores, joins, spin locks)",
-     cprof__block_count, "debug=1", cprof__serve_block, block_off},
-    {"cmdline", "The command line invocation of the current program", NULL, NULL,
-     cprof__serve_cmdline, NULL},
-    {"goroutine",
-     "Stack traces of all current threads (cprof's name for threads is Go's for goroutines; "
-     "/debug/pprof/threads is the same). Use debug=2 for every thread with its name and state.",
-     cprof__threads_count, "debug=1", cprof__serve_goroutine, NULL},
-    {"heap",
-     "A sampling of memory allocations of live objects: where the memory in use was allocated. "
-     "The gc GET parameter is accepted and ignored (C has no collector).",
-     cprof__heap_count, "debug=1", cprof__serve_heap, NULL},
-    {"mutex",
-     "Stack traces of holders of contended mutexes (pthread mutexes and rwlocks), charged with "
-     "the delay their hold caused",
-     cprof__mutex_count, "debug=1", cprof__serve_mutex, mutex_off},
+/* The endpoints under /debug/pprof/ that are not profiles of the registry,
+ * as the index lists them beside the profiles. */
+static const struct endpoint {
+  const char *name;
+  const char *desc;
+  const char *link_query;
+  cprof__endpoint_fn serve;
+} endpoints[] = {
+    {"cmdline", "The command line invocation of the current program", NULL, cprof__serve_cmdline},
     {"profile",
      "CPU profile. You can specify the duration in the seconds GET parameter (default 30, at "
      "most 3600). After you get the profile file, use the go tool pprof command to investigate "
      "the profile.",
-     NULL, "seconds=30", cprof__serve_profile, NULL},
-    {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL, NULL,
-     cprof__serve_symbol, NULL},
-    {"threadcreate", "Stack traces that led to the creation of new OS threads",
-     cprof__threadcreate_count, "debug=1", cprof__serve_threadcreate, NULL},
+     "seconds=30", cprof__serve_profile},
+    {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL,
+     cprof__serve_symbol},
 };
-const int cprof__nprofiles = sizeof cprof__profiles / sizeof cprof__profiles[0];
+#define NENDPOINTS ((int)(sizeof endpoints / sizeof endpoints[0]))
 
 int cprof__param_debug(const cprof_request_t *req, cprof_response_t *resp, long *debug) {
   char v[32];
@@ -115,6 +86,60 @@ int cprof__wait_request(const cprof_request_t *req, long ms) {
   return 0;
 }
 
+static int wait_for(void *req, long ms) { return cprof__wait_request(req, ms); }
+
+/* A profile of the registry: now, or its change over seconds=N. */
+static void serve_registered(const cprof__profile_t *p, const cprof_request_t *req,
+                             cprof_response_t *resp) {
+  long debug, seconds;
+  if (cprof__param_delta(req, resp, &debug, &seconds) != 0)
+    return;
+  cprof__collect_t c = {
+      .debug = (int)debug, .seconds = seconds, .wait = wait_for, .ctx = (void *)req};
+  cprof__buf_t out;
+  cprof__buf_init(&out);
+  int err = cprof__profile_collect(p, &c, &out);
+  if (err) {
+    cprof__buf_free(&out);
+    if (err == -ECANCELED)
+      cprof__resp_error(resp, 500, "request cancelled");
+    else
+      cprof__resp_error(resp, 500, "%s: %s", p->failure, cprof_strerror(err));
+  } else if (debug) {
+    cprof__resp_body(resp, CPROF_TEXT, &out);
+  } else {
+    char name[80];
+    snprintf(name, sizeof name, "%s%s", p->name, seconds ? "-delta" : "");
+    cprof__resp_attachment(resp, name, &out);
+  }
+}
+
+/* The index: the registry's profiles and the other endpoints, by name. */
+static void serve_index(cprof_response_t *resp) {
+  const cprof__profile_t *profiles[CPROF_MAX_PROFILES_REGISTERED];
+  int np = cprof__registry_list(profiles, CPROF_MAX_PROFILES_REGISTERED);
+  cprof__index_row_t rows[CPROF_MAX_PROFILES_REGISTERED + NENDPOINTS];
+  int n = 0, i = 0, e = 0;
+  while (i < np || e < NENDPOINTS) {
+    if (e == NENDPOINTS || (i < np && strcmp(profiles[i]->name, endpoints[e].name) < 0)) {
+      const cprof__profile_t *p = profiles[i++];
+      rows[n++] = (cprof__index_row_t){p->name, p->desc ? p->desc : "", p->ops->count(p),
+                                       "debug=1", p->ops->off ? p->ops->off(p) : NULL};
+    } else {
+      const struct endpoint *x = &endpoints[e++];
+      rows[n++] = (cprof__index_row_t){x->name, x->desc, 0, x->link_query, NULL};
+    }
+  }
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__index_page(rows, n, &b);
+  cprof__resp_body(resp, CPROF_HTML, &b);
+}
+
+static int is_post(const cprof_request_t *req) {
+  return req->method && strcmp(req->method, "POST") == 0;
+}
+
 static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
   const char *path = req->path ? req->path : "";
   size_t plen = strlen(cfg->prefix);
@@ -154,18 +179,28 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   }
   const char *name = path + sizeof root - 1;
   if (name[0] == '\0') {
-    cprof__serve_index(req, cfg, resp);
+    serve_index(resp);
     return;
   }
-  if (strcmp(name, "threads") == 0)
-    name = "goroutine";
-  for (int i = 0; i < cprof__nprofiles; i++) {
-    if (strcmp(name, cprof__profiles[i].name) == 0) {
-      cprof__profiles[i].serve(req, cfg, resp);
+  for (int i = 0; i < NENDPOINTS; i++) {
+    if (strcmp(name, endpoints[i].name) == 0) {
+      endpoints[i].serve(req, cfg, resp);
       return;
     }
   }
-  cprof__resp_error(resp, 404, "Unknown profile");
+  if (is_post(req) && strcmp(name, "block") == 0) {
+    cprof__serve_block_rate(req, resp);
+    return;
+  }
+  if (is_post(req) && strcmp(name, "mutex") == 0) {
+    cprof__serve_mutex_fraction(req, resp);
+    return;
+  }
+  const cprof__profile_t *p = cprof__registry_lookup(name); /* "threads" too */
+  if (p)
+    serve_registered(p, req, resp);
+  else
+    cprof__resp_error(resp, 404, "Unknown profile");
 }
 
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {

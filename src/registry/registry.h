@@ -82,7 +82,10 @@ typedef struct cprof__collect {
 int cprof__profile_collect(const cprof__profile_t *p, const cprof__collect_t *c,
                            cprof__buf_t *out);
 
-/* The built-in profiles, registered once, before the first lookup. */
+/* The built-in profiles (builtin.c), registered once, before the first
+ * lookup, through cprof__registry_add_builtin: cprof__registry_add waits
+ * for that once. */
 void cprof__builtin_register(void);
+int cprof__registry_add_builtin(const cprof__profile_t *p);
 
 #endif

@@ -2,8 +2,7 @@
  * (a count and a debug=1 link per profile, then the descriptions) so that
  * people who know one know the other. Links are relative, so the page
  * works under any CPROF_PREFIX and behind any proxy path. */
-#include "http/response.h"
-#include "http/routes.h"
+#include "ui/index.h"
 
 static void escape(cprof__buf_t *b, const char *s) {
   for (; *s; s++) {
@@ -29,46 +28,41 @@ static void escape(cprof__buf_t *b, const char *s) {
   }
 }
 
-static void link(cprof__buf_t *b, const cprof__profile_entry_t *p) {
+static void link(cprof__buf_t *b, const cprof__index_row_t *p) {
   cprof__buf_printf(b, "<a href='%s%s%s'>", p->name, p->link_query ? "?" : "",
                     p->link_query ? p->link_query : "");
   escape(b, p->name);
   cprof__buf_puts(b, "</a>");
 }
 
-void cprof__serve_index(const cprof_request_t *req, const cprof__config_t *cfg,
-                        cprof_response_t *resp) {
-  cprof__buf_t b;
-  cprof__buf_init(&b);
-  cprof__buf_puts(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n"
+void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out) {
+  cprof__buf_t *b = out;
+  cprof__buf_puts(b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n"
                       "body{font-family:sans-serif;margin:1.5rem}\n"
                       "td{padding:0 1rem 0 0}\n"
                       ".profile-name{display:inline-block;width:6rem}\n"
                       "</style>\n</head>\n<body>\n/debug/pprof/ (cprof)<br>\n<br>\n"
                       "Types of profiles available:\n<table>\n"
                       "<thead><td>Count</td><td>Profile</td></thead>\n");
-  for (int i = 0; i < cprof__nprofiles; i++) {
-    const cprof__profile_entry_t *p = &cprof__profiles[i];
-    cprof__buf_printf(&b, "<tr><td>%d</td><td>", p->count ? p->count() : 0);
-    link(&b, p);
-    cprof__buf_puts(&b, "</td></tr>\n");
+  for (int i = 0; i < n; i++) {
+    cprof__buf_printf(b, "<tr><td>%ld</td><td>", rows[i].count);
+    link(b, &rows[i]);
+    cprof__buf_puts(b, "</td></tr>\n");
   }
-  cprof__buf_puts(&b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
+  cprof__buf_puts(b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
                       "<p>\nProfile Descriptions:\n<ul>\n");
-  for (int i = 0; i < cprof__nprofiles; i++) {
-    cprof__buf_puts(&b, "<li><div class=profile-name>");
-    escape(&b, cprof__profiles[i].name);
-    cprof__buf_puts(&b, ": </div> ");
-    escape(&b, cprof__profiles[i].desc);
-    const char *off = cprof__profiles[i].off ? cprof__profiles[i].off() : NULL;
-    if (off) {
-      cprof__buf_puts(&b, " <b>");
-      escape(&b, off);
-      cprof__buf_puts(&b, "</b>");
+  for (int i = 0; i < n; i++) {
+    cprof__buf_puts(b, "<li><div class=profile-name>");
+    escape(b, rows[i].name);
+    cprof__buf_puts(b, ": </div> ");
+    escape(b, rows[i].desc);
+    if (rows[i].off) {
+      cprof__buf_puts(b, " <b>");
+      escape(b, rows[i].off);
+      cprof__buf_puts(b, "</b>");
     }
-    cprof__buf_puts(&b, "</li>\n");
+    cprof__buf_puts(b, "</li>\n");
   }
-  cprof__buf_puts(&b, "</ul>\n</p>\n<p>Read any profile with <code>go tool pprof "
+  cprof__buf_puts(b, "</ul>\n</p>\n<p>Read any profile with <code>go tool pprof "
                       "http://HOST:PORT/debug/pprof/NAME</code>.</p>\n</body>\n</html>\n");
-  cprof__resp_body(resp, CPROF_HTML, &b);
 }

@@ -1,8 +1,8 @@
 /* A CPU profile in the making: drained samples in, profile.proto out. One
  * piece shared by /debug/pprof/profile and the whole-run profile that
  * CPROF_OUTPUT writes at exit. */
-#ifndef CPROF_PROFILE_CPU_PROFILE_H
-#define CPROF_PROFILE_CPU_PROFILE_H
+#ifndef CPROF_REGISTRY_CPU_PROFILE_H
+#define CPROF_REGISTRY_CPU_PROFILE_H
 
 #include "core/buf.h"
 #include "sample/cpu.h"

@@ -1,5 +1,5 @@
-/* /debug/pprof/goroutine (and its alias /threads): the stack of every
- * thread of the process. C has no goroutines; threads are what a C
+/* The goroutine profile (/debug/pprof/goroutine, and its alias /threads):
+ * the stack of every thread of the process. C has no goroutines; threads are what a C
  * program's "what is everyone doing" question is about, and keeping Go's
  * name lets every habit and tool that asks for goroutine work unchanged.
  *
@@ -10,13 +10,14 @@
  *   seconds=N  (debug=0 only) the change over N seconds, as Go's delta. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
-#include "http/response.h"
-#include "http/routes.h"
+#include "core/config.h"
 #include "profile/builder.h"
+#include "registry/builtin.h"
 #include "sample/threads.h"
 
 #define CAPTURE_TIMEOUT_MS 1000
@@ -100,69 +101,62 @@ static void write_dump(const cprof__thread_dump_t *d, cprof__buf_t *out) {
   }
 }
 
-void cprof__serve_goroutine(const cprof_request_t *req, const cprof__config_t *cfg,
-                            cprof_response_t *resp) {
-  long debug, seconds;
-  if (cprof__param_delta(req, resp, &debug, &seconds) != 0)
-    return;
+static long count(const cprof__profile_t *p) { return cprof__threads_count(); }
 
-  cprof__thread_dump_t before = {0}, d = {0};
-  int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
-  int err = 0;
-  if (seconds) {
-    if ((err = cprof__threads_capture(cfg->unwind, CAPTURE_TIMEOUT_MS, &before)) != 0)
-      goto fail;
-    if (cprof__wait_request(req, seconds * 1000) != 0) {
-      cprof__threads_dump_free(&before);
-      cprof__resp_error(resp, 500, "request cancelled");
-      return;
-    }
+static int snapshot(const cprof__profile_t *p, void **out) {
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  cprof__thread_dump_t *d = calloc(1, sizeof *d);
+  if (!d)
+    return -ENOMEM;
+  int err = cprof__threads_capture(cfg.unwind, CAPTURE_TIMEOUT_MS, d);
+  if (err) {
+    cprof__threads_dump_free(d);
+    free(d);
+    return err;
   }
-  if ((err = cprof__threads_capture(cfg->unwind, CAPTURE_TIMEOUT_MS, &d)) != 0)
-    goto fail;
+  *out = d;
+  return 0;
+}
 
-  cprof__buf_t out;
-  cprof__buf_init(&out);
+static void release(const cprof__profile_t *p, void *snap) {
+  cprof__threads_dump_free(snap);
+  free(snap);
+}
+
+static int write(const cprof__profile_t *p, void *now, void *base, int debug, int64_t duration_ns,
+                 cprof__buf_t *out) {
+  const cprof__thread_dump_t *d = now, *before = base;
   if (debug >= 2) {
-    write_dump(&d, &out);
-    cprof__resp_body(resp, CPROF_TEXT, &out);
-    goto done;
+    write_dump(d, out);
+    return 0;
   }
-
   cprof__profile_desc_t desc = {
       .sample_types = {{"goroutine", "count"}},
       .n_sample_types = 1,
       .period_type = {"goroutine", "count"},
       .period = 1,
       .time_nanos = cprof__now_ns(CLOCK_REALTIME),
-      .duration_nanos = seconds ? cprof__now_ns(CLOCK_MONOTONIC) - start : 0,
+      .duration_nanos = duration_ns,
   };
   cprof__builder_t *b = cprof__builder_new(&desc);
-  if (!b || add_dump(b, &d, 1) != 0 || (seconds && add_dump(b, &before, -1) != 0)) {
+  if (!b || add_dump(b, d, 1) != 0 || (before && add_dump(b, before, -1) != 0)) {
     cprof__builder_free(b);
-    err = -ENOMEM;
-    goto fail;
+    return -ENOMEM;
   }
-  if (debug == 1) {
-    err = cprof__builder_write_count_text(b, "goroutine", &out);
-    if (!err)
-      cprof__resp_body(resp, CPROF_TEXT, &out);
-  } else {
-    err = cprof__builder_write_proto(b, &out);
-    if (!err)
-      cprof__resp_attachment(resp, seconds ? "goroutine-delta" : "goroutine", &out);
-  }
+  int err = debug == 1 ? cprof__builder_write_count_text(b, "goroutine", out)
+                       : cprof__builder_write_proto(b, out);
   cprof__builder_free(b);
-  if (err) {
-    cprof__buf_free(&out);
-    goto fail;
-  }
-done:
-  cprof__threads_dump_free(&before);
-  cprof__threads_dump_free(&d);
-  return;
-fail:
-  cprof__threads_dump_free(&before);
-  cprof__threads_dump_free(&d);
-  cprof__resp_error(resp, 500, "could not capture thread stacks: %s", cprof_strerror(err));
+  return err;
 }
+
+static const cprof__profile_ops_t ops = {count, snapshot, release, write, NULL};
+
+const cprof__profile_t cprof__goroutine_profile = {
+    .name = "goroutine",
+    .desc = "Stack traces of all current threads (cprof's name for threads is Go's for "
+            "goroutines; /debug/pprof/threads is the same). Use debug=2 for every thread with its "
+            "name and state.",
+    .failure = "could not capture thread stacks",
+    .ops = &ops,
+};

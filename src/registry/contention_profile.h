@@ -1,8 +1,8 @@
 /* The block, mutex and threadcreate profiles: a snapshot of the contention
  * buckets in, Go's profile out (runtime/pprof's printCountCycleProfile and
  * printCountProfile, and their legacy text forms). */
-#ifndef CPROF_PROFILE_CONTENTION_PROFILE_H
-#define CPROF_PROFILE_CONTENTION_PROFILE_H
+#ifndef CPROF_REGISTRY_CONTENTION_PROFILE_H
+#define CPROF_REGISTRY_CONTENTION_PROFILE_H
 
 #include "core/buf.h"
 #include "sample/contention.h"

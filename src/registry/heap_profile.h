@@ -1,8 +1,8 @@
 /* The heap profile: a snapshot of the heap sampler's buckets in, Go's heap
  * profile out. One piece shared by /debug/pprof/heap, /allocs and the
  * heap.pb.gz that CPROF_OUTPUT writes at exit. */
-#ifndef CPROF_PROFILE_HEAP_PROFILE_H
-#define CPROF_PROFILE_HEAP_PROFILE_H
+#ifndef CPROF_REGISTRY_HEAP_PROFILE_H
+#define CPROF_REGISTRY_HEAP_PROFILE_H
 
 #include "core/buf.h"
 #include "sample/heap.h"

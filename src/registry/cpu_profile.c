@@ -3,7 +3,7 @@
  * each sample labelled thread=NAME plus the thread's own labels
  * (cprof_label_set); lost samples as a frame of their own, and so CPU time
  * that no timer sampled (a frame that says why: src/sample/cpu.c). */
-#include "profile/cpu_profile.h"
+#include "registry/cpu_profile.h"
 
 #include <errno.h>
 #include <stdlib.h>

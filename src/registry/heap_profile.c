@@ -4,16 +4,18 @@
  * scaled from what was sampled to what was allocated. The text form
  * (debug=1) ends with memory statistics, as Go's "# runtime.MemStats"
  * block, and the memory map, as gperftools' heap profiles do. */
-#include "profile/heap_profile.h"
+#include "registry/heap_profile.h"
 
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "profile/builder.h"
+#include "registry/builtin.h"
 #include "sample/stack_table.h"
 
 /* A weight sum as whole allocations, rounded (a delta's may be negative). */
@@ -130,3 +132,53 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
   cprof__builder_free(b);
   return rc;
 }
+
+/* ---- heap and allocs in the registry: the same sampled profile, told
+ * apart only by the sample type pprof shows first (arg) ---- */
+
+static long heap_count(const cprof__profile_t *p) { return (long)cprof__heap_records(); }
+
+static int heap_snapshot(const cprof__profile_t *p, void **out) {
+  cprof__heap_snapshot_t *s = calloc(1, sizeof *s);
+  if (!s)
+    return -ENOMEM;
+  int err = cprof__heap_snapshot(s);
+  if (err) {
+    cprof__heap_snapshot_free(s);
+    free(s);
+    return err;
+  }
+  *out = s;
+  return 0;
+}
+
+static void heap_release(const cprof__profile_t *p, void *snap) {
+  cprof__heap_snapshot_free(snap);
+  free(snap);
+}
+
+static int heap_write(const cprof__profile_t *p, void *now, void *base, int debug,
+                      int64_t duration_ns, cprof__buf_t *out) {
+  return cprof__heap_profile_write(now, base, debug != 0, p->arg, duration_ns, out);
+}
+
+static const cprof__profile_ops_t heap_ops = {heap_count, heap_snapshot, heap_release, heap_write,
+                                              NULL};
+
+const cprof__profile_t cprof__allocs_profile = {
+    .name = "allocs",
+    .desc = "A sampling of all past memory allocations (malloc and friends, C++ new), one sample "
+            "per CPROF_HEAP_RATE bytes on average; CPROF_HEAP_RATE=0 turns it off.",
+    .failure = "could not write the heap profile",
+    .ops = &heap_ops,
+    .arg = "alloc_space",
+};
+
+const cprof__profile_t cprof__heap_profile = {
+    .name = "heap",
+    .desc = "A sampling of memory allocations of live objects: where the memory in use was "
+            "allocated. The gc GET parameter is accepted and ignored (C has no collector).",
+    .failure = "could not write the heap profile",
+    .ops = &heap_ops,
+    .arg = "inuse_space",
+};
