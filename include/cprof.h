@@ -25,8 +25,10 @@
  *                 accepted when both are set).
  *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
  *   CPROF_HEAP_RATE       heap profile, as Go's MemProfileRate: one sample
- *                 per this many bytes allocated, on average; 0 = off.
- *                 Default 524288.
+ *                 per this many bytes allocated, on average (the bytes the
+ *                 program asked for, not the allocator's size classes), and
+ *                 the samples scaled up to estimate every allocation; 0 =
+ *                 off. Default 524288, at most 2^30.
  *   CPROF_MAX_MEMORY      the most the heap, block, mutex and threadcreate
  *                 tables may hold: bytes, or with K, M or G. Past it, samples
  *                 of new stacks are counted under one frame that says so.
@@ -37,9 +39,18 @@
  *   CPROF_MUTEX_FRACTION  mutex profile, as Go's SetMutexProfileFraction: 1
  *                 in N contended unlocks is recorded. Default 0: off.
  *   CPROF_OUTPUT  a directory: record the whole run's CPU profile and write
- *                 DIR/cpu.pb.gz at exit (or at cprof_stop), for batch
- *                 programs. While it records, /debug/pprof/profile answers
- *                 that CPU profiling is in use.
+ *                 DIR/cpu.pb.gz at exit (or at cprof_stop), with DIR/heap.pb.gz,
+ *                 the heap profile as it stands then (unless CPROF_HEAP_RATE
+ *                 is 0), for batch programs. While it records, the CPU
+ *                 profiler is taken: /debug/pprof/profile answers that CPU
+ *                 profiling is in use, cprof_cpu_profile_start() -EBUSY.
+ *   CPROF_MAX_DEPTH       frames kept per stack, 16..1024. Default 128.
+ *   CPROF_TLS_CERT, CPROF_TLS_KEY  PEM files: serve HTTPS. Both or neither.
+ *   CPROF_MAX_CONNECTIONS (64), CPROF_MAX_CONNECTIONS_PER_IP (16),
+ *   CPROF_READ_TIMEOUT (10 s), CPROF_IDLE_TIMEOUT (30 s),
+ *   CPROF_MAX_PROFILES (4)  the server's limits; see the README.
+ *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
+ *                 start cprof too. Default 0. (Environment only.)
  *
  * A malformed value is reported once on stderr, naming the variable and the
  * accepted form, and that feature stays off; the program runs on.
@@ -53,8 +64,12 @@
  * profile on. A profile says in a comment (shown by go tool pprof -top)
  * which modules have no debug symbols, and what would give them.
  *
- * Functions return 0 on success or a negative errno-style code; see
- * cprof_strerror().
+ * Errors: functions that return int return 0 on success or a negative
+ * errno-style code (-EINVAL for a bad argument, never a crash); see
+ * cprof_strerror(). The rate setters return the previous setting, or a
+ * negative code; cprof_profile_new returns NULL and sets errno. Every
+ * function may be called from any thread, before cprof_start() and after
+ * cprof_stop().
  */
 #ifndef CPROF_H
 #define CPROF_H

@@ -136,11 +136,17 @@ int cprof__addr_is_exposed(const cprof__addr_t *a) {
   return 1;
 }
 
+/* The option field if set, else the environment variable, else NULL. */
+static const char *pick(const char *field, const char *env) {
+  return field ? field : getenv(env);
+}
+
 /* CPROF_TLS_CERT and CPROF_TLS_KEY go together: either alone would serve
  * plain HTTP to someone who asked for HTTPS, so the server stays off. */
-static int load_tls(cprof__config_t *cfg) {
+static int load_tls(const cprof_options_t *opts, cprof__config_t *cfg) {
   char err[160];
-  const char *cert = getenv("CPROF_TLS_CERT"), *key = getenv("CPROF_TLS_KEY");
+  const char *cert = pick(opts->tls_cert, "CPROF_TLS_CERT"),
+             *key = pick(opts->tls_key, "CPROF_TLS_KEY");
   if (cert && !*cert)
     cert = NULL;
   if (key && !*key)
@@ -255,38 +261,34 @@ int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size
   return 0;
 }
 
-/* The option field if set, else the environment variable, else NULL. */
-static const char *pick(const char *field, const char *env) {
-  return field ? field : getenv(env);
-}
-
 static const struct limit_setting {
   const char *env;
-  size_t field; /* offset of a long in cprof__config_t */
+  size_t option; /* offset of its field in cprof_options_t */
+  size_t field;  /* offset of a long in cprof__config_t */
   long min, max, dflt;
   const char *what;
 } limit_settings[] = {
-    {"CPROF_MAX_CONNECTIONS", offsetof(cprof__config_t, max_connections), 1,
+    {"CPROF_MAX_CONNECTIONS", offsetof(cprof_options_t, max_connections), offsetof(cprof__config_t, max_connections), 1,
      CPROF_LIMIT_MAX_CONNECTIONS, CPROF_DEFAULT_MAX_CONNECTIONS, "connections"},
-    {"CPROF_MAX_CONNECTIONS_PER_IP", offsetof(cprof__config_t, max_connections_per_ip), 1,
+    {"CPROF_MAX_CONNECTIONS_PER_IP", offsetof(cprof_options_t, max_connections_per_ip), offsetof(cprof__config_t, max_connections_per_ip), 1,
      CPROF_LIMIT_MAX_CONNECTIONS, CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP, "connections"},
-    {"CPROF_READ_TIMEOUT", offsetof(cprof__config_t, read_timeout), 1, CPROF_LIMIT_TIMEOUT,
+    {"CPROF_READ_TIMEOUT", offsetof(cprof_options_t, read_timeout), offsetof(cprof__config_t, read_timeout), 1, CPROF_LIMIT_TIMEOUT,
      CPROF_DEFAULT_READ_TIMEOUT, "seconds"},
-    {"CPROF_IDLE_TIMEOUT", offsetof(cprof__config_t, idle_timeout), 1, CPROF_LIMIT_TIMEOUT,
+    {"CPROF_IDLE_TIMEOUT", offsetof(cprof_options_t, idle_timeout), offsetof(cprof__config_t, idle_timeout), 1, CPROF_LIMIT_TIMEOUT,
      CPROF_DEFAULT_IDLE_TIMEOUT, "seconds"},
-    {"CPROF_MAX_PROFILES", offsetof(cprof__config_t, max_profiles), 1, CPROF_LIMIT_MAX_PROFILES,
+    {"CPROF_MAX_PROFILES", offsetof(cprof_options_t, max_profiles), offsetof(cprof__config_t, max_profiles), 1, CPROF_LIMIT_MAX_PROFILES,
      CPROF_DEFAULT_MAX_PROFILES, "requests"},
 };
 
-/* The server's limits (http/limits.c), each from its variable or its
- * default. Returns -EINVAL when any value was bad. */
-static int load_limits(cprof__config_t *cfg) {
+/* The server's limits (http/limits.c), each from its option, its variable
+ * or its default. Returns -EINVAL when any value was bad. */
+static int load_limits(const cprof_options_t *opts, cprof__config_t *cfg) {
   char err[160];
   int bad = 0;
   for (size_t i = 0; i < sizeof limit_settings / sizeof limit_settings[0]; i++) {
     const struct limit_setting *l = &limit_settings[i];
     long *field = (long *)((char *)cfg + l->field);
-    const char *v = getenv(l->env);
+    const char *v = pick(*(const char *const *)((const char *)opts + l->option), l->env);
     *field = l->dflt;
     if (v && cprof__parse_limit(v, l->min, l->max, l->what, field, err, sizeof err) != 0) {
       cprof__log("%s=\"%s\": %s; using %ld", l->env, v, err, l->dflt);
@@ -296,6 +298,11 @@ static int load_limits(cprof__config_t *cfg) {
   }
   return bad ? -EINVAL : 0;
 }
+
+/* New option fields take reserved_ entries: the struct's size, which
+ * programs compile in, never changes. */
+_Static_assert(sizeof(cprof_options_t) == 51 * sizeof(void *),
+               "cprof_options_t changed size: take new fields from reserved_");
 
 int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   static const cprof_options_t none;
@@ -340,7 +347,7 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cfg->addr.enabled = 0;
     bad = 1;
   }
-  if (load_tls(cfg) != 0) {
+  if (load_tls(opts, cfg) != 0) {
     cfg->tls_cert[0] = cfg->tls_key[0] = '\0';
     cfg->addr.enabled = 0;
     bad = 1;
@@ -352,50 +359,50 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     cprof__log("CPROF_ADDR=%s listens beyond this machine and no CPROF_AUTH or CPROF_TOKEN is "
                "set: the profiles are open to the network",
                (v = pick(opts->addr, "CPROF_ADDR")) ? v : DEFAULT_ADDR);
-  if ((v = getenv("CPROF_OUTPUT")) && *v &&
+  if ((v = pick(opts->output, "CPROF_OUTPUT")) && *v &&
       cprof__parse_output(v, cfg->output, sizeof cfg->output, err, sizeof err) != 0) {
     cprof__log("CPROF_OUTPUT=\"%s\": %s; no profiles will be written at exit", v, err);
     cfg->output[0] = '\0';
     bad = 1;
   }
-  if ((v = getenv("CPROF_CPU_HZ")) && cprof__parse_cpu_hz(v, &cfg->cpu_hz, err, sizeof err) != 0) {
+  if ((v = pick(opts->cpu_hz, "CPROF_CPU_HZ")) && cprof__parse_cpu_hz(v, &cfg->cpu_hz, err, sizeof err) != 0) {
     cprof__log("CPROF_CPU_HZ=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_CPU_HZ);
     cfg->cpu_hz = CPROF_DEFAULT_CPU_HZ;
     bad = 1;
   }
-  if ((v = getenv("CPROF_HEAP_RATE")) &&
+  if ((v = pick(opts->heap_rate, "CPROF_HEAP_RATE")) &&
       cprof__parse_heap_rate(v, &cfg->heap_rate, err, sizeof err) != 0) {
     cprof__log("CPROF_HEAP_RATE=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_HEAP_RATE);
     cfg->heap_rate = CPROF_DEFAULT_HEAP_RATE;
     bad = 1;
   }
-  if ((v = getenv("CPROF_BLOCK_RATE")) &&
+  if ((v = pick(opts->block_rate, "CPROF_BLOCK_RATE")) &&
       cprof__parse_setting(v, CPROF_MAX_BLOCK_RATE, "nanoseconds", &cfg->block_rate, err,
                            sizeof err) != 0) {
     cprof__log("CPROF_BLOCK_RATE=\"%s\": %s; the block profile stays off", v, err);
     cfg->block_rate = 0;
     bad = 1;
   }
-  if ((v = getenv("CPROF_MUTEX_FRACTION")) &&
+  if ((v = pick(opts->mutex_fraction, "CPROF_MUTEX_FRACTION")) &&
       cprof__parse_setting(v, CPROF_MAX_MUTEX_FRACTION, "events (1 in N is recorded)",
                            &cfg->mutex_fraction, err, sizeof err) != 0) {
     cprof__log("CPROF_MUTEX_FRACTION=\"%s\": %s; the mutex profile stays off", v, err);
     cfg->mutex_fraction = 0;
     bad = 1;
   }
-  if ((v = getenv("CPROF_MAX_MEMORY")) &&
+  if ((v = pick(opts->max_memory, "CPROF_MAX_MEMORY")) &&
       cprof__parse_memory(v, &cfg->max_memory, err, sizeof err) != 0) {
     cprof__log("CPROF_MAX_MEMORY=\"%s\": %s; using 32M", v, err);
     cfg->max_memory = CPROF_DEFAULT_MAX_MEMORY;
     bad = 1;
   }
-  if ((v = getenv("CPROF_MAX_DEPTH")) &&
+  if ((v = pick(opts->max_depth, "CPROF_MAX_DEPTH")) &&
       cprof__parse_max_depth(v, &cfg->max_depth, err, sizeof err) != 0) {
     cprof__log("CPROF_MAX_DEPTH=\"%s\": %s; using %d", v, err, CPROF_DEFAULT_DEPTH);
     cfg->max_depth = CPROF_DEFAULT_DEPTH;
     bad = 1;
   }
-  if (load_limits(cfg) != 0)
+  if (load_limits(opts, cfg) != 0)
     bad = 1;
   return bad ? -EINVAL : 0;
 }
