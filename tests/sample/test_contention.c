@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "profile/contention_profile.h"
+#include "registry/contention_profile.h"
 #include "sample/contention.h"
 
 /* The wrappers: like locks.c's, they report with their own return

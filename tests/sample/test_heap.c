@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "profile/heap_profile.h"
+#include "registry/heap_profile.h"
 #include "sample/heap.h"
 #include "sample/stack_table.h"
 
