@@ -13,6 +13,9 @@
  *   for ever after a main that calls pthread_exit. When the count reaches
  *   zero, cprof ends its threads (start.c), and glibc ends the process as
  *   it would without us: exit(0) on the last thread out.
+ * - created by the program, its creator's labels (cprof_label_set,
+ *   cprof_do), installed before its start routine runs, as a goroutine
+ *   starts with the labels of the goroutine that made it (sample/labels.c).
  * And, once it is made, the threadcreate profile counts the creating stack
  * (cprof's own threads are not counted).
  *
@@ -34,6 +37,7 @@
 #include "sample/contention.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
+#include "sample/labels.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -41,6 +45,7 @@ typedef struct start {
   void *(*fn)(void *);
   void *arg;
   int internal; /* started by cprof: guarded for life */
+  cprof__labels_t labels; /* the creator's, for a program's thread */
 } start_t;
 
 static create_fn real_create(void) {
@@ -98,16 +103,22 @@ static void restore_signals(const uint64_t *old) {
 
 /* The first frame of every thread. */
 static void *cprof_thread_start(void *p) {
-  start_t s = *(start_t *)p;
-  if (s.internal)
+  start_t *in = p;
+  void *(*fn)(void *) = in->fn;
+  void *arg = in->arg;
+  if (in->internal) {
     cprof__heap_guard_enter();
-  else if (have_key)
-    pthread_setspecific(ended_key, &program_threads);
+  } else {
+    if (have_key)
+      pthread_setspecific(ended_key, &program_threads);
+    /* Before the CPU timer starts, so that the first sample has them. */
+    cprof__labels_install(&in->labels);
+  }
   cprof__heap_guard_enter();
   free(p);
   cprof__heap_guard_leave();
   cprof__cpu_thread_started();
-  return s.fn(s.arg);
+  return fn(arg);
 }
 
 CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
@@ -124,6 +135,9 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   s->fn = fn;
   s->arg = arg;
   s->internal = internal;
+  s->labels.n = 0;
+  if (!internal)
+    cprof__labels_copy_sigsafe(&s->labels);
   uint64_t mask;
   int rc;
   if (internal) {

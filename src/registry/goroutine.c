@@ -4,9 +4,13 @@
  * name lets every habit and tool that asks for goroutine work unchanged.
  *
  *   debug=0  gzip profile.proto, sample type goroutine/count, identical
- *            stacks merged; each sample labelled thread=NAME.
- *   debug=1  Go's legacy count-profile text.
- *   debug=2  every thread on its own: tid, name, state, full stack.
+ *            stacks with identical labels merged; each sample labelled
+ *            thread=NAME and with the thread's own labels (cprof_label_set,
+ *            cprof_do), as Go labels goroutine records with theirs.
+ *   debug=1  Go's legacy count-profile text (the labels on a "# labels:"
+ *            line under each "@" line, as Go prints them).
+ *   debug=2  every thread on its own: tid, name, state, its labels if it
+ *            has any, full stack.
  *   seconds=N  (debug=0 only) the change over N seconds, as Go's delta. */
 #include <errno.h>
 #include <stdio.h>
@@ -53,12 +57,15 @@ static const char *pseudo_frame(const cprof__thread_stack_t *t, char *buf, size_
 static int add_dump(cprof__builder_t *b, const cprof__thread_dump_t *d, int64_t weight) {
   for (int i = 0; i < d->n; i++) {
     const cprof__thread_stack_t *t = &d->v[i];
-    cprof__label_t label = {.key = "thread", .str = t->name};
+    cprof__label_t labels[1 + CPROF_MAX_LABELS] = {{.key = "thread", .str = t->name}};
+    int n = 1;
+    for (int j = 0; j < t->labels.n; j++, n++)
+      labels[n] = (cprof__label_t){.key = t->labels.key[j], .str = t->labels.value[j]};
     char why[160];
     int err = t->status == CPROF_THREAD_OK
-                  ? cprof__builder_add(b, t->pcs, t->depth, &weight, &label, 1)
+                  ? cprof__builder_add(b, t->pcs, t->depth, &weight, labels, n)
                   : cprof__builder_add_pseudo(b, pseudo_frame(t, why, sizeof why), &weight,
-                                              &label, 1);
+                                              labels, n);
     if (err)
       return err;
   }
@@ -84,14 +91,67 @@ static const char *state_name(char s) {
   }
 }
 
+/* Go's %q, enough of it for label keys and values (as profile/text.c's). */
+static void quote(cprof__buf_t *out, const char *s) {
+  cprof__buf_putc(out, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      cprof__buf_printf(out, "\\%c", *p);
+    else if (*p == '\n')
+      cprof__buf_puts(out, "\\n");
+    else if (*p == '\t')
+      cprof__buf_puts(out, "\\t");
+    else if (*p == '\r')
+      cprof__buf_puts(out, "\\r");
+    else if (*p < 0x20 || *p == 0x7f)
+      cprof__buf_printf(out, "\\x%02x", *p);
+    else
+      cprof__buf_putc(out, (char)*p);
+  }
+  cprof__buf_putc(out, '"');
+}
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A thread's labels as Go's labelMap.String() prints them, the
+ * "k":"v" pairs sorted as strings: labels: {"k":"v", "k2":"v2"} */
+static void write_labels(const cprof__labels_t *l, cprof__buf_t *out) {
+  cprof__buf_t pairs;
+  cprof__buf_init(&pairs);
+  size_t off[CPROF_MAX_LABELS];
+  for (int i = 0; i < l->n; i++) {
+    off[i] = pairs.len;
+    quote(&pairs, l->key[i]);
+    cprof__buf_putc(&pairs, ':');
+    quote(&pairs, l->value[i]);
+    cprof__buf_putc(&pairs, '\0');
+  }
+  if (!pairs.failed) {
+    const char *sorted[CPROF_MAX_LABELS];
+    for (int i = 0; i < l->n; i++)
+      sorted[i] = pairs.data + off[i];
+    qsort(sorted, (size_t)l->n, sizeof *sorted, str_cmp);
+    cprof__buf_puts(out, "labels: {");
+    for (int i = 0; i < l->n; i++)
+      cprof__buf_printf(out, "%s%s", i ? ", " : "", sorted[i]);
+    cprof__buf_puts(out, "}\n");
+  }
+  cprof__buf_free(&pairs);
+}
+
 /* Go's debug=2 dump, one paragraph per thread:
  *   thread 4242 "worker" [sleeping]:
+ *   labels: {"request":"checkout"}
  *   wait_for_work()
  *   	/src/demo.c:57 +0x2a */
 static void write_dump(const cprof__thread_dump_t *d, cprof__buf_t *out) {
   for (int i = 0; i < d->n; i++) {
     const cprof__thread_stack_t *t = &d->v[i];
     cprof__buf_printf(out, "thread %d \"%s\" [%s]:\n", (int)t->tid, t->name, state_name(t->state));
+    if (t->labels.n > 0)
+      write_labels(&t->labels, out);
     char why[160];
     if (t->status == CPROF_THREAD_OK)
       cprof__format_stack(out, t->pcs, t->depth);

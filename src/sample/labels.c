@@ -1,86 +1,236 @@
-/* Thread labels. Each thread that sets one gets a small block of its own,
- * found through one pointer in initial-exec TLS: reading such a variable
- * is a plain load from the thread pointer, safe in a signal handler (the
- * general-dynamic model may call __tls_get_addr, which can allocate), and
- * the block keeps our share of the static TLS area to eight bytes.
+/* Thread labels: the C counterpart of Go's goroutine labels.
  *
- * The only reader besides the owner thread is that thread's own SIGPROF
- * handler, which may interrupt an update: `busy` is set around every
- * change, with signal fences so the compiler keeps the order, and a handler
- * that finds it set records no labels rather than a torn copy. */
+ * Where they live. Each thread that has a label gets a small block of its
+ * own, found through one pointer in initial-exec TLS: reading such a
+ * variable is a plain load from the thread pointer, safe in a signal
+ * handler (the general-dynamic model may call __tls_get_addr, which can
+ * allocate), and the block keeps our share of the static TLS area to eight
+ * bytes. The block is cprof's memory, not the program's: it is allocated
+ * and freed with the heap sampler's guard raised, so the heap profile never
+ * shows it. It is freed at thread exit by a thread-specific key's
+ * destructor, which first unhooks it, so that a late SIGPROF on the thread
+ * sees no block rather than a freed one.
+ *
+ * Who reads them.
+ * - The thread's own SIGPROF handler (cpu.c), which may interrupt an
+ *   update. `seq` is odd while the owner changes the set; the handler finds
+ *   it odd and records no labels rather than a torn copy.
+ * - The threads profile's capture (threads.c), for every thread at once,
+ *   including threads asleep in the kernel that are unwound from outside
+ *   and run no handler of ours. So every block is also on a process-wide
+ *   list with its thread's id, inserted when the thread first gets a block
+ *   and removed by the destructor, under a mutex (never taken in a signal
+ *   handler). The list's lock keeps a block alive while it is read, but the
+ *   owner changes its labels without that lock: the reader treats `seq` as a
+ *   sequence lock (read it, copy, read it again; an odd or changed value
+ *   means the copy may be torn and is tried again, then given up). A label
+ *   set that changes while the stacks are taken may thus be a few
+ *   microseconds newer than the stack it is shown with, which Go's
+ *   stop-the-world goroutine profile does not have to say.
+ *
+ * cprof_do, as Go's pprof.Do: the thread's set is saved on the caller's
+ * stack, the pairs are applied (a key already set takes the new value), fn
+ * runs, and the saved set is put back exactly, whatever fn did to the
+ * labels meanwhile (Do restores the context's labels the same way). So
+ * nested calls stack. Everything is checked before anything changes: a bad
+ * argument or a set that would not fit runs nothing. A fn that leaves by
+ * longjmp skips the restore (C has no defer); a fn that ends the thread
+ * frees the block with it.
+ *
+ * Inheritance, as goroutines inherit their creator's labels: the
+ * pthread_create wrapper (interpose/thread_start.c) copies the creator's set
+ * into what it hands the new thread, and the new thread installs it before
+ * its start routine runs. cprof's own threads inherit nothing.
+ *
+ * fork: the child's only thread is the one that forked. Its block is kept,
+ * with its new thread id; the other threads' blocks are dropped from the
+ * list and freed, so that a thread of the child whose id was a thread's of
+ * the parent does not show the parent thread's labels. The list's lock is
+ * taken around fork by handlers registered when the library is loaded, so
+ * that they run after the program's own prepare handlers. */
 #include "sample/labels.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sample/heap.h"
 
 typedef struct block {
-  volatile int busy;
+  unsigned seq; /* odd while the owner changes l; atomic */
+  pid_t tid;    /* the owner's; written under all_lock */
+  struct block *next, **prev; /* on the list `all`, under all_lock */
   cprof__labels_t l;
 } block_t;
 
 static __thread __attribute__((tls_model("initial-exec"))) block_t *mine;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int have_key;
 
-/* At thread exit: unhook the block before freeing it, so that a late
- * SIGPROF on this thread sees no block rather than a freed one. */
-static void release(void *p) {
-  mine = NULL;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  free(p);
+static block_t *all;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The list's lock is cprof's: taken with the guard raised, so that the
+ * lock wrappers (interpose/locks.c) pass it through unprofiled. */
+static void lock_all(void) {
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&all_lock);
 }
 
-static void make_key(void) { pthread_key_create(&exit_key, release); }
+static void unlock_all(void) {
+  pthread_mutex_unlock(&all_lock);
+  cprof__heap_guard_leave();
+}
 
-static int find(const block_t *b, const char *key) {
-  for (int i = 0; i < b->l.n; i++)
-    if (strcmp(b->l.key[i], key) == 0)
+static void unlink_block(block_t *b) {
+  *b->prev = b->next;
+  if (b->next)
+    b->next->prev = b->prev;
+}
+
+static void free_block(block_t *b) {
+  cprof__heap_guard_enter();
+  free(b);
+  cprof__heap_guard_leave();
+}
+
+/* At thread exit. */
+static void release(void *p) {
+  block_t *b = p;
+  mine = NULL;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  lock_all();
+  unlink_block(b);
+  unlock_all();
+  free_block(b);
+}
+
+static void make_key(void) { have_key = pthread_key_create(&exit_key, release) == 0; }
+
+static void fork_prepare(void) { lock_all(); }
+static void fork_parent(void) { unlock_all(); }
+
+static void fork_child(void) {
+  if (mine)
+    unlink_block(mine);
+  block_t *gone = all;
+  all = NULL;
+  if (mine) {
+    mine->tid = (pid_t)syscall(SYS_gettid);
+    mine->next = NULL;
+    mine->prev = &all;
+    all = mine;
+  }
+  unlock_all();
+  while (gone) {
+    block_t *next = gone->next;
+    free_block(gone);
+    gone = next;
+  }
+}
+
+__attribute__((constructor(103))) static void register_fork_handlers(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* The calling thread's block, made on first use; NULL without memory. */
+static block_t *my_block(void) {
+  if (mine)
+    return mine;
+  pthread_once(&key_once, make_key);
+  cprof__heap_guard_enter();
+  block_t *b = calloc(1, sizeof *b);
+  cprof__heap_guard_leave();
+  if (!b)
+    return NULL;
+  /* glibc allocates the second level of its key table on a key's first
+   * use by a thread: cprof's too. */
+  cprof__heap_guard_enter();
+  int err = !have_key || pthread_setspecific(exit_key, b) != 0;
+  cprof__heap_guard_leave();
+  if (err) {
+    free_block(b);
+    return NULL;
+  }
+  lock_all();
+  b->tid = (pid_t)syscall(SYS_gettid);
+  b->next = all;
+  b->prev = &all;
+  if (all)
+    all->prev = &b->next;
+  all = b;
+  unlock_all();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  mine = b;
+  return b;
+}
+
+/* A sequence lock's writer side: the odd value is visible before any
+ * change to l (to the handler on this thread and to readers on others), the
+ * even one after all of them. */
+static void begin(block_t *b) {
+  __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void end(block_t *b) { __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELEASE); }
+
+static int find(const cprof__labels_t *l, const char *key) {
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->key[i], key) == 0)
       return i;
   return -1;
 }
 
-static void begin(block_t *b) {
-  b->busy = 1;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+/* The rules of cprof_label_set for one pair. */
+static int valid(const char *key, const char *value) {
+  return key && value && *key && *value && strlen(key) <= CPROF_MAX_LABEL_KEY &&
+         strlen(value) <= CPROF_MAX_LABEL_VALUE;
 }
 
-static void end(block_t *b) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  b->busy = 0;
+/* dst = src, copying only the pairs in use. */
+static void copy_set(cprof__labels_t *dst, const cprof__labels_t *src) {
+  dst->n = src->n;
+  for (int i = 0; i < src->n; i++) {
+    strcpy(dst->key[i], src->key[i]);
+    strcpy(dst->value[i], src->value[i]);
+  }
+}
+
+/* Sets key to value in l; -ENOSPC when it is a new key and l is full. */
+static int put(cprof__labels_t *l, const char *key, const char *value) {
+  int i = find(l, key);
+  if (i < 0) {
+    if (l->n == CPROF_MAX_LABELS)
+      return -ENOSPC;
+    i = l->n++;
+    strcpy(l->key[i], key);
+  }
+  strcpy(l->value[i], value);
+  return 0;
 }
 
 int cprof_label_set(const char *key, const char *value) {
-  if (!key || !value || !*key || !*value || strlen(key) > CPROF_MAX_LABEL_KEY ||
-      strlen(value) > CPROF_MAX_LABEL_VALUE)
+  if (!valid(key, value))
     return -EINVAL;
-  if (!mine) {
-    pthread_once(&key_once, make_key);
-    block_t *b = calloc(1, sizeof *b);
-    if (!b)
-      return -ENOMEM;
-    pthread_setspecific(exit_key, b);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    mine = b;
-  }
-  block_t *b = mine;
-  int i = find(b, key);
-  if (i < 0 && b->l.n == CPROF_MAX_LABELS)
+  block_t *b = my_block();
+  if (!b)
+    return -ENOMEM;
+  if (find(&b->l, key) < 0 && b->l.n == CPROF_MAX_LABELS)
     return -ENOSPC;
   begin(b);
-  if (i < 0) {
-    i = b->l.n++;
-    strcpy(b->l.key[i], key);
-  }
-  strcpy(b->l.value[i], value);
+  put(&b->l, key, value);
   end(b);
   return 0;
 }
 
 int cprof_label_clear(const char *key) {
   block_t *b = mine;
-  int i = b && key ? find(b, key) : -1;
+  int i = b && key ? find(&b->l, key) : -1;
   if (i < 0)
     return -ENOENT;
   begin(b);
@@ -93,14 +243,96 @@ int cprof_label_clear(const char *key) {
   return 0;
 }
 
+int cprof__labels_install(const cprof__labels_t *l) {
+  if (l->n == 0 && !mine)
+    return 0;
+  block_t *b = my_block();
+  if (!b)
+    return -ENOMEM;
+  begin(b);
+  copy_set(&b->l, l);
+  end(b);
+  return 0;
+}
+
+int cprof_do(const char *const *kv, void (*fn)(void *), void *arg) {
+  if (!kv || !fn)
+    return -EINVAL;
+  cprof__labels_t saved, next;
+  saved.n = 0;
+  if (mine)
+    copy_set(&saved, &mine->l);
+  copy_set(&next, &saved);
+  for (size_t i = 0; kv[i]; i += 2) {
+    if (!valid(kv[i], kv[i + 1]))
+      return -EINVAL; /* an odd count ends in a NULL value */
+  }
+  for (size_t i = 0; kv[i]; i += 2) {
+    if (put(&next, kv[i], kv[i + 1]) != 0)
+      return -ENOSPC;
+  }
+  block_t *b = mine;
+  if (next.n > 0 && !(b = my_block()))
+    return -ENOMEM;
+  if (b) {
+    begin(b);
+    copy_set(&b->l, &next);
+    end(b);
+  }
+  fn(arg);
+  /* fn may have ended up giving this thread its first block (a label set
+   * inside it), so look again: the saved set goes back into whatever
+   * block the thread has now. */
+  if ((b = mine) != NULL) {
+    begin(b);
+    copy_set(&b->l, &saved);
+    end(b);
+  }
+  return 0;
+}
+
 void cprof__labels_copy_sigsafe(cprof__labels_t *out) {
   block_t *b = mine;
   out->n = 0;
-  if (!b || b->busy)
+  if (!b || (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) & 1))
     return;
   out->n = b->l.n;
   for (int i = 0; i < b->l.n; i++) {
     memcpy(out->key[i], b->l.key[i], sizeof out->key[i]);
     memcpy(out->value[i], b->l.value[i], sizeof out->value[i]);
   }
+}
+
+/* A sequence lock's reader side, for another thread's block: 0 and a
+ * consistent copy, or -1 when the owner kept changing it. */
+static int copy_other(const block_t *b, cprof__labels_t *out) {
+  for (int tries = 0; tries < 4; tries++) {
+    unsigned s1 = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+    if (s1 & 1)
+      continue;
+    int n = b->l.n;
+    if (n < 0 || n > CPROF_MAX_LABELS)
+      continue;
+    memcpy(out->key, b->l.key, (size_t)n * sizeof out->key[0]);
+    memcpy(out->value, b->l.value, (size_t)n * sizeof out->value[0]);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) != s1)
+      continue;
+    out->n = n;
+    for (int i = 0; i < n; i++) {
+      out->key[i][CPROF_MAX_LABEL_KEY] = '\0';
+      out->value[i][CPROF_MAX_LABEL_VALUE] = '\0';
+    }
+    return 0;
+  }
+  return -1;
+}
+
+void cprof__labels_each(void (*fn)(pid_t tid, const cprof__labels_t *l, void *ctx), void *ctx) {
+  cprof__labels_t copy;
+  lock_all();
+  for (const block_t *b = all; b; b = b->next)
+    if (copy_other(b, &copy) == 0 && copy.n > 0)
+      fn(b->tid, &copy, ctx);
+  unlock_all();
 }

@@ -1,7 +1,10 @@
-/* Per-thread labels for CPU samples (cprof_label_set), readable from the
- * SIGPROF handler. */
+/* Per-thread labels (cprof_label_set, cprof_do): readable by the thread's
+ * own SIGPROF handler, by the threads profile's capture for any thread, and
+ * copied into the threads a labelled thread creates. */
 #ifndef CPROF_SAMPLE_LABELS_H
 #define CPROF_SAMPLE_LABELS_H
+
+#include <sys/types.h>
 
 #include "cprof.h"
 
@@ -15,5 +18,16 @@ typedef struct cprof__labels {
  * none, or when the signal came in the middle of changing them). For the
  * signal handler: no locks, no allocation. */
 void cprof__labels_copy_sigsafe(cprof__labels_t *out);
+
+/* Makes l the calling thread's whole label set, replacing what it had: for
+ * a new thread, with its creator's labels, before its start routine runs.
+ * Returns 0, or -ENOMEM (the thread then has none). */
+int cprof__labels_install(const cprof__labels_t *l);
+
+/* Calls fn(tid, labels, ctx) for every thread that has labels now, with a
+ * consistent copy of them; a thread in the middle of changing its labels
+ * is left out. fn runs under the list's lock: it must not change labels,
+ * create or end threads, or take locks. Not for signal handlers. */
+void cprof__labels_each(void (*fn)(pid_t tid, const cprof__labels_t *l, void *ctx), void *ctx);
 
 #endif

@@ -58,6 +58,12 @@
  * (signals.c, CPROF_SHARE_YIELD): captures then signal nobody, and running
  * threads are reported as such.
  *
+ * Labels. Each thread's labels (sample/labels.c) are read after every
+ * stack is in, from the list of label blocks by thread id, not by the
+ * handlers: most threads are unwound from outside and run no handler. They
+ * are read after the capture lock is released, so that the labels' lock
+ * never nests inside it (both are taken around fork).
+ *
  * Real-time signals queue. A thread that blocks our signal would collect
  * one more queued signal per request until the process hits
  * RLIMIT_SIGPENDING. So a running thread whose /proc status shows our
@@ -555,6 +561,43 @@ static cprof__thread_stack_t *new_dump(int n, int depth) {
   return v;
 }
 
+/* Fills the labels of dump entries by thread id: the entries sorted by
+ * tid in an index, looked up once per labelled thread. */
+typedef struct by_tid {
+  cprof__thread_stack_t **v;
+  int n;
+} by_tid_t;
+
+static int tid_cmp(const void *a, const void *b) {
+  pid_t x = (*(cprof__thread_stack_t *const *)a)->tid, y = (*(cprof__thread_stack_t *const *)b)->tid;
+  return x < y ? -1 : x > y;
+}
+
+static void fill_one(pid_t tid, const cprof__labels_t *l, void *ctx) {
+  const by_tid_t *idx = ctx;
+  int lo = 0, hi = idx->n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (idx->v[mid]->tid < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < idx->n && idx->v[lo]->tid == tid)
+    idx->v[lo]->labels = *l;
+}
+
+static void fill_labels(cprof__thread_dump_t *d) {
+  by_tid_t idx = {malloc((d->n ? d->n : 1) * sizeof *idx.v), d->n};
+  if (!idx.v)
+    return; /* the stacks without their labels, rather than no profile */
+  for (int i = 0; i < d->n; i++)
+    idx.v[i] = &d->v[i];
+  qsort(idx.v, (size_t)idx.n, sizeof *idx.v, tid_cmp);
+  cprof__labels_each(fill_one, &idx);
+  free(idx.v);
+}
+
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
   memset(out, 0, sizeof *out);
   /* Without a signal of our own, running threads cannot be asked; the
@@ -640,6 +683,8 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   free(mode);
 unlock:
   pthread_mutex_unlock(&capture_lock);
+  if (err == 0)
+    fill_labels(out);
   cprof__maps_free(&maps);
   free(tids);
   return err;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sample/labels.h"
 #include "unwind/unwind.h"
 
 typedef enum cprof__thread_status {
@@ -33,6 +34,9 @@ typedef struct cprof__thread_stack {
   int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;
   uintptr_t *pcs; /* cprof__max_depth() when the capture began, at most */
+  /* Its labels (cprof_label_set, cprof_do), read just after the stacks
+   * were taken; n = 0 when it has none. */
+  cprof__labels_t labels;
 } cprof__thread_stack_t;
 
 typedef struct cprof__thread_dump {
