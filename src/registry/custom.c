@@ -11,11 +11,11 @@
  * distinct stacks with their counts, which is all Go's printCountProfile
  * makes of its per-key list: identical stacks merged with their count.
  *
- * The table is cprof's, not the program's: its arrays are pages of their
- * own (core/pages.h), and the stacks and snapshots come from malloc with
- * the heap sampler's guard raised, so that none of it is sampled as the
- * program's heap, and the table's mutex is not recorded as the program's
- * contention. A profile holds at most CPROF_CUSTOM_MAX_KEYS keys; an add
+ * The table is cprof's, not the program's: the key table is pages of its
+ * own (core/pages.h), and the stacks, their buckets and snapshots come
+ * from malloc with the heap sampler's guard raised, so that none of it is
+ * sampled as the program's heap, and the table's mutex is not recorded as
+ * the program's contention. A profile holds at most CPROF_CUSTOM_MAX_KEYS keys; an add
  * beyond that is -ENOMEM, as an add the memory could not be found for. */
 #include "registry/custom.h"
 
@@ -125,7 +125,9 @@ static void delete_slot(struct cprof_profile *p, size_t i) {
 
 static int grow_buckets(struct cprof_profile *p) {
   size_t cap = p->cap_buckets ? p->cap_buckets * 2 : 64;
-  held_t **v = cprof__pages_map(cap * sizeof *v);
+  /* malloc'd (the guard is up), not pages: the stacks are reachable from
+   * here, where a leak checker looks. */
+  held_t **v = calloc(cap, sizeof *v);
   if (!v)
     return -ENOMEM;
   for (size_t i = 0; i < p->cap_buckets; i++) {
@@ -135,7 +137,7 @@ static int grow_buckets(struct cprof_profile *p) {
       v[s->hash & (cap - 1)] = s;
     }
   }
-  cprof__pages_unmap(p->buckets, p->cap_buckets * sizeof *p->buckets);
+  free(p->buckets);
   p->buckets = v;
   p->cap_buckets = cap;
   return 0;
@@ -318,7 +320,9 @@ typedef struct snap {
   record_t *v; /* sorted by stack, as Go sorts its stacks */
 } snap_t;
 
-static struct cprof_profile *of(const cprof__profile_t *p) { return (struct cprof_profile *)p->arg; }
+static struct cprof_profile *of(const cprof__profile_t *p) {
+  return (struct cprof_profile *)p->arg;
+}
 
 static long count(const cprof__profile_t *p) {
   return (long)__atomic_load_n(&of(p)->nkeys, __ATOMIC_RELAXED);

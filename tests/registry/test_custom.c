@@ -312,7 +312,10 @@ static void test_served(void) {
   CHECK(ok);
   size_t len = sizeof pb - 1 - zs.avail_out;
   CHECK(memmem(pb, len, "\x0btest.served", 12) != NULL);
-  CHECK(memmem(pb, len, "\x05" "count", 6) != NULL);
+  CHECK(memmem(pb, len,
+               "\x05"
+               "count",
+               6) != NULL);
   cprof_response_free(&r);
 
   /* A delta through the router. */
