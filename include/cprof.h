@@ -250,8 +250,10 @@ CPROF_EXTERN cprof_profile_t *cprof_profile_new(const char *name, const char *de
 /* Records the caller's stack under key (any pointer, not NULL: the
  * connection, the open file), as Go's Profile.Add. skip drops that many
  * frames above the caller (0: the stack starts at the function that
- * called cprof_profile_add). Returns 0; -EEXIST if key is in the profile
- * already; -EINVAL for a NULL profile or key or a negative skip; -ENOMEM. */
+ * called cprof_profile_add; a skip past the stack's end records one frame
+ * that says so). Returns 0; -EEXIST if key is in the profile already;
+ * -EINVAL for a NULL profile or key or a negative skip; -ENOMEM, also when
+ * the profile holds 2^20 keys already. */
 CPROF_EXTERN int cprof_profile_add(cprof_profile_t *p, const void *key, int skip);
 
 /* Removes key's record. Returns 0; -ENOENT when key is not in the
