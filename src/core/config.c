@@ -431,6 +431,12 @@ void cprof__config_set(const cprof__config_t *cfg) {
   pthread_mutex_unlock(&cfg_lock);
 }
 
+void cprof__config_edit(void (*edit)(cprof__config_t *cfg, void *arg), void *arg) {
+  pthread_mutex_lock(&cfg_lock);
+  edit(&current, arg);
+  pthread_mutex_unlock(&cfg_lock);
+}
+
 /* Held across fork by start.c's handlers: the child's copy is consistent
  * and its one thread holds the lock, which it releases. */
 void cprof__config_atfork_prepare(void) { pthread_mutex_lock(&cfg_lock); }

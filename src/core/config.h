@@ -94,6 +94,10 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg);
 /* The configuration in force for request handling: copied under a lock. */
 void cprof__config_get(cprof__config_t *out);
 void cprof__config_set(const cprof__config_t *cfg);
+/* Calls edit on the configuration in force, under its lock, so that two
+ * settings changed at once (cprof_set_cpu_rate, cprof_set_heap_rate) do
+ * not undo each other. edit must not call back into the configuration. */
+void cprof__config_edit(void (*edit)(cprof__config_t *cfg, void *arg), void *arg);
 
 
 

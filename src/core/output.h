@@ -15,9 +15,5 @@ void cprof__output_finish(void);
 void cprof__output_atfork_prepare(void);
 void cprof__output_atfork_parent(void);
 void cprof__output_atfork_child(void);
-/* Ends the collector thread while the CPU profile goes on recording, and
- * starts it again: see start.c's park. */
-void cprof__output_park(void);
-void cprof__output_unpark(void);
 
 #endif

@@ -19,6 +19,7 @@
 #include "interpose/creds.h"
 #include "interpose/malloc.h"
 #include "interpose/thread_start.h"
+#include "registry/cpu.h"
 #include "sample/contention.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
@@ -87,7 +88,9 @@ static void atfork_child(void) {
 }
 
 static void register_atfork(void) {
-  cprof__cpu_atfork_register(); /* first: its prepare runs after ours */
+  /* First (each registers the one inside it first, cpu.c's): their
+   * prepare handlers run after ours. */
+  cprof__cpu_api_atfork_register();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -181,14 +184,14 @@ void cprof_stop(void) {
   cprof__heap_guard_leave();
 }
 
-/* cprof's own threads (the server's, the output collector) ended, then
+/* cprof's own threads (the server's, a CPU recording's drainer) ended, then
  * started again. Credentials that Linux keeps per thread (capabilities,
  * PR_SET_KEEPCAPS, securebits) are copied to a thread from its creator, so
  * threads started again by the program's thread that changed them follow
  * the program exactly (creds.c). The listening socket is opened again on
  * the same port. */
 static void park_locked(void) {
-  cprof__output_park();
+  cprof__cpu_recording_park(); /* the drainer of CPROF_OUTPUT's or the API's CPU profile */
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
@@ -207,7 +210,7 @@ static void unpark_locked(void) {
       cprof__log("cannot listen again on %s after the program changed its credentials: %s; "
                  "the profiling server is off", bound, cprof_strerror(err));
   }
-  cprof__output_unpark();
+  cprof__cpu_recording_unpark();
 }
 
 static void follow_credentials(void) {

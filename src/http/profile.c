@@ -14,8 +14,7 @@
 #include "core/log.h"
 #include "http/response.h"
 #include "http/routes.h"
-#include "registry/cpu_profile.h"
-#include "sample/cpu.h"
+#include "registry/cpu.h"
 
 #define DEFAULT_SECONDS 30
 #define MAX_SECONDS 3600
@@ -40,15 +39,14 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
   long seconds = DEFAULT_SECONDS;
   if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
     return;
-  cprof__cpu_profile_t *p = cprof__cpu_profile_new(cfg->cpu_hz);
-  if (!p) {
+  cprof__cpu_recording_t *rec;
+  char why[256];
+  int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &rec);
+  if (err == -ENOMEM) {
     cprof__resp_error(resp, 500, "out of memory");
     return;
   }
-  char why[256];
-  int err = cprof__cpu_start_why(cfg->cpu_hz, cfg->unwind, why, sizeof why);
   if (err) {
-    cprof__cpu_profile_free(p);
     if (why[0]) { /* no thread can be sampled: an empty profile would look like an idle program */
       log_once(why);
       cprof__resp_error(resp, 500, "Could not enable CPU profiling: %s", why);
@@ -71,19 +69,16 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
     if (left <= 0 || cancelled)
       break;
     cancelled = cprof__wait_request(req, left < DRAIN_MS ? left : DRAIN_MS) != 0;
-    cprof__cpu_track_threads();
-    cprof__cpu_drain(cprof__cpu_profile_add, p);
+    cprof__cpu_recording_drain(rec);
   }
-  uint64_t lost = cprof__cpu_stop(cprof__cpu_profile_add, p);
   if (cancelled) {
-    cprof__cpu_profile_free(p);
+    cprof__cpu_recording_stop(rec, NULL);
     cprof__resp_error(resp, 500, "request cancelled");
     return;
   }
   cprof__buf_t out;
   cprof__buf_init(&out);
-  err = cprof__cpu_profile_write(p, lost, &out);
-  cprof__cpu_profile_free(p);
+  err = cprof__cpu_recording_stop(rec, &out);
   if (err) {
     cprof__buf_free(&out);
     cprof__resp_error(resp, 500, "could not write the profile: %s", cprof_strerror(err));
