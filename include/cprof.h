@@ -183,15 +183,20 @@ CPROF_EXTERN long cprof_set_mutex_fraction(long n);
 
 /* Sets the CPU profile's sampling rate, in samples per second of each
  * thread's CPU time, 1..10000, as Go's runtime.SetCPUProfileRate: it
- * applies to the next profile started (a running one keeps its rate). A
- * negative hz changes nothing. Returns the previous rate, or -EINVAL for
- * 0 or above 10000. */
+ * applies to the next profile started, by cprof_cpu_profile_start() or a
+ * /debug/pprof/profile request (a running one keeps its rate). A negative
+ * hz changes nothing. Returns the previous rate, or -EINVAL for 0 or above
+ * 10000. cprof_start() sets the rate again from CPROF_CPU_HZ. */
 CPROF_EXTERN int cprof_set_cpu_rate(int hz);
 
 /* Sets the heap profile's rate, as Go's runtime.MemProfileRate: one sample
  * per this many bytes allocated, on average; 0 turns heap sampling off
  * (blocks sampled before stay in the profile until freed). A negative
- * value changes nothing. Returns the previous rate, or -EINVAL above 2^30. */
+ * value changes nothing. Returns the previous rate in force (0 before
+ * cprof_start(), which sets it from CPROF_HEAP_RATE), -EINVAL above 2^30,
+ * or -ENOTSUP for a rate above 0 when malloc is not cprof's to sample (a
+ * sanitizer's, or one that comes before libcprof: cprof_start() says which
+ * on stderr). */
 CPROF_EXTERN long cprof_set_heap_rate(long bytes);
 
 /* ---- Profiles as objects: the C counterpart of Go's runtime/pprof ---- */

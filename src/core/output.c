@@ -34,8 +34,8 @@
 #include "symbol/symbolize.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int armed;   /* a directory was given: write at exit */
-static pid_t owner; /* the process that records: not a forked child */
+static int armed;                         /* a directory was given: write at exit */
+static pid_t owner;                       /* the process that records: not a forked child */
 static cprof__cpu_recording_t *recording; /* NULL when the CPU profile could not start */
 static char dir[512];
 

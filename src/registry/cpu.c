@@ -24,9 +24,9 @@
 
 struct cprof__cpu_recording {
   cprof__cpu_profile_t *profile;
-  pid_t owner;       /* the process that records: not a forked child */
-  int drained;       /* has a drainer, running or parked */
-  int parked;        /* the drainer ended for a while */
+  pid_t owner; /* the process that records: not a forked child */
+  int drained; /* has a drainer, running or parked */
+  int parked;  /* the drainer ended for a while */
   pthread_t drainer;
   char name[16];
 };
