@@ -19,6 +19,7 @@
 
 #include "registry/cpu_profile.h"
 #include "sample/cpu.h"
+#include "sample/signals.h"
 
 #define DRAIN_MS 50
 
@@ -63,7 +64,10 @@ static void atfork_child(void) {
 }
 
 static void init_once(void) {
-  cprof__cpu_atfork_register(); /* first: its prepare runs after ours */
+  /* First: their prepare handlers run after ours. signals.c's lock is
+   * taken inside ours, by cprof__cpu_start_why. */
+  cprof__signal_atfork_register();
+  cprof__cpu_atfork_register();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   /* CLOCK_MONOTONIC, so that a change of the wall clock neither stretches
    * nor cuts the drainer's sleeps. */

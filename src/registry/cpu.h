@@ -51,8 +51,9 @@ void cprof__cpu_recording_park(void);
 void cprof__cpu_recording_unpark(void);
 
 /* Fork handlers. The lock they hold is taken inside core/output.c's and
- * registry/cpu_api.c's and outside sample/cpu.c's; register (idempotent,
- * and done by the first start anyway) after cpu.c's and before theirs, as
+ * registry/cpu_api.c's and outside sample/cpu.c's and sample/signals.c's;
+ * register (idempotent, and done by the first start anyway, with cpu.c's
+ * and signals.c's first) after those and before theirs, as
  * pthread_atfork runs prepare handlers in the reverse order of
  * registration. In the child the recording, its drainer and its output are
  * the parent's: it is forgotten. */

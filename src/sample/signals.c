@@ -104,6 +104,7 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&lock);
 }
 static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+void cprof__signal_atfork_register(void) { pthread_once(&atfork_once, register_atfork); }
 
 int cprof__signal_take(int sig, const struct sigaction *ours, cprof__share_t how) {
   shared_t *s = entry(sig);

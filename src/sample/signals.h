@@ -24,6 +24,12 @@ typedef enum cprof__share {
  * has an action of its own there (KEEP: a handler; YIELD: anything but
  * SIG_DFL), or a negative errno from sigaction. */
 int cprof__signal_take(int sig, const struct sigaction *ours, cprof__share_t how);
+/* Registers this file's fork handlers (idempotent; the first take does it
+ * anyway). Its lock is taken while callers hold theirs (registry/cpu.c's
+ * through cprof__cpu_start), so they must register it before their own:
+ * pthread_atfork runs prepare handlers in the reverse order of
+ * registration. */
+void cprof__signal_atfork_register(void);
 
 /* For a YIELD signal, around sending it: begin returns 1 when the signal
  * is still ours (our action is installed) and then keeps it ours until
