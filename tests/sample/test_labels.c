@@ -19,10 +19,20 @@ static void *other_thread(void *arg) {
   cprof__labels_t l;
   cprof__labels_copy_sigsafe(&l);
   /* A thread starts with a copy of its creator's labels, as a goroutine
-   * does (interpose/thread_start.c); changing it changes only ours. */
-  CHECK_EQ_INT(l.n, CPROF_MAX_LABELS);
-  CHECK_EQ_STR(value_of(&l, "tenant"), "globex");
-  CHECK_EQ_INT(cprof_label_clear("tenant"), 0);
+   * does (interpose/thread_start.c); changing it changes only ours. In a
+   * sanitizer build the runtime's pthread_create may come before ours. */
+#ifdef CPROF_NO_INTERPOSE
+  int inherited = l.n > 0;
+  if (!inherited)
+    fprintf(stderr, "test_labels: no pthread_create wrapper here: inheritance not checked\n");
+#else
+  int inherited = 1;
+#endif
+  if (inherited) {
+    CHECK_EQ_INT(l.n, CPROF_MAX_LABELS);
+    CHECK_EQ_STR(value_of(&l, "tenant"), "globex");
+    CHECK_EQ_INT(cprof_label_clear("tenant"), 0);
+  }
   CHECK_EQ_INT(cprof_label_set("who", "other"), 0);
   cprof__labels_copy_sigsafe(&l);
   CHECK_EQ_STR(value_of(&l, "who"), "other");
