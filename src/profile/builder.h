@@ -109,4 +109,8 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
  * traceback says it, "...N frames elided...". Same pc convention as above. */
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth);
 
+/* Go's %q for a string, enough of it for label keys and values: quotes,
+ * backslashes and control characters escaped, UTF-8 passed through. */
+void cprof__quote(cprof__buf_t *out, const char *s);
+
 #endif

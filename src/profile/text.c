@@ -137,9 +137,7 @@ out:
 
 /* ---- the count profile ---- */
 
-/* Go's %q for a string, enough of it for label keys and values: quotes,
- * backslashes and control characters escaped, UTF-8 passed through. */
-static void quote(cprof__buf_t *out, const char *s) {
+void cprof__quote(cprof__buf_t *out, const char *s) {
   cprof__buf_putc(out, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
@@ -177,10 +175,10 @@ static int append_labels(const cprof__builder_t *b, const cprof__sample_rec_t *s
   for (int i = 0; i < s->nlabels; i++) {
     const cprof__label_rec_t *l = &s->labels[i];
     offs[i] = pairs.len;
-    quote(&pairs, cprof__builder_str(b, l->key));
+    cprof__quote(&pairs, cprof__builder_str(b, l->key));
     cprof__buf_putc(&pairs, ':');
     if (l->str)
-      quote(&pairs, cprof__builder_str(b, l->str));
+      cprof__quote(&pairs, cprof__builder_str(b, l->str));
     else
       cprof__buf_printf(&pairs, "%lld", (long long)l->num);
     cprof__buf_putc(&pairs, '\0');

@@ -91,26 +91,6 @@ static const char *state_name(char s) {
   }
 }
 
-/* Go's %q, enough of it for label keys and values (as profile/text.c's). */
-static void quote(cprof__buf_t *out, const char *s) {
-  cprof__buf_putc(out, '"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      cprof__buf_printf(out, "\\%c", *p);
-    else if (*p == '\n')
-      cprof__buf_puts(out, "\\n");
-    else if (*p == '\t')
-      cprof__buf_puts(out, "\\t");
-    else if (*p == '\r')
-      cprof__buf_puts(out, "\\r");
-    else if (*p < 0x20 || *p == 0x7f)
-      cprof__buf_printf(out, "\\x%02x", *p);
-    else
-      cprof__buf_putc(out, (char)*p);
-  }
-  cprof__buf_putc(out, '"');
-}
-
 static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -123,9 +103,9 @@ static void write_labels(const cprof__labels_t *l, cprof__buf_t *out) {
   size_t off[CPROF_MAX_LABELS];
   for (int i = 0; i < l->n; i++) {
     off[i] = pairs.len;
-    quote(&pairs, l->key[i]);
+    cprof__quote(&pairs, l->key[i]);
     cprof__buf_putc(&pairs, ':');
-    quote(&pairs, l->value[i]);
+    cprof__quote(&pairs, l->value[i]);
     cprof__buf_putc(&pairs, '\0');
   }
   if (!pairs.failed) {
