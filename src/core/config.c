@@ -425,6 +425,13 @@ void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_unlock(&cfg_lock);
 }
 
+cprof__unwinder_t cprof__config_unwind(void) {
+  pthread_mutex_lock(&cfg_lock);
+  cprof__unwinder_t how = current.unwind;
+  pthread_mutex_unlock(&cfg_lock);
+  return how;
+}
+
 void cprof__config_set(const cprof__config_t *cfg) {
   pthread_mutex_lock(&cfg_lock);
   current = *cfg;

@@ -93,6 +93,9 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg);
 
 /* The configuration in force for request handling: copied under a lock. */
 void cprof__config_get(cprof__config_t *out);
+/* Only the unwinder in force, without copying the rest: for calls the
+ * program makes often (cprof_profile_add). */
+cprof__unwinder_t cprof__config_unwind(void);
 void cprof__config_set(const cprof__config_t *cfg);
 /* Calls edit on the configuration in force, under its lock, so that two
  * settings changed at once (cprof_set_cpu_rate, cprof_set_heap_rate) do

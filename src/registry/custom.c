@@ -234,9 +234,7 @@ cprof_profile_t *cprof_profile_new(const char *name, const char *description) {
  * innermost frames: a walk of CPROF_MAX_DEPTH frames, so a skip leaves
  * that many fewer. Returns the depth into pcs (0: none left). */
 static int walk(uintptr_t *pcs, int max, uintptr_t ret, int skip) {
-  cprof__config_t cfg;
-  cprof__config_get(&cfg);
-  int n = cprof__unwind_caller(cfg.unwind, pcs, max, ret);
+  int n = cprof__unwind_caller(cprof__config_unwind(), pcs, max, ret);
   if (skip == 0)
     return n;
   /* Only frames are skipped, never the marks after them (a cut, the
