@@ -169,3 +169,26 @@ int cprof__fds_stderr(int *to_close) {
   *to_close = fd;
   return fd;
 }
+
+int cprof__write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (n == 0)
+      return -EIO;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int cprof__fd_writable(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+    return -EBADF;
+  return 0;
+}

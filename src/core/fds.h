@@ -1,7 +1,10 @@
 /* A descriptor table of cprof's own, for the threads that hold descriptors
- * (the HTTP server's): see fds.c for why. */
+ * (the HTTP server's): see fds.c for why. And writing a profile to a
+ * descriptor the program hands over. */
 #ifndef CPROF_CORE_FDS_H
 #define CPROF_CORE_FDS_H
+
+#include <stddef.h>
 
 /* Gives the calling thread a descriptor table of its own, holding none of
  * the program's descriptors, with 0, 1 and 2 open on /dev/null; the threads
@@ -23,5 +26,11 @@ void cprof__fds_joined(void);
  * or in our table a copy of the program's 2 that the caller closes
  * (*to_close), or -1 when it cannot be had. */
 int cprof__fds_stderr(int *to_close);
+
+/* Writes all of data to fd, through EINTR and short writes: 0 or a
+ * negative errno (errno is write(2)'s). */
+int cprof__write_all(int fd, const void *data, size_t len);
+/* 0 when fd is open for writing, else -EBADF. */
+int cprof__fd_writable(int fd);
 
 #endif

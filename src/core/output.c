@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fds.h"
 #include "core/log.h"
 #include "registry/cpu.h"
 #include "registry/registry.h"
@@ -44,17 +45,10 @@ static void write_file(const char *name, const cprof__buf_t *b) {
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  size_t done = 0;
-  while (fd >= 0 && done < b->len) {
-    ssize_t n = write(fd, b->data + done, b->len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += (size_t)n;
-  }
-  int ok = fd >= 0 && done == b->len && close(fd) == 0 && rename(tmp, path) == 0;
-  if (!ok) {
+  int ok = fd >= 0 && cprof__write_all(fd, b->data, b->len) == 0;
+  if (fd >= 0 && close(fd) != 0)
+    ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
     cprof__log("CPROF_OUTPUT: cannot write %s: %s", path, strerror(errno));
     unlink(tmp);
   }

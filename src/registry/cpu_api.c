@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/fds.h"
 #include "cprof.h"
 #include "registry/cpu.h"
-#include "registry/registry.h"
 #include "sample/heap.h"
 
 /* Guards the three below. Never held while the profile is written (which

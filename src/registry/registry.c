@@ -27,8 +27,6 @@ int cprof__registry_name_ok(const char *name) {
   return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static void register_builtins(void) { cprof__builtin_register(); }
-
 static int add_locked(const cprof__profile_t *p) {
   if (!p || !p->ops || !cprof__registry_name_ok(p->name))
     return -EINVAL;
@@ -48,14 +46,6 @@ static int add_locked(const cprof__profile_t *p) {
   return 0;
 }
 
-int cprof__registry_add(const cprof__profile_t *p) {
-  pthread_once(&builtins_once, register_builtins);
-  pthread_mutex_lock(&lock);
-  int rc = add_locked(p);
-  pthread_mutex_unlock(&lock);
-  return rc;
-}
-
 int cprof__registry_add_builtin(const cprof__profile_t *p) {
   pthread_mutex_lock(&lock);
   int rc = add_locked(p);
@@ -63,10 +53,15 @@ int cprof__registry_add_builtin(const cprof__profile_t *p) {
   return rc;
 }
 
+int cprof__registry_add(const cprof__profile_t *p) {
+  pthread_once(&builtins_once, cprof__builtin_register);
+  return cprof__registry_add_builtin(p);
+}
+
 const cprof__profile_t *cprof__registry_lookup(const char *name) {
   if (!name)
     return NULL;
-  pthread_once(&builtins_once, register_builtins);
+  pthread_once(&builtins_once, cprof__builtin_register);
   if (strcmp(name, "threads") == 0)
     name = "goroutine";
   const cprof__profile_t *found = NULL;
@@ -79,7 +74,7 @@ const cprof__profile_t *cprof__registry_lookup(const char *name) {
 }
 
 int cprof__registry_list(const cprof__profile_t **out, int max) {
-  pthread_once(&builtins_once, register_builtins);
+  pthread_once(&builtins_once, cprof__builtin_register);
   pthread_mutex_lock(&lock);
   int n = nprofiles < max ? nprofiles : max;
   memcpy(out, profiles, (size_t)(n > 0 ? n : 0) * sizeof *out);

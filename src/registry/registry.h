@@ -16,7 +16,6 @@
 #ifndef CPROF_REGISTRY_REGISTRY_H
 #define CPROF_REGISTRY_REGISTRY_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "core/buf.h"
@@ -82,12 +81,6 @@ typedef struct cprof__collect {
  * snapshot's or the writer's error (out is then incomplete). */
 int cprof__profile_collect(const cprof__profile_t *p, const cprof__collect_t *c,
                            cprof__buf_t *out);
-
-/* Writes all of data to fd, through EINTR and short writes: 0 or a
- * negative errno (write.c). */
-int cprof__write_all(int fd, const void *data, size_t len);
-/* 0 when fd is open for writing, else -EBADF. */
-int cprof__fd_writable(int fd);
 
 /* The built-in profiles (builtin.c), registered once, before the first
  * lookup, through cprof__registry_add_builtin: cprof__registry_add waits

@@ -2,35 +2,11 @@
  * descriptor. The profile is built whole in memory first, so that a
  * profile that cannot be made writes nothing rather than half a file. */
 #include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 
+#include "core/fds.h"
 #include "cprof.h"
 #include "registry/registry.h"
 #include "sample/heap.h"
-
-int cprof__write_all(int fd, const void *data, size_t len) {
-  const char *p = data;
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    if (n == 0)
-      return -EIO;
-    p += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
-int cprof__fd_writable(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
-    return -EBADF;
-  return 0;
-}
 
 int cprof_profile_write(const char *name, int fd, int debug) {
   if (!name || debug < 0)
