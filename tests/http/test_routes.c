@@ -9,20 +9,13 @@
 #include "cprof.h"
 #include "http/auth.h"
 #include "http/query.h"
+#include "request.h"
 
 static const char *header(const cprof_response_t *r, const char *name) {
   for (int i = 0; i < r->nheaders; i++)
     if (strcasecmp(r->headers[i].name, name) == 0)
       return r->headers[i].value;
   return NULL;
-}
-
-static cprof_response_t get(const char *path, const char *query) {
-  cprof_request_t req = {.method = "GET", .path = path, .query = query};
-  cprof_response_t r;
-  if (cprof_handle_request(&req, &r) != 0)
-    abort();
-  return r;
 }
 
 static void test_query(void) {

@@ -14,14 +14,7 @@
 #include "cprof.h"
 #include "registry/custom.h"
 #include "registry/registry.h"
-
-static cprof_response_t get(const char *path, const char *query) {
-  cprof_request_t req = {.method = "GET", .path = path, .query = query};
-  cprof_response_t r;
-  if (cprof_handle_request(&req, &r) != 0)
-    abort();
-  return r;
-}
+#include "request.h"
 
 /* The response body as a string (the text ones), or "". */
 static char *body(const cprof_response_t *r) {

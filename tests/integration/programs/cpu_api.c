@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
+
 static volatile sig_atomic_t go_on = 1;
 static volatile unsigned long sink;
 
@@ -44,24 +46,15 @@ __attribute__((noinline)) static void api_hot_function(void) {
       sink += (unsigned long)i * 2654435761u;
 }
 
-static int failed;
-#define EXPECT(what, got, want)                                                                    \
-  do {                                                                                             \
-    long got_ = (long)(got), want_ = (long)(want);                                                 \
-    if (got_ != want_) {                                                                           \
-      fprintf(stderr, "%s: %ld, want %ld\n", what, got_, want_);                                   \
-      failed = 1;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--busy") == 0) {
-    EXPECT("cprof_start", cprof_start(NULL), 0);
+    CHECK_EQ_INT(cprof_start(NULL), 0);
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    EXPECT("cprof_cpu_profile_start under CPROF_OUTPUT", cprof_cpu_profile_start(fd), -EBUSY);
-    EXPECT("cprof_cpu_profile_stop under CPROF_OUTPUT", cprof_cpu_profile_stop(), -ENOENT);
+    CHECK_EQ_INT(cprof_cpu_profile_start(fd), -EBUSY);
+    CHECK_EQ_INT(cprof_cpu_profile_stop(), -ENOENT);
     cprof_stop(); /* writes CPROF_OUTPUT's files */
-    return failed;
+    return check_result("cpu_api");
   }
   if (argc != 2) {
     fprintf(stderr, "usage: cpu_api [--busy] FILE\n");
@@ -75,18 +68,18 @@ int main(int argc, char **argv) {
   signal(SIGUSR1, on_usr1);
   if (cprof_start(NULL) != 0)
     return 1;
-  EXPECT("cprof_set_cpu_rate(250)", cprof_set_cpu_rate(250), 100);
+  CHECK_EQ_INT(cprof_set_cpu_rate(250), 100);
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  EXPECT("cprof_cpu_profile_start", cprof_cpu_profile_start(fd), 0);
-  EXPECT("cprof_cpu_profile_start again", cprof_cpu_profile_start(fd), -EBUSY);
+  CHECK_EQ_INT(cprof_cpu_profile_start(fd), 0);
+  CHECK_EQ_INT(cprof_cpu_profile_start(fd), -EBUSY);
   printf("ready\n");
   api_hot_function();
-  EXPECT("cprof_cpu_profile_stop", cprof_cpu_profile_stop(), 0);
-  EXPECT("cprof_cpu_profile_stop again", cprof_cpu_profile_stop(), -ENOENT);
+  CHECK_EQ_INT(cprof_cpu_profile_stop(), 0);
+  CHECK_EQ_INT(cprof_cpu_profile_stop(), -ENOENT);
   close(fd);
   printf("stopped\n");
   int sig;
   sigwait(&term, &sig);
   cprof_stop();
-  return failed;
+  return check_result("cpu_api");
 }

@@ -1,6 +1,7 @@
 /* Every function of cprof.h's runtime/pprof API, as a program linked with
  * -lcprof uses them, for library_api.sh: wrong arguments first (each
- * answer checked here, "FAIL" lines on stderr and exit 1), then real
+ * answer checked here with tests/check.h: a failed check is a line on
+ * stderr, and the program exits 1 before "ready"), then real
  * profiles written to files in DIR, then "ready" on stdout and a wait,
  * while the test reads the same profiles over HTTP. Ends on SIGTERM.
  *
@@ -16,16 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define EXPECT(what, got, want)                                                            \
-  do {                                                                                     \
-    long got_ = (long)(got), want_ = (long)(want);                                         \
-    if (got_ != want_) {                                                                   \
-      fprintf(stderr, "FAIL %s: got %ld, want %ld\n", what, got_, want_);                  \
-      failures++;                                                                          \
-    }                                                                                      \
-  } while (0)
+#include "check.h"
 
 static volatile unsigned long sink;
 
@@ -64,7 +56,7 @@ static void pay(void *arg) {
 
 static void checkout(void *arg) {
   static const char *const step[] = {"step", "pay", NULL};
-  EXPECT("nested cprof_do", cprof_do(step, pay, arg), 0);
+  CHECK_EQ_INT(cprof_do(step, pay, arg), 0);
   burn(0.3);
 }
 
@@ -75,10 +67,10 @@ static void mark(void *arg) { ran = 1; }
 static cprof_profile_t *conns;
 static char conn_a[30], conn_b[5];
 __attribute__((noinline)) static void open_from_a(int i) {
-  EXPECT("add a", cprof_profile_add(conns, &conn_a[i], 0), 0);
+  CHECK_EQ_INT(cprof_profile_add(conns, &conn_a[i], 0), 0);
 }
 __attribute__((noinline)) static void open_from_b(int i) {
-  EXPECT("add b", cprof_profile_add(conns, &conn_b[i], 0), 0);
+  CHECK_EQ_INT(cprof_profile_add(conns, &conn_b[i], 0), 0);
 }
 
 static void bad_arguments(void) {
@@ -87,29 +79,29 @@ static void bad_arguments(void) {
   static const char *const ok[] = {"k", "v", NULL};
   int devnull = open("/dev/null", O_RDONLY);
 
-  EXPECT("write NULL name", cprof_profile_write(NULL, 1, 0), -EINVAL);
-  EXPECT("write unknown", cprof_profile_write("nosuch", 1, 0), -ENOENT);
-  EXPECT("write CPU by name", cprof_profile_write("profile", 1, 0), -ENOENT);
-  EXPECT("write debug -1", cprof_profile_write("heap", 1, -1), -EINVAL);
-  EXPECT("write closed fd", cprof_profile_write("heap", 999, 0), -EBADF);
-  EXPECT("write read-only fd", cprof_profile_write("heap", devnull, 0), -EBADF);
-  EXPECT("cpu start closed fd", cprof_cpu_profile_start(999), -EBADF);
-  EXPECT("cpu start read-only fd", cprof_cpu_profile_start(devnull), -EBADF);
-  EXPECT("cpu stop unstarted", cprof_cpu_profile_stop(), -ENOENT);
-  EXPECT("cpu rate 0", cprof_set_cpu_rate(0), -EINVAL);
-  EXPECT("cpu rate 10001", cprof_set_cpu_rate(10001), -EINVAL);
-  EXPECT("heap rate 2^31", cprof_set_heap_rate(1L << 31), -EINVAL);
-  EXPECT("do NULL kv", cprof_do(NULL, mark, NULL), -EINVAL);
-  EXPECT("do NULL fn", cprof_do(ok, NULL, NULL), -EINVAL);
-  EXPECT("do odd kv", cprof_do(odd, mark, NULL), -EINVAL);
-  EXPECT("do empty key", cprof_do(empty_key, mark, NULL), -EINVAL);
-  EXPECT("fn not run on error", ran, 0);
-  EXPECT("new NULL", cprof_profile_new(NULL, "x") == NULL && errno == EINVAL, 1);
-  EXPECT("new bad name", cprof_profile_new("a/b", "x") == NULL && errno == EINVAL, 1);
-  EXPECT("new built-in name", cprof_profile_new("heap", "x") == NULL && errno == EEXIST, 1);
-  EXPECT("new endpoint name", cprof_profile_new("profile", "x") == NULL && errno == EEXIST, 1);
-  EXPECT("add NULL profile", cprof_profile_add(NULL, &ran, 0), -EINVAL);
-  EXPECT("remove NULL profile", cprof_profile_remove(NULL, &ran), -EINVAL);
+  CHECK_EQ_INT(cprof_profile_write(NULL, 1, 0), -EINVAL);
+  CHECK_EQ_INT(cprof_profile_write("nosuch", 1, 0), -ENOENT);
+  CHECK_EQ_INT(cprof_profile_write("profile", 1, 0), -ENOENT);
+  CHECK_EQ_INT(cprof_profile_write("heap", 1, -1), -EINVAL);
+  CHECK_EQ_INT(cprof_profile_write("heap", 999, 0), -EBADF);
+  CHECK_EQ_INT(cprof_profile_write("heap", devnull, 0), -EBADF);
+  CHECK_EQ_INT(cprof_cpu_profile_start(999), -EBADF);
+  CHECK_EQ_INT(cprof_cpu_profile_start(devnull), -EBADF);
+  CHECK_EQ_INT(cprof_cpu_profile_stop(), -ENOENT);
+  CHECK_EQ_INT(cprof_set_cpu_rate(0), -EINVAL);
+  CHECK_EQ_INT(cprof_set_cpu_rate(10001), -EINVAL);
+  CHECK_EQ_INT(cprof_set_heap_rate(1L << 31), -EINVAL);
+  CHECK_EQ_INT(cprof_do(NULL, mark, NULL), -EINVAL);
+  CHECK_EQ_INT(cprof_do(ok, NULL, NULL), -EINVAL);
+  CHECK_EQ_INT(cprof_do(odd, mark, NULL), -EINVAL);
+  CHECK_EQ_INT(cprof_do(empty_key, mark, NULL), -EINVAL);
+  CHECK_EQ_INT(ran, 0);
+  CHECK(cprof_profile_new(NULL, "x") == NULL && errno == EINVAL);
+  CHECK(cprof_profile_new("a/b", "x") == NULL && errno == EINVAL);
+  CHECK(cprof_profile_new("heap", "x") == NULL && errno == EEXIST);
+  CHECK(cprof_profile_new("profile", "x") == NULL && errno == EEXIST);
+  CHECK_EQ_INT(cprof_profile_add(NULL, &ran, 0), -EINVAL);
+  CHECK_EQ_INT(cprof_profile_remove(NULL, &ran), -EINVAL);
   close(devnull);
   printf("bad arguments ok\n");
 }
@@ -123,7 +115,10 @@ static int create(const char *dir, const char *name) {
 /* Writes profile `name` to DIR/FILE with cprof_profile_write. */
 static void write_to(const char *dir, const char *name, int debug, const char *file) {
   int fd = create(dir, file);
-  EXPECT(file, cprof_profile_write(name, fd, debug), 0);
+  int rc = cprof_profile_write(name, fd, debug);
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    fprintf(stderr, "  (writing %s)\n", file);
   close(fd);
 }
 
@@ -138,44 +133,43 @@ int main(int argc, char **argv) {
     return 2;
 
   /* Before cprof_start: all of it must answer, none of it crash. */
-  EXPECT("version", strcmp(cprof_version(), CPROF_VERSION_STRING), 0);
-  EXPECT("cpu rate read", cprof_set_cpu_rate(-1), 100);
+  CHECK_EQ_INT(strcmp(cprof_version(), CPROF_VERSION_STRING), 0);
+  CHECK_EQ_INT(cprof_set_cpu_rate(-1), 100);
   bad_arguments();
 
   /* Settings through the options, each a string in its variable's syntax;
    * the address, left NULL, from CPROF_ADDR. */
   cprof_options_t o = {.heap_rate = "4096", .cpu_hz = "250"};
-  EXPECT("cprof_start", cprof_start(&o), 0);
-  EXPECT("cpu rate from options", cprof_set_cpu_rate(-1), 250);
-  EXPECT("heap rate from options", cprof_set_heap_rate(-1), 4096);
-  EXPECT("cpu rate set", cprof_set_cpu_rate(200), 250);
-  EXPECT("heap rate set", cprof_set_heap_rate(8192), 4096);
+  CHECK_EQ_INT(cprof_start(&o), 0);
+  CHECK_EQ_INT(cprof_set_cpu_rate(-1), 250);
+  CHECK_EQ_INT(cprof_set_heap_rate(-1), 4096);
+  CHECK_EQ_INT(cprof_set_cpu_rate(200), 250);
+  CHECK_EQ_INT(cprof_set_heap_rate(8192), 4096);
 
   conns = cprof_profile_new("connections", "Open connections, by the stack that opened them");
-  EXPECT("new connections", conns != NULL, 1);
-  EXPECT("new same name again", cprof_profile_new("connections", "x") == NULL && errno == EEXIST,
-         1);
+  CHECK(conns != NULL);
+  CHECK(cprof_profile_new("connections", "x") == NULL && errno == EEXIST);
   for (int i = 0; i < 30; i++)
     open_from_a(i);
   for (int i = 0; i < 5; i++)
     open_from_b(i);
   for (int i = 0; i < 10; i++)
-    EXPECT("remove", cprof_profile_remove(conns, &conn_a[i]), 0);
-  EXPECT("remove again", cprof_profile_remove(conns, &conn_a[0]), -ENOENT);
-  EXPECT("add twice", cprof_profile_add(conns, &conn_b[0], 0), -EEXIST);
-  EXPECT("add NULL key", cprof_profile_add(conns, NULL, 0), -EINVAL);
-  EXPECT("add negative skip", cprof_profile_add(conns, &ran, -1), -EINVAL);
+    CHECK_EQ_INT(cprof_profile_remove(conns, &conn_a[i]), 0);
+  CHECK_EQ_INT(cprof_profile_remove(conns, &conn_a[0]), -ENOENT);
+  CHECK_EQ_INT(cprof_profile_add(conns, &conn_b[0], 0), -EEXIST);
+  CHECK_EQ_INT(cprof_profile_add(conns, NULL, 0), -EINVAL);
+  CHECK_EQ_INT(cprof_profile_add(conns, &ran, -1), -EINVAL);
 
   /* The CPU profile of the labelled work and of hot_loop, to a file. */
   int cpu = create(dir, "cpu.pb.gz");
-  EXPECT("cpu start", cprof_cpu_profile_start(cpu), 0);
-  EXPECT("cpu start twice", cprof_cpu_profile_start(cpu), -EBUSY);
+  CHECK_EQ_INT(cprof_cpu_profile_start(cpu), 0);
+  CHECK_EQ_INT(cprof_cpu_profile_start(cpu), -EBUSY);
   hot_loop();
   static const char *const request[] = {"request", "checkout", NULL};
   pthread_t worker;
-  EXPECT("cprof_do", cprof_do(request, checkout, &worker), 0);
-  EXPECT("cpu stop", cprof_cpu_profile_stop(), 0);
-  EXPECT("cpu stop twice", cprof_cpu_profile_stop(), -ENOENT);
+  CHECK_EQ_INT(cprof_do(request, checkout, &worker), 0);
+  CHECK_EQ_INT(cprof_cpu_profile_stop(), 0);
+  CHECK_EQ_INT(cprof_cpu_profile_stop(), -ENOENT);
   close(cpu);
 
   static const char *const names[] = {"goroutine", "threadcreate", "heap", "allocs",
@@ -189,10 +183,8 @@ int main(int argc, char **argv) {
   }
   write_to(dir, "threads", 2, "threads.txt");
 
-  if (failures) {
-    fprintf(stderr, "%d failures\n", failures);
+  if (check_result("library_api") != 0)
     return 1;
-  }
   printf("ready\n");
   sigset_t set;
   sigemptyset(&set);
