@@ -2,15 +2,15 @@
  * which strips both as Debian ships them and serves their debug
  * information from a local debuginfod server. Knows nothing of cprof.
  *
- *   stripped_main [SECONDS]   prints "ready", then its main thread spins
- *                             in the library (main -> main_loop ->
- *                             stripped_lib_run -> lib_spin) for SECONDS,
- *                             or until killed without one; exits 0.
+ *   stripped_main [-]   prints "ready", then its main thread spins in the
+ *                       library (main -> main_loop -> stripped_lib_run ->
+ *                       lib_spin) until killed, or with "-" until a line
+ *                       (or the end) on its standard input; exits 0.
  *
  * main_loop is static, so the stripped program has no name for it. */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "stripped_shared.h"
@@ -22,8 +22,11 @@ void stripped_lib_run(volatile int *stop);
 static volatile int stop, stopped = 1;
 static volatile unsigned long steps;
 
-static void *timer(void *arg) {
-  sleep((unsigned)(long)arg);
+static void *reader(void *unused) {
+  (void)unused;
+  char c;
+  while (read(0, &c, 1) == 1 && c != '\n')
+    ;
   stop = 1;
   return NULL;
 }
@@ -34,9 +37,8 @@ static NOINLINE void main_loop(void) {
 }
 
 int main(int argc, char **argv) {
-  long seconds = argc > 1 ? atol(argv[1]) : 0;
   pthread_t t;
-  if (seconds > 0 && pthread_create(&t, NULL, timer, (void *)seconds) != 0)
+  if (argc > 1 && strcmp(argv[1], "-") == 0 && pthread_create(&t, NULL, reader, NULL) != 0)
     return 1;
   printf("ready\n");
   fflush(stdout);
