@@ -5,7 +5,10 @@
 #                                   jemalloc as the other allocator)
 set -euo pipefail
 
-build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev)
+# The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
+# Graphviz's libgvc lays out call graphs, libedit gives the prompt.
+build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev
+  libcurl4-gnutls-dev libgraphviz-dev libedit-dev)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.

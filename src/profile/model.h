@@ -1,0 +1,247 @@
+/* A profile.proto in memory, for reading: what the cprof command, the
+ * viewer and the collector work on. The writing side is builder.h.
+ *
+ * The model is profile.proto's own (github.com/google/pprof/proto/profile.proto)
+ * with its IDs resolved: a sample points at its locations, a location at
+ * its mapping and its lines' functions, and every string is a C string
+ * (the string table's bytes, NUL-terminated; a string holding a NUL byte
+ * reads as ending there). Everything a profile holds lives in its arena and
+ * goes with cprof__pf_free.
+ *
+ * The operations follow pprof's (github.com/google/pprof/profile and
+ * internal/graph), so that what `cprof top` prints equals what
+ * `go tool pprof -top` prints for the same profile:
+ *   decode.c   profile.proto (gzip or not) -> model, bounded, one-line errors
+ *   merge.c    merge profiles of one type; diff (NEW minus BASE)
+ *   filter.c   focus, ignore, hide, show, tagfocus, tagignore
+ *   graph.c    nodes (flat/cum by function, file, line or address) and edges
+ *   tree.c     the call tree, root first, for flame graphs and folded stacks
+ *
+ * Functions return 0 or a negative errno; where a person will see the
+ * reason they take err[errlen] and write one line into it, without a
+ * trailing newline. */
+#ifndef CPROF_PROFILE_MODEL_H
+#define CPROF_PROFILE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/arena.h"
+#include "profile/builder.h" /* cprof__value_type_t, cprof__label_t */
+
+typedef struct cprof__pf_mapping {
+  uint64_t id;
+  uint64_t start, limit, offset;
+  const char *file;     /* "" when none */
+  const char *build_id; /* "" when none */
+  unsigned has_functions : 1, has_filenames : 1, has_line_numbers : 1, has_inline_frames : 1;
+} cprof__pf_mapping_t;
+
+typedef struct cprof__pf_function {
+  uint64_t id;
+  const char *name;        /* "" when none */
+  const char *system_name; /* "" when none */
+  const char *filename;    /* "" when none */
+  int64_t start_line;
+} cprof__pf_function_t;
+
+typedef struct cprof__pf_line {
+  const cprof__pf_function_t *function; /* NULL when function_id is 0 */
+  int64_t line;
+  int64_t column;
+} cprof__pf_line_t;
+
+typedef struct cprof__pf_location {
+  uint64_t id;
+  const cprof__pf_mapping_t *mapping; /* NULL when mapping_id is 0 */
+  uint64_t address;
+  /* profile.proto's order: lines[n_lines - 1] is the function the
+   * address is in, lines[0] the innermost function inlined into it. */
+  const cprof__pf_line_t *lines;
+  size_t n_lines;
+  int is_folded;
+} cprof__pf_location_t;
+
+typedef struct cprof__pf_sample {
+  /* locations[0] is the leaf, the frame running when sampled. */
+  const cprof__pf_location_t **locations;
+  size_t n_locations;
+  int64_t *values; /* one per sample type */
+  /* key and str or num (str NULL for a numeric label), num_unit or NULL */
+  const cprof__label_t *labels;
+  size_t n_labels;
+} cprof__pf_sample_t;
+
+typedef struct cprof__pf {
+  cprof__value_type_t *sample_types;
+  size_t n_sample_types;
+  cprof__pf_sample_t *samples;
+  size_t n_samples;
+  /* Sorted by id, which is unique (decode checks it). */
+  cprof__pf_mapping_t *mappings;
+  size_t n_mappings;
+  cprof__pf_location_t *locations;
+  size_t n_locations;
+  cprof__pf_function_t *functions;
+  size_t n_functions;
+  const char *drop_frames; /* "" when none */
+  const char *keep_frames; /* "" when none */
+  int64_t time_nanos;
+  int64_t duration_nanos;
+  cprof__value_type_t period_type; /* "" and "" when none */
+  int64_t period;
+  const char **comments;
+  size_t n_comments;
+  const char *default_sample_type; /* "" when none */
+  cprof__arena_t *arena;           /* owns all of the above */
+} cprof__pf_t;
+
+void cprof__pf_free(cprof__pf_t *p);
+
+/* ---- decode.c ---------------------------------------------------------- */
+
+/* Decodes profile.proto from data[0..n), gzip-compressed (RFC 1952, as
+ * pprof writes it) or not. Whatever the bytes, returns in time linear in
+ * their size (and their inflated size), with memory bounded by a multiple
+ * of it, and never crashes: 0 with *out, or -EINVAL with a line in err
+ * naming what is wrong and where ("sample 3: location id 17 is not in the
+ * profile", "truncated: field 4 of Location at byte 1234 wants 90 bytes,
+ * 12 are left"), or -ENOMEM. As pprof's profile.Parse, it also checks that
+ * every ID is nonzero and unique and every reference resolves, and that a
+ * sample has as many values as there are sample types. */
+int cprof__pf_decode(const void *data, size_t n, cprof__pf_t **out, char *err, size_t errlen);
+
+/* The decoded size cprof__pf_decode allows, inflated: more is an error. */
+#define CPROF_PF_MAX_INFLATED ((size_t)4 << 30)
+
+/* ---- merge.c ----------------------------------------------------------- */
+
+/* Merges n profiles whose sample types are the same (types and units, in
+ * the same order; -EINVAL with a reason otherwise) into a new one: samples
+ * with the same stack (the same locations: same mapping file, address and
+ * lines) and the same labels are one, their values summed, as pprof's
+ * profile.Merge. The first profile's period type and comments are kept,
+ * time_nanos is the earliest, duration_nanos spans them all. */
+int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err,
+                    size_t errlen);
+
+/* NEW minus BASE as one profile (pprof's -diff_base): BASE's values
+ * negated and merged with NEW's, samples netting zero dropped, labels
+ * kept. */
+int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out,
+                   char *err, size_t errlen);
+
+/* ---- filter.c ---------------------------------------------------------- */
+
+/* pprof's filtering options, each a POSIX extended regular expression
+ * (regcomp(3), REG_EXTENDED; close to Go's RE2 for what people type), NULL
+ * or "" for none. A location matches when any of its lines' function name
+ * or file name matches, or its mapping's file does (pprof's
+ * profile.FilterSamplesByName). */
+typedef struct cprof__pf_filter {
+  const char *focus;  /* keep samples with a matching frame */
+  const char *ignore; /* drop samples with a matching frame */
+  const char *hide;   /* remove matching frames from stacks */
+  const char *show;   /* keep only matching frames */
+  /* Labels: "key=value" matches that key's value, a bare regex any
+   * string label's value, as pprof's -tagfocus; numeric labels with
+   * pprof's ranges ("key=1kb:", "key=:100ms"). */
+  const char *tagfocus;
+  const char *tagignore;
+} cprof__pf_filter_t;
+
+/* Filters p in place. -EINVAL with a line in err for a bad regex or
+ * range. *matched (if not NULL) says whether each non-empty option matched
+ * something, as pprof warns "no matches found for regexp". */
+int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, char *err,
+                     size_t errlen);
+
+/* ---- graph.c ----------------------------------------------------------- */
+
+/* What a node is: pprof's -functions (default), -files, -lines,
+ * -addresses. */
+typedef enum cprof__pf_granularity {
+  CPROF_PF_FUNCTIONS,
+  CPROF_PF_FILES,
+  CPROF_PF_LINES,
+  CPROF_PF_ADDRESSES,
+} cprof__pf_granularity_t;
+
+typedef struct cprof__pf_node cprof__pf_node_t;
+
+typedef struct cprof__pf_edge {
+  cprof__pf_node_t *from, *to; /* caller, callee */
+  int64_t weight;              /* value of the samples through this call */
+  int inline_;                 /* every call on it was inlined */
+  int residual;                /* stands for a path through dropped nodes */
+} cprof__pf_edge_t;
+
+struct cprof__pf_node {
+  /* The name pprof's report gives the node: "main.work",
+   * "main.work file.c:12" (-lines), "0x4012ab main.work file.c:12"
+   * (-addresses), "file.c" (-files); "(inline)" is not part of it. An
+   * address with no function is named by its mapping, "[libc.so.6]", or
+   * by the address when it has none, as pprof does. */
+  const char *name;
+  const char *function; /* "" when unknown */
+  const char *file;     /* "" when unknown */
+  int64_t line;         /* with -lines and -addresses */
+  uint64_t address;     /* with -addresses */
+  const char *mapping;  /* the mapping's file, "" when none */
+  int inlined;          /* pprof prints " (inline)" after the name */
+  int64_t flat;         /* value where this node is the leaf */
+  int64_t cum;          /* value of samples with this node anywhere on the stack, once each */
+  cprof__pf_edge_t **in, **out; /* callers, callees, heaviest first */
+  size_t n_in, n_out;
+};
+
+typedef struct cprof__pf_graph {
+  cprof__pf_node_t **nodes; /* by flat, then cum, then name, as pprof's top sorts */
+  size_t n_nodes;
+  cprof__pf_edge_t **edges;
+  size_t n_edges;
+  int64_t total; /* the sum of the value over all samples */
+  cprof__arena_t *arena;
+} cprof__pf_graph_t;
+
+typedef struct cprof__pf_graph_options {
+  size_t sample_index; /* which of the sample types */
+  cprof__pf_granularity_t granularity;
+  int mean;             /* pprof's -mean: value divided by the first (count) value */
+} cprof__pf_graph_options_t;
+
+/* Aggregates p's samples into nodes and edges, as pprof's graph.New. */
+int cprof__pf_graph(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,
+                    cprof__pf_graph_t **out);
+void cprof__pf_graph_free(cprof__pf_graph_t *g);
+
+/* ---- tree.c ------------------------------------------------------------ */
+
+/* The call tree: the root stands for all samples; a node's children are
+ * the functions it called (inlined frames are nodes of their own), heaviest
+ * first. Values are kept for every sample type, so that a viewer can
+ * switch between them: total[i] counts every sample through the node,
+ * self[i] those that end in it. */
+typedef struct cprof__pf_tree_node {
+  const char *name; /* as cprof__pf_node_t's with CPROF_PF_FUNCTIONS; "" for the root */
+  const char *file; /* "" when unknown */
+  int64_t *total, *self; /* n_values each */
+  struct cprof__pf_tree_node **children;
+  size_t n_children;
+} cprof__pf_tree_node_t;
+
+typedef struct cprof__pf_tree {
+  cprof__pf_tree_node_t *root;
+  size_t n_values; /* = the profile's sample types */
+  size_t n_nodes;
+  cprof__arena_t *arena;
+} cprof__pf_tree_t;
+
+int cprof__pf_tree(const cprof__pf_t *p, cprof__pf_tree_t **out);
+/* NEW and BASE in one tree, for a differential flame graph: n_values is
+ * twice the sample types, total[i] NEW's and total[n_types + i] BASE's
+ * (the same for self). The profiles' sample types must be the same. */
+int cprof__pf_tree_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_tree_t **out);
+void cprof__pf_tree_free(cprof__pf_tree_t *t);
+
+#endif

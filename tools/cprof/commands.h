@@ -1,0 +1,14 @@
+/* The cprof command's subcommands, one file each (tools/cprof/NAME.c),
+ * listed in main.c. Each takes its own argv (argv[0] is its name) and
+ * returns the process's exit status: 0, 1 for an error (after one line on
+ * stderr, "cprof NAME: what went wrong"), 2 for a usage error. */
+#ifndef CPROF_TOOLS_COMMANDS_H
+#define CPROF_TOOLS_COMMANDS_H
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary; /* one line for `cprof --help` */
+} command_t;
+
+#endif
