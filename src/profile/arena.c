@@ -93,7 +93,8 @@ void *cprof__arena_array(cprof__arena_t *a, size_t count, size_t size) {
     a->over = 1;
     return NULL;
   }
-  return cprof__arena_alloc(a, count * size ? count * size : 1);
+  size_t n = count * size;
+  return cprof__arena_alloc(a, n ? n : 1);
 }
 
 char *cprof__arena_strndup(cprof__arena_t *a, const char *s, size_t n) {
