@@ -298,8 +298,15 @@ static int count_fields(decoder_t *d, const uint8_t *data, size_t n) {
     d->strings[d->n_strings++] = bytes;
     bytes += len + 1;
   }
-  if (d->strings[0][0] != '\0')
-    return fail(d, "string_table[0] must be \"\", is \"%.40s\"", d->strings[0]);
+  if (d->strings[0][0] != '\0') {
+    /* Shown escaped: it may hold any byte, and the error is one line. */
+    char shown[4 * 24 + 1], *o = shown;
+    for (const unsigned char *c = (const unsigned char *)d->strings[0]; *c && o - shown < 4 * 23;
+         c++)
+      o += *c >= 0x20 && *c < 0x7f && *c != '\\' && *c != '"' ? sprintf(o, "%c", *c)
+                                                              : sprintf(o, "\\x%02x", *c);
+    return fail(d, "string_table[0] must be \"\", is \"%s\"", shown);
+  }
   return 0;
 }
 
