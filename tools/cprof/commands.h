@@ -11,4 +11,7 @@ typedef struct command {
   const char *summary; /* one line for `cprof --help` */
 } command_t;
 
+int cmd_top(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+
 #endif

@@ -1,0 +1,125 @@
+/* cprof top SOURCE: the table `go tool pprof -top` prints, with its header
+ * lines and its numbers (pprof's report.printText):
+ *
+ *   Showing nodes accounting for 4.54MB, 100% of 4.54MB total
+ *         flat  flat%   sum%        cum   cum%
+ *       3.54MB 77.89% 77.89%     3.54MB 77.89%  cache_insert
+ *
+ * As pprof's -top it shows every node above the node fraction (0.5% of the
+ * total by default); -n N keeps the first N, as pprof's -nodecount. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "profile/measure.h"
+#include "report.h"
+
+static const char usage[] =
+    "usage: cprof top [-n N] [--sample-index NAME] [--cum] [--unit UNIT] [OPTIONS] SOURCE...\n"
+    "\n"
+    "Prints the nodes (functions, by default) with the most value, as go tool pprof -top:\n"
+    "flat is the value in the node itself, cum the value in it and what it called.\n"
+    "Several SOURCEs are merged first.\n";
+
+/* The rows and their header lines (pprof's TextItems and reportLabels). */
+void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+               const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r) {
+  int64_t total = g->total;
+  const char *unit = report_output_unit(o, g, total);
+  report_opts_t shown = *o;
+  shown.unit = unit;
+  report_profile_labels(out, p, &shown, total);
+  int64_t flat_sum = 0;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    flat_sum += g->nodes[i]->flat;
+  char a[64], b[64], pc[32];
+  report_value(a, sizeof a, flat_sum, o, unit);
+  report_value(b, sizeof b, total, o, unit);
+  cprof__measure_percentage(flat_sum, total, pc, sizeof pc);
+  const char *trimmed = pc + strspn(pc, " ");
+  cprof__buf_printf(out, "Showing nodes accounting for %s, %s of %s total\n", a, trimmed, b);
+  if (total != 0) {
+    if (r->dropped_nodes > 0) {
+      int64_t cut = (int64_t)((double)total * o->nodefraction);
+      report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
+      cprof__buf_printf(out, "Dropped %zu node%s (cum <= %s)\n", r->dropped_nodes,
+                        r->dropped_nodes > 1 ? "s" : "", a);
+    }
+    if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
+      cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
+  }
+  cprof__buf_printf(out, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
+  flat_sum = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const cprof__pf_node_t *n = g->nodes[i];
+    int inline_in = 0, call_in = 0;
+    for (size_t k = 0; k < n->n_in; k++)
+      *(n->in[k]->inline_ ? &inline_in : &call_in) = 1;
+    flat_sum += n->flat;
+    char flat_pc[32], sum_pc[32], cum_pc[32];
+    report_value(a, sizeof a, n->flat, o, unit);
+    report_value(b, sizeof b, n->cum, o, unit);
+    cprof__measure_percentage(n->flat, total, flat_pc, sizeof flat_pc);
+    cprof__measure_percentage(flat_sum, total, sum_pc, sizeof sum_pc);
+    cprof__measure_percentage(n->cum, total, cum_pc, sizeof cum_pc);
+    cprof__buf_printf(out, "%10s %s %s %10s %s  ", a, flat_pc, sum_pc, b, cum_pc);
+    report_put_name(out, n->name);
+    if (inline_in)
+      cprof__buf_puts(out, call_in ? " (partial-inline)" : " (inline)");
+    cprof__buf_putc(out, '\n');
+  }
+}
+
+static int extra(void *ctx, int argc, char **argv, int *i) {
+  report_opts_t *o = ctx;
+  if (strcmp(argv[*i], "-n") != 0)
+    return 0;
+  return report_flag(o, "top", argc, argv, i);
+}
+
+int cmd_top(int argc, char **argv) {
+  report_opts_t o;
+  report_opts_init(&o);
+  char **sources = calloc((size_t)argc, sizeof *sources);
+  int n, rc;
+  if (!sources)
+    return 1;
+  if (report_args("top", usage, &o, extra, &o, argc, argv, sources, &n, &rc) != 0)
+    goto done;
+  rc = 2;
+  if (n == 0) {
+    fprintf(stderr, "cprof top: which profile? (cprof top --help)\n");
+    goto done;
+  }
+  cprof__pf_t *p = NULL;
+  cprof__pf_graph_t *g = NULL;
+  rc = report_load("top", sources, n, &p);
+  if (rc == 0)
+    rc = report_prepare("top", p, &o);
+  cprof__pf_graph_options_t go = {.sample_index = o.index, .granularity = o.granularity,
+                                  .mean = o.mean};
+  cprof__pf_trim_t trim = {.nodefraction = o.nodefraction, .edgefraction = o.edgefraction,
+                           .nodecount = o.nodecount > 0 ? (size_t)o.nodecount : 0,
+                           .cum_sort = o.cum_sort};
+  cprof__pf_trimmed_t r;
+  if (rc == 0 && (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0)) {
+    fprintf(stderr, "cprof top: out of memory\n");
+    rc = 1;
+  }
+  if (rc == 0) {
+    cprof__buf_t out;
+    cprof__buf_init(&out);
+    top_write(&out, p, &o, g, &r);
+    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+      fprintf(stderr, "cprof top: writing the report failed\n");
+      rc = 1;
+    }
+    cprof__buf_free(&out);
+  }
+  cprof__pf_graph_free(g);
+  cprof__pf_free(p);
+done:
+  free(sources);
+  return rc;
+}
