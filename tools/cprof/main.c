@@ -7,8 +7,6 @@
 #include "commands.h"
 
 static const command_t commands[] = {
-    {"top", cmd_top, "the nodes with the most value, as go tool pprof -top"},
-    {"folded", cmd_folded, "collapsed stacks (a;b;c 123) for FlameGraph, inferno, speedscope"},
     {NULL, NULL, NULL},
 };
 
