@@ -11,4 +11,7 @@ typedef struct command {
   const char *summary; /* one line for `cprof --help` */
 } command_t;
 
+int cprof__cmd_fetch(int argc, char **argv);
+int cprof__cmd_run(int argc, char **argv);
+
 #endif

@@ -7,6 +7,8 @@
 #include "commands.h"
 
 static const command_t commands[] = {
+    {"fetch", cprof__cmd_fetch, "save a profile from a URL (or a file, or -) in a file"},
+    {"run", cprof__cmd_run, "run a program with the profiler preloaded"},
     {NULL, NULL, NULL},
 };
 
