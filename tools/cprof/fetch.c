@@ -17,19 +17,18 @@
 #include "source.h"
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: cprof fetch [--seconds N] SOURCE -o FILE\n"
-          "\n"
-          "Saves the profile at SOURCE (a URL, a file or - for standard input) in FILE,\n"
-          "byte for byte; -o - writes it to standard output.\n"
-          "\n"
-          "  -o, --output FILE  where to save it (required)\n"
-          "  --seconds N        ask the URL for a profile over N seconds (sets ?seconds=N,\n"
-          "                     as pprof's -seconds)\n"
-          "  -h, --help         this text\n"
-          "\n"
-          "A URL without a path means /debug/pprof/profile, the CPU profile; host:port\n"
-          "alone is a URL. user:password@ in the URL is sent as HTTP Basic auth.\n");
+  fprintf(out, "usage: cprof fetch [--seconds N] SOURCE -o FILE\n"
+               "\n"
+               "Saves the profile at SOURCE (a URL, a file or - for standard input) in FILE,\n"
+               "byte for byte; -o - writes it to standard output.\n"
+               "\n"
+               "  -o, --output FILE  where to save it (required)\n"
+               "  --seconds N        ask the URL for a profile over N seconds (sets ?seconds=N,\n"
+               "                     as pprof's -seconds)\n"
+               "  -h, --help         this text\n"
+               "\n"
+               "A URL without a path means /debug/pprof/profile, the CPU profile; host:port\n"
+               "alone is a URL. user:password@ in the URL is sent as HTTP Basic auth.\n");
 }
 
 static int write_all(int fd, const unsigned char *p, size_t n) {
@@ -125,9 +124,9 @@ int cprof__cmd_fetch(int argc, char **argv) {
   }
   if (optind != argc - 1 || !output) {
     fprintf(stderr, "cprof fetch: %s (cprof fetch --help)\n",
-            optind >= argc       ? "no SOURCE given"
+            optind >= argc      ? "no SOURCE given"
             : optind < argc - 1 ? "one SOURCE at a time"
-                                 : "no -o FILE given");
+                                : "no -o FILE given");
     return 2;
   }
 

@@ -361,12 +361,10 @@ int cprof__cmd_run(int argc, char **argv) {
                                         {"env", required_argument, NULL, ENV},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  static const char *const vars[] = {[ADDR - ADDR] = "CPROF_ADDR",
-                                     [OUTPUT - ADDR] = "CPROF_OUTPUT",
-                                     [HEAP - ADDR] = "CPROF_HEAP_RATE",
-                                     [CPU - ADDR] = "CPROF_CPU_HZ",
-                                     [BLOCK - ADDR] = "CPROF_BLOCK_RATE",
-                                     [MUTEX - ADDR] = "CPROF_MUTEX_FRACTION"};
+  static const char *const vars[] = {
+      [ADDR - ADDR] = "CPROF_ADDR",        [OUTPUT - ADDR] = "CPROF_OUTPUT",
+      [HEAP - ADDR] = "CPROF_HEAP_RATE",   [CPU - ADDR] = "CPROF_CPU_HZ",
+      [BLOCK - ADDR] = "CPROF_BLOCK_RATE", [MUTEX - ADDR] = "CPROF_MUTEX_FRACTION"};
   char lib[PATH_MAX], path[PATH_MAX], name[256], cwd[PATH_MAX], *abs = NULL;
   int c;
   opterr = 0;
@@ -397,7 +395,8 @@ int cprof__cmd_run(int argc, char **argv) {
     }
     const char *v = optarg;
     /* The program may change directory before it writes its profiles. */
-    if (c == OUTPUT && v[0] != '/' && getcwd(cwd, sizeof cwd) && asprintf(&abs, "%s/%s", cwd, v) > 0)
+    if (c == OUTPUT && v[0] != '/' && getcwd(cwd, sizeof cwd) &&
+        asprintf(&abs, "%s/%s", cwd, v) > 0)
       v = abs;
     int rc = set(vars[c - ADDR], v);
     free(abs);
@@ -420,8 +419,7 @@ int cprof__cmd_run(int argc, char **argv) {
     return rc;
   }
   if (find_library(lib, sizeof lib) != 0) {
-    fprintf(stderr,
-            "cprof run: cannot find libcprof (%s); set CPROF_LIB to its path\n",
+    fprintf(stderr, "cprof run: cannot find libcprof (%s); set CPROF_LIB to its path\n",
             getenv("CPROF_LIB") && *getenv("CPROF_LIB")
                 ? "CPROF_LIB names no readable file"
                 : "looked beside cprof and in " CPROF_FULL_LIBDIR);

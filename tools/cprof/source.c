@@ -218,7 +218,8 @@ static int set_seconds(CURLU *u, int seconds) {
   for (char *p = q, *next; p && *p; p = next) {
     size_t len = strcspn(p, "&");
     next = p[len] ? p + len + 1 : p + len;
-    if (len == 0 || (len >= 8 && strncmp(p, "seconds=", 8) == 0) || (len == 7 && !strncmp(p, "seconds", 7)))
+    if (len == 0 || (len >= 8 && strncmp(p, "seconds=", 8) == 0) ||
+        (len == 7 && !strncmp(p, "seconds", 7)))
       continue;
     memcpy(nq + n, p, len);
     n += len;
@@ -483,8 +484,7 @@ int source_read_opts(const char *source, const source_options_t *opts, source_t 
     rc = fail(err, errlen, -EPROTONOSUPPORT, "%s: cprof fetches only http:// and https:// URLs",
               e ? e : "");
     free(e);
-  }
-  else if (source_is_url(source))
+  } else if (source_is_url(source))
     rc = fetch_url(source, opts, out, &b, err, errlen);
   else
     rc = read_file(source, out, &b, err, errlen);
