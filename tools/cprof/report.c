@@ -396,3 +396,36 @@ void report_put_name(cprof__buf_t *out, const char *s) {
     }
   }
 }
+
+void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                   const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r, const char *unit) {
+  int64_t total = g->total;
+  report_opts_t shown = *o;
+  shown.unit = unit;
+  report_profile_labels(out, p, &shown, total);
+  int64_t flat_sum = 0;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    flat_sum += g->nodes[i]->flat;
+  char a[64], b[64], pc[32];
+  report_value(a, sizeof a, flat_sum, o, unit);
+  report_value(b, sizeof b, total, o, unit);
+  cprof__measure_percentage(flat_sum, total, pc, sizeof pc);
+  cprof__buf_printf(out, "Showing nodes accounting for %s, %s of %s total\n", a,
+                    pc + strspn(pc, " "), b);
+  if (total == 0)
+    return;
+  if (r->dropped_nodes > 0) {
+    int64_t cut = (int64_t)((double)total * o->nodefraction);
+    report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
+    cprof__buf_printf(out, "Dropped %zu node%s (cum <= %s)\n", r->dropped_nodes,
+                      r->dropped_nodes > 1 ? "s" : "", a);
+  }
+  if (r->dropped_edges > 0) {
+    int64_t cut = (int64_t)((double)total * o->edgefraction);
+    report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
+    cprof__buf_printf(out, "Dropped %zu edge%s (freq <= %s)\n", r->dropped_edges,
+                      r->dropped_edges > 1 ? "s" : "", a);
+  }
+  if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
+    cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
+}

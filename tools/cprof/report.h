@@ -68,6 +68,12 @@ int64_t report_total(const cprof__pf_t *p, const report_opts_t *o);
 void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                            int64_t total);
 
+/* pprof's reportLabels: the profile's labels, then "Showing nodes
+ * accounting for ...", "Dropped N nodes (cum <= X)", "Dropped N edges",
+ * "Showing top N nodes out of M", with values in `unit`. */
+void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                   const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r, const char *unit);
+
 /* The unit a report shows values in: o->unit, or for "minimum" the one
  * pprof's selectOutputUnit picks for these nodes. */
 const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g,

@@ -22,35 +22,17 @@ static const char usage[] =
     "flat is the value in the node itself, cum the value in it and what it called.\n"
     "Several SOURCEs are merged first.\n";
 
-/* The rows and their header lines (pprof's TextItems and reportLabels). */
+/* The rows and their header lines (pprof's printText). */
 void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r) {
   int64_t total = g->total;
   const char *unit = report_output_unit(o, g, total);
-  report_opts_t shown = *o;
-  shown.unit = unit;
-  report_profile_labels(out, p, &shown, total);
+  cprof__pf_trimmed_t counts = *r;
+  counts.dropped_edges = 0; /* a table has no edges to speak of */
+  report_labels(out, p, o, g, &counts, unit);
+  char a[64], b[64];
   int64_t flat_sum = 0;
-  for (size_t i = 0; i < g->n_nodes; i++)
-    flat_sum += g->nodes[i]->flat;
-  char a[64], b[64], pc[32];
-  report_value(a, sizeof a, flat_sum, o, unit);
-  report_value(b, sizeof b, total, o, unit);
-  cprof__measure_percentage(flat_sum, total, pc, sizeof pc);
-  const char *trimmed = pc + strspn(pc, " ");
-  cprof__buf_printf(out, "Showing nodes accounting for %s, %s of %s total\n", a, trimmed, b);
-  if (total != 0) {
-    if (r->dropped_nodes > 0) {
-      int64_t cut = (int64_t)((double)total * o->nodefraction);
-      report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
-      cprof__buf_printf(out, "Dropped %zu node%s (cum <= %s)\n", r->dropped_nodes,
-                        r->dropped_nodes > 1 ? "s" : "", a);
-    }
-    if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
-      cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
-  }
   cprof__buf_printf(out, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
-  flat_sum = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const cprof__pf_node_t *n = g->nodes[i];
     int inline_in = 0, call_in = 0;
