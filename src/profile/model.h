@@ -186,6 +186,7 @@ struct cprof__pf_node {
   const char *function; /* "" when unknown */
   const char *file;     /* "" when unknown */
   int64_t line;         /* with -lines and -addresses */
+  int64_t start_line;   /* the function's first line, 0 when unknown (for list) */
   uint64_t address;     /* with -addresses */
   const char *mapping;  /* the mapping's file, "" when none */
   int inlined;          /* pprof prints " (inline)" after the name */

@@ -14,6 +14,7 @@ typedef struct command {
 int cmd_top(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
