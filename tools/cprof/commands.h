@@ -15,6 +15,7 @@ int cmd_top(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_traces(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
