@@ -4,16 +4,14 @@
  * whole or not at all: the bytes go to a temporary file beside it, which
  * is renamed over FILE once written and synced. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "save.h"
 #include "source.h"
 
 static void usage(FILE *out) {
@@ -29,60 +27,6 @@ static void usage(FILE *out) {
                "\n"
                "A URL without a path means /debug/pprof/profile, the CPU profile; host:port\n"
                "alone is a URL. user:password@ in the URL is sent as HTTP Basic auth.\n");
-}
-
-static int write_all(int fd, const unsigned char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      return -errno;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes the bytes to a temporary file in path's directory, with the mode
- * a new file gets (0666 less the umask), then renames it to path. */
-static int save(const char *path, const source_t *s) {
-  /* POSIX dirname and basename may write into their argument. */
-  char *dup = strdup(path), *dup2 = strdup(path), *tmp = NULL;
-  int fd = -1, rc = -ENOMEM;
-  if (!dup || !dup2 || asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup), basename(dup2)) < 0) {
-    tmp = NULL;
-    goto out;
-  }
-  if ((fd = mkstemp(tmp)) < 0) {
-    rc = -errno;
-    free(tmp);
-    tmp = NULL;
-    goto out;
-  }
-  mode_t mask = umask(0);
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || (rc = write_all(fd, s->data, s->len)) != 0 ||
-      fsync(fd) != 0) {
-    rc = rc ? rc : -errno;
-    goto out;
-  }
-  if (close(fd) != 0) {
-    fd = -1;
-    rc = -errno;
-    goto out;
-  }
-  fd = -1;
-  rc = rename(tmp, path) == 0 ? 0 : -errno;
-out:
-  if (fd >= 0)
-    close(fd);
-  if (rc && tmp)
-    unlink(tmp);
-  free(tmp);
-  free(dup);
-  free(dup2);
-  return rc;
 }
 
 int cmd_fetch(int argc, char **argv) {
@@ -135,7 +79,8 @@ int cmd_fetch(int argc, char **argv) {
     fprintf(stderr, "cprof fetch: %s\n", err);
     return 1;
   }
-  int rc = strcmp(output, "-") == 0 ? write_all(STDOUT_FILENO, s.data, s.len) : save(output, &s);
+  int rc = strcmp(output, "-") == 0 ? save_write_all(STDOUT_FILENO, s.data, s.len)
+                                        : save_file(output, s.data, s.len);
   source_free(&s);
   if (rc) {
     fprintf(stderr, "cprof fetch: %s: %s\n", output, strerror(-rc));
