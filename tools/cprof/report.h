@@ -87,6 +87,11 @@ void report_value(char *buf, size_t len, int64_t value, const report_opts_t *o,
  * file is not a shared library or a [pseudo] one; NULL if none. */
 const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p);
 
+/* The table of top.c, with its header lines, for graph g of p trimmed as
+ * r says (top, diff and the prompt print it). */
+void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+               const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r);
+
 /* Writes s to f with control characters, and bytes that are not UTF-8,
  * escaped ("\n", "\x01"): names are the program's bytes, and a terminal
  * must show them, not obey them. */
