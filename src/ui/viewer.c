@@ -247,8 +247,8 @@ static int write_nodes(const cprof__pf_tree_t *t, strtab_t *st, cprof__buf_t *b)
   return rc;
 }
 
-int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title,
-                       int diff, cprof__buf_t *out) {
+int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title, int diff,
+                       cprof__buf_t *out) {
   if (!t || !t->root || !p || t->n_values != p->n_sample_types * (diff ? 2 : 1))
     return -EINVAL;
   strtab_t st = {0};

@@ -50,8 +50,8 @@ void cprof__viewer_json_string(cprof__buf_t *out, const char *s);
  * default type and comments it takes). With diff, t comes from
  * cprof__pf_tree_diff and has twice p's sample types; without, as many.
  * title may be NULL. 0, -EINVAL when t and p do not agree, or -ENOMEM. */
-int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title,
-                       int diff, cprof__buf_t *out);
+int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title, int diff,
+                       cprof__buf_t *out);
 
 /* Appends the whole page: the html with the css, the JSON json[0..n) and
  * the js inlined, and title (escaped for HTML; NULL for "cprof") as the

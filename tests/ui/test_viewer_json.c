@@ -40,16 +40,19 @@ static void test_escaping(void) {
   /* Bytes that are not UTF-8: one U+FFFD each. */
   check_string("\xff\xfe", "\"\\ufffd\\ufffd\"");
   check_string("bad\xffname", "\"bad\\ufffdname\"");
-  check_string("\xc0\xaf", "\"\\ufffd\\ufffd\"");             /* overlong '/' */
-  check_string("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");   /* a surrogate */
+  check_string("\xc0\xaf", "\"\\ufffd\\ufffd\"");                       /* overlong '/' */
+  check_string("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");            /* a surrogate */
   check_string("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* past U+10FFFF */
-  check_string("\xe2\x82", "\"\\ufffd\\ufffd\"");              /* cut short */
+  check_string("\xe2\x82", "\"\\ufffd\\ufffd\"");                       /* cut short */
   check_string("\xe2\x82x", "\"\\ufffd\\ufffdx\"");
   /* Valid UTF-8 is kept as it is. */
-  check_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5\"");
+  check_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
+               "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5\"");
   check_string("\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\""); /* U+10FFFF */
   /* Line and paragraph separators end a line in older JavaScript. */
-  check_string("a\xe2\x80\xa8" "b\xe2\x80\xa9", "\"a\\u2028b\\u2029\"");
+  check_string("a\xe2\x80\xa8"
+               "b\xe2\x80\xa9",
+               "\"a\\u2028b\\u2029\"");
 }
 
 static cprof__value_type_t heap_types[] = {
@@ -66,7 +69,8 @@ static cprof__pf_tree_t *small_tree(size_t n_values) {
   int64_t hot[8] = {10, 1000, 5, 500, 8, 800, 4, 400};
   int64_t one[8] = {1, 100, 1, 100, 1, 100, 1, 100};
   cprof__pf_tree_node_t *m = fixture_node(t, t->root, "main", "main.c", NULL);
-  cprof__pf_tree_node_t *h = fixture_node(t, m, "hot_function<std::map<int, char>>&", "hot.cc", hot);
+  cprof__pf_tree_node_t *h =
+      fixture_node(t, m, "hot_function<std::map<int, char>>&", "hot.cc", hot);
   fixture_node(t, h, "main", "main.c", one); /* recursion, and a string seen before */
   fixture_node(t, m, evil, "evil<file>.c", one);
   fixture_node(t, m, "quote\" back\\slash\nnewline \x01 bad\xff\xfe caf\xc3\xa9", "", one);
@@ -85,16 +89,17 @@ static int count(const char *hay, const char *needle) {
  * as the strings we put in. */
 static int python_parses(const char *path, int n_nodes, int stride) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "python3 -c 'import json, sys\n"
-           "d = json.load(open(sys.argv[1], encoding=\"utf-8\"))\n"
-           "s = d[\"strings\"]\n"
-           "assert \"</script><script>window.__pwned=1</script>\" in s, s\n"
-           "assert \"quote\\\" back\\\\slash\\nnewline \\x01 bad\\ufffd\\ufffd caf\\u00e9\" in s, s\n"
-           "assert \"hot_function<std::map<int, char>>&\" in s, s\n"
-           "assert len(d[\"nodes\"]) == %d * %d, len(d[\"nodes\"])\n"
-           "assert d[\"nodes\"][0] == -1\n' %s",
-           n_nodes, stride, path);
+  snprintf(
+      cmd, sizeof cmd,
+      "python3 -c 'import json, sys\n"
+      "d = json.load(open(sys.argv[1], encoding=\"utf-8\"))\n"
+      "s = d[\"strings\"]\n"
+      "assert \"</script><script>window.__pwned=1</script>\" in s, s\n"
+      "assert \"quote\\\" back\\\\slash\\nnewline \\x01 bad\\ufffd\\ufffd caf\\u00e9\" in s, s\n"
+      "assert \"hot_function<std::map<int, char>>&\" in s, s\n"
+      "assert len(d[\"nodes\"]) == %d * %d, len(d[\"nodes\"])\n"
+      "assert d[\"nodes\"][0] == -1\n' %s",
+      n_nodes, stride, path);
   return system(cmd);
 }
 
@@ -121,8 +126,9 @@ static void test_json(void) {
   CHECK_EQ_INT(b.data ? count(b.data, "\"main\"") : 0, 1);
   /* Root first, then main (parent 0), then the hot function (parent 1):
    * parent, name, file, 4 totals, 4 selfs. */
-  CHECK(b.data && strstr(b.data, "\"nodes\":[\n-1,0,0,13,1300,8,800,0,0,0,0,\n0,1,2,13,1300,8,800,0,0,0,0,\n"
-                                 "1,3,4,11,1100,6,600,10,1000,5,500,\n2,1,2,1,100,1,100,1,100,1,100,"));
+  CHECK(b.data &&
+        strstr(b.data, "\"nodes\":[\n-1,0,0,13,1300,8,800,0,0,0,0,\n0,1,2,13,1300,8,800,0,0,0,0,\n"
+                       "1,3,4,11,1100,6,600,10,1000,5,500,\n2,1,2,1,100,1,100,1,100,1,100,"));
   FILE *f = fopen("viewer_json.json", "w");
   if (f) {
     fwrite(b.data, 1, b.len, f);
@@ -134,8 +140,11 @@ static void test_json(void) {
   cprof__buf_t page;
   cprof__buf_init(&page);
   CHECK_EQ_INT(cprof__viewer_page(b.data, b.len, "heap of </title><b>x</b> \xff", &page), 0);
-  CHECK(page.data && strstr(page.data, "<title>heap of &lt;/title&gt;&lt;b&gt;x&lt;/b&gt; \xef\xbf\xbd</title>"));
-  CHECK(page.data && strstr(page.data, "<script type=\"application/json\" id=\"profile-data\">{\"version\":1,"));
+  CHECK(
+      page.data &&
+      strstr(page.data, "<title>heap of &lt;/title&gt;&lt;b&gt;x&lt;/b&gt; \xef\xbf\xbd</title>"));
+  CHECK(page.data &&
+        strstr(page.data, "<script type=\"application/json\" id=\"profile-data\">{\"version\":1,"));
   /* The data's script and the code's, and no other end of a script. */
   CHECK_EQ_INT(page.data ? count(page.data, "</script>") : 0, 2);
   CHECK(page.data && !strstr(page.data, "{{data}}") && !strstr(page.data, "{{js}}") &&

@@ -23,8 +23,10 @@ static cprof__pf_tree_node_t *fixture_node(cprof__pf_tree_t *t, cprof__pf_tree_n
   n->children = cprof__arena_array(t->arena, 16, sizeof *n->children);
   if (self)
     memcpy(n->self, self, t->n_values * sizeof *self);
+  if (parent && parent->n_children == 16)
+    abort(); /* room for 16 children: enough for a test */
   if (parent)
-    parent->children[parent->n_children++] = n; /* at most 16: enough for a test */
+    parent->children[parent->n_children++] = n;
   else
     t->root = n;
   t->n_nodes++;
