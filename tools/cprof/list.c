@@ -235,57 +235,33 @@ static size_t list_write(cprof__buf_t *out, const report_opts_t *o, const cprof_
   return functions;
 }
 
-int cmd_list(int argc, char **argv) {
-  report_opts_t o;
-  report_opts_init(&o);
-  char **pos = calloc((size_t)argc, sizeof *pos);
-  int n, rc;
-  if (!pos)
-    return 1;
-  if (report_args("list", usage, &o, NULL, NULL, argc, argv, pos, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n < 2) {
-    fprintf(stderr, "cprof list: wants a REGEX and a profile (cprof list --help)\n");
-    goto done;
-  }
+int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, pos[0], REG_EXTENDED | REG_NOSUB);
+  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
   if (e != 0) {
     char why[128];
     regerror(e, &rx, why, sizeof why);
-    fprintf(stderr, "cprof list: bad regexp %s: %s\n", pos[0], why);
-    goto done;
+    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+    return 1;
   }
-  cprof__pf_t *p = NULL;
-  cprof__pf_graph_t *g = NULL;
-  rc = report_load("list", pos + 1, n - 1, &p);
-  if (rc == 0)
-    rc = report_prepare("list", p, &o);
   /* As pprof: by line, nothing trimmed. */
-  cprof__pf_graph_options_t go = {.sample_index = o.index, .granularity = CPROF_PF_LINES,
-                                  .mean = o.mean};
-  if (rc == 0 && cprof__pf_graph(p, &go, &g) != 0) {
-    fprintf(stderr, "cprof list: out of memory\n");
+  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = CPROF_PF_LINES,
+                                  .mean = o->mean};
+  cprof__pf_graph_t *g = NULL;
+  int rc = 0;
+  if (cprof__pf_graph(p, &go, &g) != 0) {
+    snprintf(err, errlen, "out of memory");
     rc = 1;
-  }
-  if (rc == 0) {
-    cprof__buf_t out;
-    cprof__buf_init(&out);
-    size_t matched = list_write(&out, &o, g, &rx);
-    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
-      fprintf(stderr, "cprof list: writing the report failed\n");
-      rc = 1;
-    } else if (matched == 0) {
-      fprintf(stderr, "cprof list: no matches found for regexp: %s\n", pos[0]);
-      rc = 1;
-    }
-    cprof__buf_free(&out);
+  } else if (list_write(out, o, g, &rx) == 0) {
+    snprintf(err, errlen, "no matches found for regexp: %s", arg);
+    rc = 1;
   }
   regfree(&rx);
   cprof__pf_graph_free(g);
-  cprof__pf_free(p);
-done:
-  free(pos);
   return rc;
+}
+
+int cmd_list(int argc, char **argv) {
+  return report_main("list", usage, 1, NULL, NULL, report_list, argc, argv);
 }

@@ -70,60 +70,38 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
   return matched;
 }
 
-int cmd_peek(int argc, char **argv) {
-  report_opts_t o;
-  report_opts_init(&o);
-  char **pos = calloc((size_t)argc, sizeof *pos);
-  int n, rc;
-  if (!pos)
-    return 1;
-  if (report_args("peek", usage, &o, NULL, NULL, argc, argv, pos, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n < 2) {
-    fprintf(stderr, "cprof peek: wants a REGEX and a profile (cprof peek --help)\n");
-    goto done;
-  }
+int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, pos[0], REG_EXTENDED | REG_NOSUB);
+  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
   if (e != 0) {
     char why[128];
     regerror(e, &rx, why, sizeof why);
-    fprintf(stderr, "cprof peek: bad regexp %s: %s\n", pos[0], why);
-    goto done;
+    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+    return 1;
   }
-  cprof__pf_t *p = NULL;
-  cprof__pf_graph_t *g = NULL;
-  rc = report_load("peek", pos + 1, n - 1, &p);
-  if (rc == 0)
-    rc = report_prepare("peek", p, &o);
   /* pprof trims nothing for peek. */
-  cprof__pf_graph_options_t go = {.sample_index = o.index, .granularity = o.granularity,
-                                  .mean = o.mean};
+  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
+                                  .mean = o->mean};
   cprof__pf_trim_t trim = {0};
   cprof__pf_trimmed_t r;
-  if (rc == 0 && (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0)) {
-    fprintf(stderr, "cprof peek: out of memory\n");
+  cprof__pf_graph_t *g = NULL;
+  int rc = 0;
+  if (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0) {
+    snprintf(err, errlen, "out of memory");
     rc = 1;
-  }
-  if (rc == 0) {
-    cprof__buf_t out;
-    cprof__buf_init(&out);
+  } else {
     r.dropped_edges = 0;
-    size_t matched = peek_write(&out, p, &o, g, &r, &rx);
-    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
-      fprintf(stderr, "cprof peek: writing the report failed\n");
-      rc = 1;
-    } else if (matched == 0) {
-      fprintf(stderr, "cprof peek: no matches found for regexp: %s\n", pos[0]);
+    if (peek_write(out, p, o, g, &r, &rx) == 0) {
+      snprintf(err, errlen, "no matches found for regexp: %s", arg);
       rc = 1;
     }
-    cprof__buf_free(&out);
   }
   regfree(&rx);
   cprof__pf_graph_free(g);
-  cprof__pf_free(p);
-done:
-  free(pos);
   return rc;
+}
+
+int cmd_peek(int argc, char **argv) {
+  return report_main("peek", usage, 1, NULL, NULL, report_peek, argc, argv);
 }

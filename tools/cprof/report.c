@@ -165,6 +165,50 @@ int report_args(const char *cmd, const char *usage, report_opts_t *o, report_ext
   return 0;
 }
 
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                void *ctx, report_fn fn, int argc, char **argv) {
+  report_opts_t local, *o = &local;
+  report_opts_init(o);
+  if (extra && ctx == NULL)
+    ctx = o; /* an extra option that only sets report options */
+  char **pos = calloc((size_t)argc + 1, sizeof *pos);
+  int n, rc;
+  if (!pos) {
+    fprintf(stderr, "cprof %s: out of memory\n", cmd);
+    return 1;
+  }
+  if (report_args(cmd, usage, o, extra, ctx, argc, argv, pos, &n, &rc) != 0)
+    goto done;
+  rc = 2;
+  if (n < 1 + wants_arg) {
+    fprintf(stderr, "cprof %s: wants %sa profile (cprof %s --help)\n", cmd,
+            wants_arg ? "a REGEX and " : "", cmd);
+    goto done;
+  }
+  const char *arg = wants_arg ? pos[0] : NULL;
+  cprof__pf_t *p = NULL;
+  rc = report_load(cmd, pos + wants_arg, n - wants_arg, &p);
+  if (rc == 0)
+    rc = report_prepare(cmd, p, o);
+  if (rc == 0) {
+    cprof__buf_t out;
+    char err[512] = "";
+    cprof__buf_init(&out);
+    rc = fn(&out, p, o, arg, err, sizeof err);
+    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+      fprintf(stderr, "cprof %s: writing the report failed\n", cmd);
+      rc = 1;
+    } else if (rc != 0) {
+      fprintf(stderr, "cprof %s: %s\n", cmd, err);
+    }
+    cprof__buf_free(&out);
+  }
+  cprof__pf_free(p);
+done:
+  free(pos);
+  return rc;
+}
+
 int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out) {
   cprof__pf_t **ps = calloc((size_t)n, sizeof *ps);
   int rc = 1;

@@ -51,6 +51,32 @@ typedef int (*report_extra_fn)(void *ctx, int argc, char **argv, int *i);
 int report_args(const char *cmd, const char *usage, report_opts_t *o, report_extra_fn extra,
                 void *ctx, int argc, char **argv, char **pos, int *n_pos, int *status);
 
+/* A report: writes into out what it shows of p (already prepared: sample
+ * type chosen, filters applied) under options o; arg is the command's
+ * REGEX for those that take one, else NULL. 0, or 1 with a line in err
+ * (the report may have written something all the same, as pprof's peek
+ * prints its header before saying nothing matched). */
+typedef int (*report_fn)(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                         char *err, size_t errlen);
+
+/* The whole of a report command: its arguments (with `wants_arg`, a REGEX
+ * before the SOURCEs), loading, preparing, the report, standard output.
+ * Returns the exit status. */
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                void *ctx, report_fn fn, int argc, char **argv);
+
+/* The reports (top.c, peek.c, list.c, traces.c, folded.c). */
+int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+               size_t errlen);
+int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen);
+int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen);
+int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                  char *err, size_t errlen);
+int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                  char *err, size_t errlen);
+
 /* Reads and decodes each SOURCE (a file, "-", a URL) and merges them into
  * one profile, as pprof does with several. 0, or 1 after a line on stderr. */
 int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out);

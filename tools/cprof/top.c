@@ -9,7 +9,6 @@
  * total by default); -n N keeps the first N, as pprof's -nodecount. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "profile/measure.h"
@@ -54,54 +53,32 @@ void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
 }
 
 static int extra(void *ctx, int argc, char **argv, int *i) {
-  report_opts_t *o = ctx;
   if (strcmp(argv[*i], "-n") != 0)
     return 0;
-  return report_flag(o, "top", argc, argv, i);
+  return report_flag(ctx, "top", argc, argv, i);
+}
+
+int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+               size_t errlen) {
+  (void)arg;
+  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
+                                  .mean = o->mean};
+  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
+                           .nodecount = o->nodecount > 0 ? (size_t)o->nodecount : 0,
+                           .cum_sort = o->cum_sort};
+  cprof__pf_trimmed_t r;
+  cprof__pf_graph_t *g = NULL;
+  int rc = 0;
+  if (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0) {
+    snprintf(err, errlen, "out of memory");
+    rc = 1;
+  } else {
+    top_write(out, p, o, g, &r);
+  }
+  cprof__pf_graph_free(g);
+  return rc;
 }
 
 int cmd_top(int argc, char **argv) {
-  report_opts_t o;
-  report_opts_init(&o);
-  char **sources = calloc((size_t)argc, sizeof *sources);
-  int n, rc;
-  if (!sources)
-    return 1;
-  if (report_args("top", usage, &o, extra, &o, argc, argv, sources, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n == 0) {
-    fprintf(stderr, "cprof top: which profile? (cprof top --help)\n");
-    goto done;
-  }
-  cprof__pf_t *p = NULL;
-  cprof__pf_graph_t *g = NULL;
-  rc = report_load("top", sources, n, &p);
-  if (rc == 0)
-    rc = report_prepare("top", p, &o);
-  cprof__pf_graph_options_t go = {.sample_index = o.index, .granularity = o.granularity,
-                                  .mean = o.mean};
-  cprof__pf_trim_t trim = {.nodefraction = o.nodefraction, .edgefraction = o.edgefraction,
-                           .nodecount = o.nodecount > 0 ? (size_t)o.nodecount : 0,
-                           .cum_sort = o.cum_sort};
-  cprof__pf_trimmed_t r;
-  if (rc == 0 && (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0)) {
-    fprintf(stderr, "cprof top: out of memory\n");
-    rc = 1;
-  }
-  if (rc == 0) {
-    cprof__buf_t out;
-    cprof__buf_init(&out);
-    top_write(&out, p, &o, g, &r);
-    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
-      fprintf(stderr, "cprof top: writing the report failed\n");
-      rc = 1;
-    }
-    cprof__buf_free(&out);
-  }
-  cprof__pf_graph_free(g);
-  cprof__pf_free(p);
-done:
-  free(sources);
-  return rc;
+  return report_main("top", usage, 0, extra, NULL, report_top, argc, argv);
 }

@@ -101,10 +101,14 @@ static void write_labels(cprof__buf_t *out, const cprof__pf_t *p, const cprof__p
   }
 }
 
-static int traces_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o) {
+int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                  char *err, size_t errlen) {
+  (void)arg;
   cprof__arena_t *names = cprof__arena_new(0);
-  if (!names)
-    return -1;
+  if (!names) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
   report_profile_labels(out, p, o, report_total(p, o));
   for (size_t i = 0; i < p->n_samples; i++) {
     const cprof__pf_sample_t *s = &p->samples[i];
@@ -138,35 +142,5 @@ static int traces_write(cprof__buf_t *out, const cprof__pf_t *p, const report_op
 }
 
 int cmd_traces(int argc, char **argv) {
-  report_opts_t o;
-  report_opts_init(&o);
-  char **sources = calloc((size_t)argc, sizeof *sources);
-  int n, rc;
-  if (!sources)
-    return 1;
-  if (report_args("traces", usage, &o, NULL, NULL, argc, argv, sources, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n == 0) {
-    fprintf(stderr, "cprof traces: which profile? (cprof traces --help)\n");
-    goto done;
-  }
-  cprof__pf_t *p = NULL;
-  rc = report_load("traces", sources, n, &p);
-  if (rc == 0)
-    rc = report_prepare("traces", p, &o);
-  if (rc == 0) {
-    cprof__buf_t out;
-    cprof__buf_init(&out);
-    if (traces_write(&out, p, &o) != 0 || out.failed ||
-        fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
-      fprintf(stderr, "cprof traces: writing the report failed\n");
-      rc = 1;
-    }
-    cprof__buf_free(&out);
-  }
-  cprof__pf_free(p);
-done:
-  free(sources);
-  return rc;
+  return report_main("traces", usage, 0, NULL, NULL, report_traces, argc, argv);
 }
