@@ -150,9 +150,27 @@ typedef struct cprof__pf_filter {
   const char *tagignore;
 } cprof__pf_filter_t;
 
-/* Filters p in place. -EINVAL with a line in err for a bad regex or
- * range. *matched (if not NULL) says whether each non-empty option matched
- * something, as pprof warns "no matches found for regexp". */
+/* Where each option's verdict goes in cprof__pf_filter's matched[]. */
+enum {
+  CPROF_PF_FILTER_FOCUS,
+  CPROF_PF_FILTER_IGNORE,
+  CPROF_PF_FILTER_HIDE,
+  CPROF_PF_FILTER_SHOW,
+  CPROF_PF_FILTER_TAGFOCUS,
+  CPROF_PF_FILTER_TAGIGNORE,
+  CPROF_PF_FILTER_N,
+};
+
+/* Filters p in place, as pprof's driver does (applyFocus): the name
+ * options first, then the tag options. Stacks are shortened and samples
+ * dropped; locations' lines are rewritten in place (hide, show), so they
+ * must be p's own, as decode and merge make them. As pprof, a sample with
+ * no locations is dropped even when no option is given. -EINVAL with a
+ * line in err for a bad regex or number, -ENOMEM. matched, if not NULL, is
+ * an array of CPROF_PF_FILTER_N: matched[CPROF_PF_FILTER_FOCUS] and so on
+ * say whether each option is empty or matched something (a location for
+ * the name options, a sample for the tag options), for pprof's warning
+ * "Focus expression matched no samples". */
 int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, char *err,
                      size_t errlen);
 
