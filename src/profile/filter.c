@@ -25,8 +25,7 @@
 
 /* ---- regular expressions ----------------------------------------------- */
 
-static int compile(regex_t *rx, const char *what, const char *pattern, char *err,
-                   size_t errlen) {
+static int compile(regex_t *rx, const char *what, const char *pattern, char *err, size_t errlen) {
   int rc = regcomp(rx, pattern, REG_EXTENDED | REG_NOSUB);
   if (rc == 0)
     return 0;
@@ -283,8 +282,7 @@ static int parse_number(char **s, int64_t *v, char **unit, size_t *unit_len) {
  * numbers with an optional unit, and B's unit converts to A's. 1 when value
  * is a range (t filled in), 0 when it is not, -EINVAL for a number that
  * does not fit. value is cut up in place. */
-static int parse_range(char *value, tag_filter_t *t, const char *what, char *err,
-                       size_t errlen) {
+static int parse_range(char *value, tag_filter_t *t, const char *what, char *err, size_t errlen) {
   char *s = value, *unit[2];
   size_t unit_len[2];
   int64_t v[2];
@@ -407,8 +405,7 @@ static int number_in_range(const tag_filter_t *t, int64_t v, const char *unit) {
 }
 
 /* Whether "key:value" matches rx, built in buf (grown as needed). */
-static int key_value_matches(const regex_t *rx, const cprof__label_t *l, char **buf,
-                             size_t *cap) {
+static int key_value_matches(const regex_t *rx, const cprof__label_t *l, char **buf, size_t *cap) {
   const char *key = l->key ? l->key : "";
   size_t kn = strlen(key), vn = strlen(l->str), need = kn + vn + 2;
   if (need > *cap) {
@@ -521,8 +518,8 @@ int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, 
     rc = filter_by_name(p, have[0] ? &rx[0] : NULL, have[1] ? &rx[1] : NULL,
                         have[2] ? &rx[2] : NULL, have[3] ? &rx[3] : NULL, found);
   if (rc == 0 && (have_tag[0] || have_tag[1]))
-    rc = filter_by_tag(p, have_tag[0] ? &tag[0] : NULL, have_tag[1] ? &tag[1] : NULL, &units,
-                       found);
+    rc =
+        filter_by_tag(p, have_tag[0] ? &tag[0] : NULL, have_tag[1] ? &tag[1] : NULL, &units, found);
   if (rc == 0 && matched) {
     for (int i = 0; i < 4; i++)
       matched[i] = !have[i] || found[i];

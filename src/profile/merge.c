@@ -34,7 +34,7 @@
 #define MAPSIZE_ROUNDING 0x1000
 
 typedef struct map_info {
-  uint32_t ix; /* into the output's mappings; NONE: not mapped yet */
+  uint32_t ix;    /* into the output's mappings; NONE: not mapped yet */
   uint64_t delta; /* added to a location's address (mod 2^64) */
 } map_info_t;
 
@@ -386,8 +386,8 @@ static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign) {
   sort_label_t *sorted = NULL;
   if (src->n_labels) {
     sorted = malloc(src->n_labels * sizeof *sorted);
-    if (!sorted || (err = grow((void **)&m->labels, &m->labels_cap, src->n_labels,
-                               sizeof *m->labels))) {
+    if (!sorted ||
+        (err = grow((void **)&m->labels, &m->labels_cap, src->n_labels, sizeof *m->labels))) {
       free(sorted);
       return -ENOMEM;
     }
@@ -469,8 +469,7 @@ static int compatible(const cprof__pf_t *a, const cprof__pf_t *b, const char *a_
     char ta[120], tb[120];
     format_types(ta, sizeof ta, a);
     format_types(tb, sizeof tb, b);
-    snprintf(err, errlen, "%s's sample types (%s) differ from %s's (%s)", b_name, tb, a_name,
-             ta);
+    snprintf(err, errlen, "%s's sample types (%s) differ from %s's (%s)", b_name, tb, a_name, ta);
   }
   return ok;
 }
@@ -486,8 +485,8 @@ static int combine_headers(merger_t *m, cprof__pf_t *const *ps, size_t n) {
   for (size_t i = 0; i < n; i++)
     n_comments += ps[i]->n_comments;
   p->n_sample_types = first->n_sample_types;
-  p->sample_types = cprof__arena_array(m->a, p->n_sample_types ? p->n_sample_types : 1,
-                                       sizeof *p->sample_types);
+  p->sample_types =
+      cprof__arena_array(m->a, p->n_sample_types ? p->n_sample_types : 1, sizeof *p->sample_types);
   p->comments = cprof__arena_array(m->a, n_comments ? n_comments : 1, sizeof *p->comments);
   if (!p->sample_types || !p->comments)
     return -ENOMEM;
@@ -585,8 +584,8 @@ static int merge_signed(cprof__pf_t *const *ps, const int *signs, size_t n, cpro
   m.map_memo = malloc((max_mappings + 1) * sizeof *m.map_memo);
   m.fn_memo = malloc((max_functions + 1) * sizeof *m.fn_memo);
   m.loc_memo = malloc((max_locations + 1) * sizeof *m.loc_memo);
-  if (!p->mappings || !p->functions || !p->locations || !p->samples || !m.map_memo ||
-      !m.fn_memo || !m.loc_memo)
+  if (!p->mappings || !p->functions || !p->locations || !p->samples || !m.map_memo || !m.fn_memo ||
+      !m.loc_memo)
     goto nomem;
   if ((err = combine_headers(&m, ps, n)))
     goto fail;
@@ -649,8 +648,7 @@ static int fail_errno(int err, char *err_buf, size_t errlen) {
   return err;
 }
 
-int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err,
-                    size_t errlen) {
+int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err, size_t errlen) {
   *out = NULL;
   if (n == 0) {
     snprintf(err, errlen, "no profiles to merge");
@@ -673,8 +671,8 @@ int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *e
   return fail_errno(rc, err, errlen);
 }
 
-int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out,
-                   char *err, size_t errlen) {
+int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out, char *err,
+                   size_t errlen) {
   *out = NULL;
   if (!compatible(new_, base, "NEW", "BASE", err, errlen))
     return -EINVAL;

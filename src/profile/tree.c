@@ -77,9 +77,7 @@ static int grow(void **buf, size_t *cap, size_t want, size_t size) {
 
 /* ---- strings ----------------------------------------------------------- */
 
-static uint64_t str_hash(const char *s) {
-  return cprof__hash_bytes(CPROF_HASH_SEED, s, strlen(s));
-}
+static uint64_t str_hash(const char *s) { return cprof__hash_bytes(CPROF_HASH_SEED, s, strlen(s)); }
 
 static int str_eq(const void *ctx, uint32_t value, const void *key) {
   return strcmp(((const builder_t *)ctx)->strs[value], key) == 0;
@@ -401,8 +399,7 @@ int cprof__pf_tree(const cprof__pf_t *p, cprof__pf_tree_t **out) {
   return build(&p, 1, &sc, out);
 }
 
-int cprof__pf_tree_diff(const cprof__pf_t *base, const cprof__pf_t *new_,
-                        cprof__pf_tree_t **out) {
+int cprof__pf_tree_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_tree_t **out) {
   *out = NULL;
   size_t nt = new_->n_sample_types;
   if (base->n_sample_types != nt)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 typedef struct unit {
-  const char *name;        /* canonical, as pprof prints it */
+  const char *name;       /* canonical, as pprof prints it */
   const char *aliases[4]; /* lowercase, without a plural "s" */
   double factor;
 } unit_t;
@@ -28,10 +28,8 @@ static const unit_t memory[] = {
  * longer than two bytes, and "μs" is three: it can never match, here as
  * there. */
 static const unit_t time_units[] = {
-    {"ns", {"ns", "nanosecond"}, 1},
-    {"us", {"μs", "us", "microsecond"}, 1e3},
-    {"ms", {"ms", "millisecond"}, 1e6},
-    {"s", {"s", "sec", "second"}, 1e9},
+    {"ns", {"ns", "nanosecond"}, 1},    {"us", {"μs", "us", "microsecond"}, 1e3},
+    {"ms", {"ms", "millisecond"}, 1e6}, {"s", {"s", "sec", "second"}, 1e9},
     {"hrs", {"hour", "hr"}, 3600e9},
 };
 

@@ -42,7 +42,7 @@ typedef struct fx {
   size_t n_slots;
 } fx_t;
 
-static void *fx_alloc(fx_t *f, size_t n) {
+static inline void *fx_alloc(fx_t *f, size_t n) {
   void *x = cprof__arena_alloc(f->p->arena, n ? n : 1);
   if (!x) {
     fprintf(stderr, "fixture: out of memory\n");
@@ -51,16 +51,16 @@ static void *fx_alloc(fx_t *f, size_t n) {
   return x;
 }
 
-static char *fx_strndup(fx_t *f, const char *s, size_t n) {
+static inline char *fx_strndup(fx_t *f, const char *s, size_t n) {
   char *c = fx_alloc(f, n + 1);
   memcpy(c, s, n);
   return c;
 }
 
-static char *fx_strdup(fx_t *f, const char *s) { return fx_strndup(f, s, strlen(s)); }
+static inline char *fx_strdup(fx_t *f, const char *s) { return fx_strndup(f, s, strlen(s)); }
 
 /* "samples/count cpu/nanoseconds" */
-static fx_t fx_new(const char *types, size_t cap) {
+static inline fx_t fx_new(const char *types, size_t cap) {
   fx_t f = {0};
   f.cap = cap;
   cprof__arena_t *a = cprof__arena_new(0);
@@ -97,7 +97,7 @@ static fx_t fx_new(const char *types, size_t cap) {
 
 /* The index stored for key, or SIZE_MAX after making a slot for it, whose
  * value the caller sets through *slot. */
-static size_t fx_find(fx_t *f, const char *key, fx_slot_t **slot) {
+static inline size_t fx_find(fx_t *f, const char *key, fx_slot_t **slot) {
   uint64_t h = 1469598103934665603u;
   for (const char *c = key; *c; c++)
     h = (h ^ (unsigned char)*c) * 1099511628211u;
@@ -112,16 +112,16 @@ static size_t fx_find(fx_t *f, const char *key, fx_slot_t **slot) {
   }
 }
 
-static void fx_full(fx_t *f, size_t n, const char *what) {
+static inline void fx_full(fx_t *f, size_t n, const char *what) {
   if (n >= f->cap) {
     fprintf(stderr, "fixture: more %s than cap %zu\n", what, f->cap);
     abort();
   }
 }
 
-static const cprof__pf_mapping_t *fx_mapping(fx_t *f, const char *file) {
+static inline const cprof__pf_mapping_t *fx_mapping(fx_t *f, const char *file) {
   char key[512];
-  fx_slot_t *slot;
+  fx_slot_t *slot = NULL;
   snprintf(key, sizeof key, "M %s", file);
   size_t i = fx_find(f, key, &slot);
   if (i == SIZE_MAX) {
@@ -139,9 +139,9 @@ static const cprof__pf_mapping_t *fx_mapping(fx_t *f, const char *file) {
   return &f->p->mappings[i];
 }
 
-static const cprof__pf_function_t *fx_function(fx_t *f, const char *name, const char *file) {
+static inline const cprof__pf_function_t *fx_function(fx_t *f, const char *name, const char *file) {
   char key[2048];
-  fx_slot_t *slot;
+  fx_slot_t *slot = NULL;
   snprintf(key, sizeof key, "F %s\1%s", name, file);
   size_t i = fx_find(f, key, &slot);
   if (i == SIZE_MAX) {
@@ -158,9 +158,9 @@ static const cprof__pf_function_t *fx_function(fx_t *f, const char *name, const 
 }
 
 /* One frame's location: see the top of this file. */
-static const cprof__pf_location_t *fx_location(fx_t *f, const char *frame, size_t n) {
+static inline const cprof__pf_location_t *fx_location(fx_t *f, const char *frame, size_t n) {
   char key[1040], text[1024];
-  fx_slot_t *slot;
+  fx_slot_t *slot = NULL;
   snprintf(text, sizeof text, "%.*s", (int)n, frame);
   snprintf(key, sizeof key, "L %s", text);
   size_t i = fx_find(f, key, &slot);
@@ -208,7 +208,7 @@ static const cprof__pf_location_t *fx_location(fx_t *f, const char *frame, size_
   return l;
 }
 
-static cprof__pf_sample_t *fx_sample(fx_t *f, const char *stack, const int64_t *values) {
+static inline cprof__pf_sample_t *fx_sample(fx_t *f, const char *stack, const int64_t *values) {
   cprof__pf_t *p = f->p;
   fx_full(f, p->n_samples, "samples");
   cprof__pf_sample_t *s = &p->samples[p->n_samples++];
@@ -229,25 +229,25 @@ static cprof__pf_sample_t *fx_sample(fx_t *f, const char *stack, const int64_t *
   return s;
 }
 
-static void fx_label(fx_t *f, cprof__pf_sample_t *s, const char *key, const char *str) {
+static inline void fx_label(fx_t *f, cprof__pf_sample_t *s, const char *key, const char *str) {
   cprof__label_t *l = (cprof__label_t *)&s->labels[s->n_labels++];
   l->key = fx_strdup(f, key);
   l->str = fx_strdup(f, str);
 }
 
-static void fx_num_label(fx_t *f, cprof__pf_sample_t *s, const char *key, int64_t num,
-                         const char *unit) {
+static inline void fx_num_label(fx_t *f, cprof__pf_sample_t *s, const char *key, int64_t num,
+                                const char *unit) {
   cprof__label_t *l = (cprof__label_t *)&s->labels[s->n_labels++];
   l->key = fx_strdup(f, key);
   l->num = num;
   l->num_unit = unit ? fx_strdup(f, unit) : NULL;
 }
 
-static int fx_cmp_str(const void *a, const void *b) {
+static inline int fx_cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void fx_print_location(FILE *out, const cprof__pf_location_t *l) {
+static inline void fx_print_location(FILE *out, const cprof__pf_location_t *l) {
   if (l->n_lines == 0) {
     if (l->mapping) {
       const char *slash = strrchr(l->mapping->file, '/');
@@ -263,7 +263,7 @@ static void fx_print_location(FILE *out, const cprof__pf_location_t *l) {
 }
 
 /* The profile's samples as text, sorted; free() it. */
-static char *fx_dump(const cprof__pf_t *p) {
+static inline char *fx_dump(const cprof__pf_t *p) {
   char **lines = calloc(p->n_samples + 1, sizeof *lines);
   for (size_t i = 0; i < p->n_samples; i++) {
     const cprof__pf_sample_t *s = &p->samples[i];
@@ -310,11 +310,11 @@ static char *fx_dump(const cprof__pf_t *p) {
 }
 
 /* CHECK_EQ_STR on a dump, freeing it. */
-#define CHECK_DUMP(p, want)                                                         \
-  do {                                                                              \
-    char *dump_ = fx_dump(p);                                                       \
-    CHECK_EQ_STR(dump_, want);                                                      \
-    free(dump_);                                                                    \
+#define CHECK_DUMP(p, want)                                                                        \
+  do {                                                                                             \
+    char *dump_ = fx_dump(p);                                                                      \
+    CHECK_EQ_STR(dump_, want);                                                                     \
+    free(dump_);                                                                                   \
   } while (0)
 
 #endif

@@ -48,8 +48,7 @@ static void test_names(void) {
                0);
   CHECK_EQ_INT(m[CPROF_PF_FILTER_FOCUS], 1);
   /* An inlined function is a frame of its own. */
-  CHECK_EQ_INT(run(&(cprof__pf_filter_t){.focus = "^inl$"}, "main;work>inl 2", m, err,
-                   sizeof err),
+  CHECK_EQ_INT(run(&(cprof__pf_filter_t){.focus = "^inl$"}, "main;work>inl 2", m, err, sizeof err),
                0);
   CHECK_EQ_INT(run(&(cprof__pf_filter_t){.ignore = "leaf", .hide = ""},
                    "main;@libc.so.6 4\n"
@@ -73,13 +72,11 @@ static void test_names(void) {
                    "main;work;leaf 1",
                    m, err, sizeof err),
                0);
-  CHECK_EQ_INT(run(&(cprof__pf_filter_t){.focus = "^/lib/"}, "main;@libc.so.6 4", m, err,
-                   sizeof err),
-               0);
+  CHECK_EQ_INT(
+      run(&(cprof__pf_filter_t){.focus = "^/lib/"}, "main;@libc.so.6 4", m, err, sizeof err), 0);
   /* Nothing matched: no samples, and matched[] says which option. */
-  CHECK_EQ_INT(run(&(cprof__pf_filter_t){.focus = "nothing", .ignore = "leaf"}, "", m, err,
-                   sizeof err),
-               0);
+  CHECK_EQ_INT(
+      run(&(cprof__pf_filter_t){.focus = "nothing", .ignore = "leaf"}, "", m, err, sizeof err), 0);
   CHECK_EQ_INT(m[CPROF_PF_FILTER_FOCUS], 0);
   CHECK_EQ_INT(m[CPROF_PF_FILTER_IGNORE], 1);
   CHECK_EQ_INT(m[CPROF_PF_FILTER_HIDE], 1);
@@ -158,8 +155,8 @@ static void check_tags(int line, const char *tagfocus, const char *tagignore, co
   fx_t f = labelled();
   char err[128] = "", got[16] = "";
   int m[CPROF_PF_FILTER_N];
-  int rc = cprof__pf_filter(f.p, &(cprof__pf_filter_t){.tagfocus = tagfocus, .tagignore = tagignore},
-                            m, err, sizeof err);
+  int rc = cprof__pf_filter(
+      f.p, &(cprof__pf_filter_t){.tagfocus = tagfocus, .tagignore = tagignore}, m, err, sizeof err);
   CHECK_EQ_INT(rc, 0);
   for (size_t i = 0; i < f.p->n_samples && i + 1 < sizeof got; i++)
     got[i] = f.p->samples[i].locations[0]->lines[0].function->name[0];
@@ -210,17 +207,22 @@ static void test_errors(void) {
   char err[128];
   int m[CPROF_PF_FILTER_N];
   const char *bad[][2] = {
-      {"focus", "("}, {"ignore", "a["}, {"hide", "*"}, {"show", "a{1"},
-      {"tagfocus", "k=("}, {"tagignore", "x,["}, {"tagfocus", "k=99999999999999999999:"},
+      {"focus", "("},
+      {"ignore", "a["},
+      {"hide", "*"},
+      {"show", "a{1"},
+      {"tagfocus", "k=("},
+      {"tagignore", "x,["},
+      {"tagfocus", "k=99999999999999999999:"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     cprof__pf_filter_t opt = {0};
-    const char **field = !strcmp(bad[i][0], "focus")       ? &opt.focus
-                         : !strcmp(bad[i][0], "ignore")    ? &opt.ignore
-                         : !strcmp(bad[i][0], "hide")      ? &opt.hide
-                         : !strcmp(bad[i][0], "show")      ? &opt.show
-                         : !strcmp(bad[i][0], "tagfocus")  ? &opt.tagfocus
-                                                           : &opt.tagignore;
+    const char **field = !strcmp(bad[i][0], "focus")      ? &opt.focus
+                         : !strcmp(bad[i][0], "ignore")   ? &opt.ignore
+                         : !strcmp(bad[i][0], "hide")     ? &opt.hide
+                         : !strcmp(bad[i][0], "show")     ? &opt.show
+                         : !strcmp(bad[i][0], "tagfocus") ? &opt.tagfocus
+                                                          : &opt.tagignore;
     *field = bad[i][1];
     fx_t f = stacks();
     err[0] = 0;
