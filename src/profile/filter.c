@@ -493,6 +493,9 @@ static int filter_by_tag(cprof__pf_t *p, const tag_filter_t *focus, const tag_fi
 int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, char *err,
                      size_t errlen) {
   static const char *const names[] = {"focus", "ignore", "hide", "show"};
+  static const cprof__pf_filter_t none = {0};
+  if (!f)
+    f = &none; /* no options: only pprof's dropping of empty stacks */
   const char *patterns[] = {f->focus, f->ignore, f->hide, f->show};
   regex_t rx[4];
   int have[4] = {0}, found[CPROF_PF_FILTER_N] = {0};
