@@ -23,13 +23,16 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # clang and libclang-rt-14-dev (libclang_rt.fuzzer, the ASan and UBSan
 # runtimes): the libFuzzer targets of tests/fuzz; llvm: llvm-symbolizer, for
 # the names in their crash reports.
+# libc6-dev: libc.a, for the static program tests/cli/run.sh builds (gcc only
+# recommends it).
 # redis-server, redis-tools, sqlite3, python3, nginx (and wrk): tests/real runs
 # programs nobody here wrote under cprof (a key-value server under its own
 # redis-benchmark, a web server under wrk, a database shell, an interpreter).
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
   libc6-dbg debuginfod libdebuginfod1 dwz wrk clang libclang-rt-14-dev llvm
-  redis-server redis-tools sqlite3 python3 nginx
-  openssl) # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
+  redis-server redis-tools sqlite3 python3 nginx libc6-dev
+  openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
+  chromium chromium-driver) # tests/ui/viewer_browser.sh: the viewer page in a headless browser
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/measure.h"
 #include "profile/table.h"
-#include "profile/units.h"
 
 /* ---- regular expressions ----------------------------------------------- */
 
@@ -310,11 +310,11 @@ static int parse_range(char *value, tag_filter_t *t, const char *what, char *err
     return 0;
   unit[0][unit_len[0]] = 0;
   const char *u;
-  double a = cprof__units_scale(v[0], unit[0], unit[0], &u);
+  double a = cprof__measure_scale(v[0], unit[0], unit[0], &u);
   if (second) {
     unit[1][unit_len[1]] = 0;
     const char *u2;
-    double b = cprof__units_scale(v[1], unit[1], u, &u2);
+    double b = cprof__measure_scale(v[1], unit[1], u, &u2);
     if (strcmp(u, u2) != 0)
       return 0;
     *t = (tag_filter_t){.has_lo = 1, .lo = a, .has_hi = 1, .hi = b};
@@ -400,7 +400,7 @@ static int compile_tag_filter(const char *option, const char *what, tag_filter_t
 
 static int number_in_range(const tag_filter_t *t, int64_t v, const char *unit) {
   const char *u;
-  double x = cprof__units_scale(v, unit, t->unit, &u);
+  double x = cprof__measure_scale(v, unit, t->unit, &u);
   return strcmp(u, t->unit) == 0 && (!t->has_lo || x >= t->lo) && (!t->has_hi || x <= t->hi);
 }
 

@@ -211,6 +211,7 @@ struct cprof__pf_node {
   const char *function; /* "" when unknown */
   const char *file;     /* "" when unknown */
   int64_t line;         /* with -lines and -addresses */
+  int64_t start_line;   /* the function's first line, 0 when unknown (for list) */
   uint64_t address;     /* with -addresses */
   const char *mapping;  /* the mapping's file, "" when none */
   int inlined;          /* pprof prints " (inline)" after the name */
@@ -234,6 +235,12 @@ typedef struct cprof__pf_graph_options {
   cprof__pf_granularity_t granularity;
   int mean;             /* pprof's -mean: value divided by the first (count) value */
 } cprof__pf_graph_options_t;
+
+/* The name pprof's reports give line li of location l (li NULL for a
+ * location without lines) at granularity g, as a node's name: what
+ * `traces` prints for each frame. Allocated in a. NULL when out of memory. */
+const char *cprof__pf_frame_name(cprof__arena_t *a, const cprof__pf_location_t *l,
+                                 const cprof__pf_line_t *li, cprof__pf_granularity_t g);
 
 /* Aggregates p's samples into nodes and edges, as pprof's graph.New. */
 int cprof__pf_graph(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,

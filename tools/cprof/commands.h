@@ -11,4 +11,12 @@ typedef struct command {
   const char *summary; /* one line for `cprof --help` */
 } command_t;
 
+int cmd_top(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+int cmd_peek(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_traces(int argc, char **argv);
+int cmd_fetch(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
 #endif

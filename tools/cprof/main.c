@@ -7,6 +7,8 @@
 #include "commands.h"
 
 static const command_t commands[] = {
+    {"fetch", cmd_fetch, "save a profile from a URL (or a file, or -) in a file"},
+    {"run", cmd_run, "run a program with the profiler preloaded"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,360 @@
+/* The viewer page and the JSON inside it (the format is described in
+ * viewer.h). Names are arbitrary bytes and the page is opened from disk or
+ * served by a profiled process, so every string goes through one escaper
+ * that makes it valid JSON, valid UTF-8, and inert inside a <script>. */
+#include "ui/viewer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui/viewer_assets.h"
+
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte
+ * at s does not start one. Unicode 15, table 3-7 ("well-formed UTF-8 byte
+ * sequences"): the second byte's range depends on the first, which rules
+ * out overlong forms, surrogates (ED A0..BF) and code points past
+ * U+10FFFF. A NUL ends s, so it never passes for a continuation byte. */
+static size_t utf8_len(const unsigned char *s) {
+  unsigned c = s[0];
+  if (c < 0x80)
+    return 1;
+  unsigned lo = 0x80, hi = 0xbf;
+  size_t n;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0)
+      lo = 0xa0;
+    else if (c == 0xed)
+      hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0)
+      lo = 0x90;
+    else if (c == 0xf4)
+      hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xbf)
+      return 0;
+  return n;
+}
+
+void cprof__viewer_json_string(cprof__buf_t *out, const char *str) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  cprof__buf_putc(out, '"');
+  while (*s) {
+    unsigned c = *s;
+    const char *esc = NULL;
+    switch (c) {
+    case '"':
+      esc = "\\\"";
+      break;
+    case '\\':
+      esc = "\\\\";
+      break;
+    case '\n':
+      esc = "\\n";
+      break;
+    case '\r':
+      esc = "\\r";
+      break;
+    case '\t':
+      esc = "\\t";
+      break;
+    case '<':
+      esc = "\\u003c";
+      break;
+    case '>':
+      esc = "\\u003e";
+      break;
+    case '&':
+      esc = "\\u0026";
+      break;
+    }
+    if (esc) {
+      cprof__buf_puts(out, esc);
+      s++;
+      continue;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char u[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+      cprof__buf_puts(out, u);
+      s++;
+      continue;
+    }
+    size_t n = utf8_len(s);
+    if (n == 0) {
+      /* One U+FFFD per byte that is not part of a valid sequence. */
+      cprof__buf_puts(out, "\\ufffd");
+      s++;
+    } else if (n == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9)) {
+      /* U+2028 and U+2029 are line terminators to older JavaScript. */
+      cprof__buf_puts(out, s[2] == 0xa8 ? "\\u2028" : "\\u2029");
+      s += 3;
+    } else {
+      cprof__buf_append(out, s, n);
+      s += n;
+    }
+  }
+  cprof__buf_putc(out, '"');
+}
+
+/* ---- the string table: each distinct name or file once ---------------- */
+
+typedef struct strtab {
+  const char **keys; /* open addressing, NULL for an empty slot */
+  size_t *ids;
+  size_t cap; /* a power of two */
+  size_t n;
+  const char **order; /* by id */
+  size_t order_cap;
+} strtab_t;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int strtab_grow(strtab_t *t) {
+  size_t cap = t->cap ? t->cap * 2 : 1024;
+  const char **keys = calloc(cap, sizeof *keys);
+  size_t *ids = calloc(cap, sizeof *ids);
+  if (!keys || !ids) {
+    free(keys);
+    free(ids);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < t->cap; i++) {
+    if (!t->keys[i])
+      continue;
+    size_t j = hash_str(t->keys[i]) & (cap - 1);
+    while (keys[j])
+      j = (j + 1) & (cap - 1);
+    keys[j] = t->keys[i];
+    ids[j] = t->ids[i];
+  }
+  free(t->keys);
+  free(t->ids);
+  t->keys = keys;
+  t->ids = ids;
+  t->cap = cap;
+  return 0;
+}
+
+/* The id of s, added if new; -1 when out of memory. */
+static long strtab_id(strtab_t *t, const char *s) {
+  if (!s)
+    s = "";
+  if ((t->n + 1) * 2 > t->cap && strtab_grow(t) != 0)
+    return -1;
+  size_t j = hash_str(s) & (t->cap - 1);
+  while (t->keys[j]) {
+    if (strcmp(t->keys[j], s) == 0)
+      return (long)t->ids[j];
+    j = (j + 1) & (t->cap - 1);
+  }
+  if (t->n == t->order_cap) {
+    size_t cap = t->order_cap ? t->order_cap * 2 : 1024;
+    const char **o = realloc(t->order, cap * sizeof *o);
+    if (!o)
+      return -1;
+    t->order = o;
+    t->order_cap = cap;
+  }
+  t->keys[j] = s;
+  t->ids[j] = t->n;
+  t->order[t->n] = s;
+  return (long)t->n++;
+}
+
+static void strtab_free(strtab_t *t) {
+  free(t->keys);
+  free(t->ids);
+  free(t->order);
+}
+
+/* ---- the JSON ---------------------------------------------------------- */
+
+/* pprof's default sample type: the one the profile names, else the last
+ * (internal/driver's sampleIndex). */
+static size_t default_index(const cprof__pf_t *p) {
+  if (p->default_sample_type && *p->default_sample_type)
+    for (size_t i = 0; i < p->n_sample_types; i++)
+      if (p->sample_types[i].type && strcmp(p->sample_types[i].type, p->default_sample_type) == 0)
+        return i;
+  return p->n_sample_types ? p->n_sample_types - 1 : 0;
+}
+
+typedef struct frame {
+  const cprof__pf_tree_node_t *node;
+  long parent;
+} frame_t;
+
+/* Writes the nodes in preorder into b, interning their strings in st. An
+ * explicit stack, since a recursive program's tree is as deep as its
+ * recursion. */
+static int write_nodes(const cprof__pf_tree_t *t, strtab_t *st, cprof__buf_t *b) {
+  size_t cap = 256, top = 0;
+  frame_t *stack = malloc(cap * sizeof *stack);
+  if (!stack)
+    return -ENOMEM;
+  stack[top++] = (frame_t){t->root, -1};
+  long index = 0;
+  int rc = 0;
+  while (top > 0) {
+    frame_t f = stack[--top];
+    long name = strtab_id(st, f.node->name), file = strtab_id(st, f.node->file);
+    if (name < 0 || file < 0) {
+      rc = -ENOMEM;
+      break;
+    }
+    cprof__buf_printf(b, "%s%ld,%ld,%ld", index ? ",\n" : "", f.parent, name, file);
+    for (size_t i = 0; i < t->n_values; i++)
+      cprof__buf_printf(b, ",%" PRId64, f.node->total ? f.node->total[i] : 0);
+    for (size_t i = 0; i < t->n_values; i++)
+      cprof__buf_printf(b, ",%" PRId64, f.node->self ? f.node->self[i] : 0);
+    if (top + f.node->n_children > cap) {
+      while (top + f.node->n_children > cap)
+        cap *= 2;
+      frame_t *s = realloc(stack, cap * sizeof *s);
+      if (!s) {
+        rc = -ENOMEM;
+        break;
+      }
+      stack = s;
+    }
+    /* Reversed, so that the first child comes out first. */
+    for (size_t i = f.node->n_children; i-- > 0;)
+      if (f.node->children[i])
+        stack[top++] = (frame_t){f.node->children[i], index};
+    index++;
+  }
+  free(stack);
+  if (rc == 0 && b->failed)
+    rc = -ENOMEM;
+  return rc;
+}
+
+int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title, int diff,
+                       cprof__buf_t *out) {
+  if (!t || !t->root || !p || t->n_values != p->n_sample_types * (diff ? 2 : 1))
+    return -EINVAL;
+  strtab_t st = {0};
+  cprof__buf_t nodes;
+  cprof__buf_init(&nodes);
+  int rc = write_nodes(t, &st, &nodes);
+  if (rc != 0)
+    goto done;
+
+  cprof__buf_puts(out, "{\"version\":1,\"title\":");
+  cprof__viewer_json_string(out, title ? title : "");
+  cprof__buf_puts(out, ",\n\"comments\":[");
+  for (size_t i = 0; i < p->n_comments; i++) {
+    if (i)
+      cprof__buf_putc(out, ',');
+    cprof__viewer_json_string(out, p->comments[i] ? p->comments[i] : "");
+  }
+  cprof__buf_puts(out, "],\n\"types\":[");
+  for (size_t i = 0; i < p->n_sample_types; i++) {
+    cprof__buf_puts(out, i ? ",{\"type\":" : "{\"type\":");
+    cprof__viewer_json_string(out, p->sample_types[i].type ? p->sample_types[i].type : "");
+    cprof__buf_puts(out, ",\"unit\":");
+    cprof__viewer_json_string(out, p->sample_types[i].unit ? p->sample_types[i].unit : "");
+    cprof__buf_putc(out, '}');
+  }
+  cprof__buf_printf(out,
+                    "],\n\"default\":%zu,\"diff\":%s,\"time_nanos\":%" PRId64
+                    ",\"duration_nanos\":%" PRId64 ",\n\"strings\":[",
+                    default_index(p), diff ? "true" : "false", p->time_nanos, p->duration_nanos);
+  for (size_t i = 0; i < st.n; i++) {
+    if (i)
+      cprof__buf_puts(out, i % 16 ? "," : ",\n");
+    cprof__viewer_json_string(out, st.order[i]);
+  }
+  cprof__buf_puts(out, "],\n\"nodes\":[\n");
+  cprof__buf_append(out, nodes.data, nodes.len);
+  cprof__buf_puts(out, "]}\n");
+  rc = out->failed ? -ENOMEM : 0;
+done:
+  cprof__buf_free(&nodes);
+  strtab_free(&st);
+  return rc;
+}
+
+/* ---- the page ---------------------------------------------------------- */
+
+/* The title as HTML text: markup characters as entities, control
+ * characters as \xNN, bytes that are not UTF-8 as U+FFFD. */
+static void html_text(cprof__buf_t *out, const char *str) {
+  const unsigned char *s = (const unsigned char *)str;
+  while (*s) {
+    unsigned c = *s;
+    size_t n = utf8_len(s);
+    if (c == '<') {
+      cprof__buf_puts(out, "&lt;");
+    } else if (c == '>') {
+      cprof__buf_puts(out, "&gt;");
+    } else if (c == '&') {
+      cprof__buf_puts(out, "&amp;");
+    } else if (c == '"') {
+      cprof__buf_puts(out, "&#34;");
+    } else if (c == '\'') {
+      cprof__buf_puts(out, "&#39;");
+    } else if (c < 0x20 || c == 0x7f) {
+      cprof__buf_printf(out, "\\x%02x", c);
+    } else if (n == 0) {
+      cprof__buf_puts(out, "\xef\xbf\xbd");
+    } else {
+      cprof__buf_append(out, s, n);
+      s += n;
+      continue;
+    }
+    s++;
+  }
+}
+
+int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf_t *out) {
+  if (memchr(json, '<', n))
+    return -EINVAL;
+  /* The template's {{name}} marks say where each part goes; anything else
+   * between braces is copied as it is. */
+  const char *h = (const char *)cprof__viewer_html, *end = h + cprof__viewer_html_len;
+  while (h < end) {
+    const char *mark = memmem(h, (size_t)(end - h), "{{", 2);
+    if (!mark) {
+      cprof__buf_append(out, h, (size_t)(end - h));
+      break;
+    }
+    cprof__buf_append(out, h, (size_t)(mark - h));
+    size_t left = (size_t)(end - mark);
+    if (left >= 9 && memcmp(mark, "{{title}}", 9) == 0) {
+      html_text(out, title ? title : "cprof");
+      h = mark + 9;
+    } else if (left >= 7 && memcmp(mark, "{{css}}", 7) == 0) {
+      cprof__buf_append(out, cprof__viewer_css, cprof__viewer_css_len);
+      h = mark + 7;
+    } else if (left >= 6 && memcmp(mark, "{{js}}", 6) == 0) {
+      cprof__buf_append(out, cprof__viewer_js, cprof__viewer_js_len);
+      h = mark + 6;
+    } else if (left >= 8 && memcmp(mark, "{{data}}", 8) == 0) {
+      cprof__buf_append(out, json, n);
+      h = mark + 8;
+    } else {
+      cprof__buf_append(out, mark, 2);
+      h = mark + 2;
+    }
+  }
+  return out->failed ? -ENOMEM : 0;
+}

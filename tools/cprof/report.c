@@ -1,0 +1,475 @@
+#include "report.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "profile/measure.h"
+#include "source.h"
+
+void report_opts_init(report_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->unit = "minimum";
+  o->nodecount = -1;
+  o->nodefraction = 0.005;
+  o->edgefraction = 0.001;
+  o->granularity = CPROF_PF_FUNCTIONS;
+}
+
+const char report_flags_help[] =
+    "  --sample-index NAME  which value: a sample type's name or index (default: the\n"
+    "                       profile's default type, else the last)\n"
+    "  --unit UNIT          show values in UNIT (ms, s, kB, MB...; default: as pprof)\n"
+    "  --cum                sort by cumulative value\n"
+    "  --mean               average value per sample (value / count)\n"
+    "  --functions --files --lines --addresses   what a row stands for (default: functions)\n"
+    "  --focus RE --ignore RE --hide RE --show RE   keep / drop samples or frames by name\n"
+    "  --tagfocus RE --tagignore RE   keep / drop samples by label (key=value, or key=1kb:)\n"
+    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n";
+
+/* "--name VALUE", "--name=VALUE", "-name VALUE" (pprof's spelling, and
+ * underscores for dashes). Returns the value, or NULL if argv[*i] is not
+ * `name`; *missing when it is but has no value. */
+static const char *value_of(const char *name, int argc, char **argv, int *i, int *missing) {
+  const char *a = argv[*i];
+  a += a[0] == '-';
+  a += a[0] == '-';
+  size_t n = strlen(name);
+  for (size_t k = 0; k < n; k++)
+    if (!(a[k] == name[k] || (name[k] == '-' && a[k] == '_')))
+      return NULL;
+  if (a[n] == '=')
+    return a + n + 1;
+  if (a[n] != '\0')
+    return NULL;
+  if (*i + 1 >= argc) {
+    *missing = 1;
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static int is_flag(const char *name, const char *arg) {
+  arg += arg[0] == '-';
+  arg += arg[0] == '-';
+  return strcmp(arg, name) == 0;
+}
+
+static int number(const char *cmd, const char *flag, const char *v, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(v, &end);
+  if (errno || end == v || *end) {
+    fprintf(stderr, "cprof %s: --%s wants a number, not %s\n", cmd, flag, v);
+    return -1;
+  }
+  return 0;
+}
+
+int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i) {
+  static const struct {
+    const char *name;
+    cprof__pf_granularity_t g;
+  } grains[] = {{"functions", CPROF_PF_FUNCTIONS},
+                {"files", CPROF_PF_FILES},
+                {"lines", CPROF_PF_LINES},
+                {"addresses", CPROF_PF_ADDRESSES}};
+  for (size_t k = 0; k < sizeof grains / sizeof *grains; k++)
+    if (is_flag(grains[k].name, argv[*i])) {
+      o->granularity = grains[k].g;
+      return 1;
+    }
+  if (is_flag("cum", argv[*i]))
+    return o->cum_sort = 1;
+  if (is_flag("flat", argv[*i])) {
+    o->cum_sort = 0;
+    return 1;
+  }
+  if (is_flag("mean", argv[*i]))
+    return o->mean = 1;
+  static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
+                                        "hide",         "show",   "tagfocus", "tagignore"};
+  const char **slots[] = {&o->sample_index,   &o->unit,        &o->filter.focus,
+                          &o->filter.ignore,  &o->filter.hide, &o->filter.show,
+                          &o->filter.tagfocus, &o->filter.tagignore};
+  int missing = 0;
+  for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
+    const char *v = value_of(strings[k], argc, argv, i, &missing);
+    if (v) {
+      *slots[k] = v;
+      return 1;
+    }
+    if (missing) {
+      fprintf(stderr, "cprof %s: --%s wants a value\n", cmd, strings[k]);
+      return -1;
+    }
+  }
+  static const char *const numbers[] = {"nodecount", "n", "nodefraction", "edgefraction"};
+  for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++) {
+    const char *v = value_of(numbers[k], argc, argv, i, &missing);
+    double x;
+    if (missing) {
+      fprintf(stderr, "cprof %s: --%s wants a value\n", cmd, numbers[k]);
+      return -1;
+    }
+    if (!v)
+      continue;
+    if (number(cmd, numbers[k], v, &x) != 0)
+      return -1;
+    if (k <= 1) {
+      if (x < 0 || x != (double)(long)x) {
+        fprintf(stderr, "cprof %s: --%s wants a whole number of nodes, not %s\n", cmd,
+                numbers[k], v);
+        return -1;
+      }
+      o->nodecount = (long)x;
+    } else if (x < 0 || x > 1) {
+      fprintf(stderr, "cprof %s: --%s wants a fraction between 0 and 1, not %s\n", cmd,
+              numbers[k], v);
+      return -1;
+    } else {
+      *(k == 2 ? &o->nodefraction : &o->edgefraction) = x;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+int report_args(const char *cmd, const char *usage, report_opts_t *o, report_extra_fn extra,
+                void *ctx, int argc, char **argv, char **pos, int *n_pos, int *status) {
+  *n_pos = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("%s\nReport options:\n%s", usage, report_flags_help);
+      *status = 0;
+      return -1;
+    }
+    int r = extra ? extra(ctx, argc, argv, &i) : 0;
+    if (r == 0)
+      r = report_flag(o, cmd, argc, argv, &i);
+    if (r < 0) {
+      *status = 2;
+      return -1;
+    }
+    if (r > 0)
+      continue;
+    if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "cprof %s: unknown option %s (cprof %s --help)\n", cmd, argv[i], cmd);
+      *status = 2;
+      return -1;
+    }
+    pos[(*n_pos)++] = argv[i];
+  }
+  return 0;
+}
+
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                void *ctx, report_fn fn, int argc, char **argv) {
+  report_opts_t local, *o = &local;
+  report_opts_init(o);
+  if (extra && ctx == NULL)
+    ctx = o; /* an extra option that only sets report options */
+  char **pos = calloc((size_t)argc + 1, sizeof *pos);
+  int n, rc;
+  if (!pos) {
+    fprintf(stderr, "cprof %s: out of memory\n", cmd);
+    return 1;
+  }
+  if (report_args(cmd, usage, o, extra, ctx, argc, argv, pos, &n, &rc) != 0)
+    goto done;
+  rc = 2;
+  if (n < 1 + wants_arg) {
+    fprintf(stderr, "cprof %s: wants %sa profile (cprof %s --help)\n", cmd,
+            wants_arg ? "a REGEX and " : "", cmd);
+    goto done;
+  }
+  const char *arg = wants_arg ? pos[0] : NULL;
+  cprof__pf_t *p = NULL;
+  rc = report_load(cmd, pos + wants_arg, n - wants_arg, &p);
+  if (rc == 0)
+    rc = report_prepare(cmd, p, o);
+  if (rc == 0) {
+    cprof__buf_t out;
+    char err[512] = "";
+    cprof__buf_init(&out);
+    rc = fn(&out, p, o, arg, err, sizeof err);
+    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+      fprintf(stderr, "cprof %s: writing the report failed\n", cmd);
+      rc = 1;
+    } else if (rc != 0) {
+      fprintf(stderr, "cprof %s: %s\n", cmd, err);
+    }
+    cprof__buf_free(&out);
+  }
+  cprof__pf_free(p);
+done:
+  free(pos);
+  return rc;
+}
+
+int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out) {
+  cprof__pf_t **ps = calloc((size_t)n, sizeof *ps);
+  int rc = 1;
+  char err[512];
+  if (!ps) {
+    fprintf(stderr, "cprof %s: out of memory\n", cmd);
+    return 1;
+  }
+  int i;
+  for (i = 0; i < n; i++) {
+    source_t s;
+    if (source_read(sources[i], &s, err, sizeof err) != 0) {
+      fprintf(stderr, "cprof %s: %s\n", cmd, err);
+      goto done;
+    }
+    int d = cprof__pf_decode(s.data, s.len, &ps[i], err, sizeof err);
+    source_free(&s);
+    if (d != 0) {
+      fprintf(stderr, "cprof %s: %s: %s\n", cmd, sources[i], err);
+      goto done;
+    }
+  }
+  if (n == 1) {
+    *out = ps[0];
+    ps[0] = NULL;
+    rc = 0;
+  } else if (cprof__pf_merge(ps, (size_t)n, out, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof %s: merging the profiles: %s\n", cmd, err);
+  } else {
+    rc = 0;
+  }
+done:
+  for (int k = 0; k < n; k++)
+    cprof__pf_free(ps[k]);
+  free(ps);
+  return rc;
+}
+
+/* pprof's SampleIndexByName. */
+static int sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
+                        size_t errlen) {
+  if (p->n_sample_types == 0) {
+    snprintf(err, errlen, "profile has no samples");
+    return -1;
+  }
+  if (!name || !name[0]) {
+    *index = p->n_sample_types - 1;
+    for (size_t i = 0; i < p->n_sample_types; i++)
+      if (p->default_sample_type[0] && strcmp(p->sample_types[i].type, p->default_sample_type) == 0) {
+        *index = i;
+        break;
+      }
+    return 0;
+  }
+  char *end;
+  long k = strtol(name, &end, 10);
+  if (end != name && !*end) {
+    if (k < 0 || (size_t)k >= p->n_sample_types) {
+      snprintf(err, errlen, "sample_index %s is outside the range [0..%zu]", name,
+               p->n_sample_types - 1);
+      return -1;
+    }
+    *index = (size_t)k;
+    return 0;
+  }
+  const char *no_inuse = strncmp(name, "inuse_", 6) == 0 ? name + 6 : name;
+  for (size_t i = 0; i < p->n_sample_types; i++)
+    if (strcmp(p->sample_types[i].type, name) == 0 ||
+        strcmp(p->sample_types[i].type, no_inuse) == 0) {
+      *index = i;
+      return 0;
+    }
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  for (size_t i = 0; i < p->n_sample_types; i++)
+    cprof__buf_printf(&b, "%s%s", i ? " " : "", p->sample_types[i].type);
+  snprintf(err, errlen, "sample_index \"%s\" must be one of: [%s]", name,
+           b.failed ? "" : b.data);
+  cprof__buf_free(&b);
+  return -1;
+}
+
+int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
+  char err[512];
+  if (sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof %s: %s\n", cmd, err);
+    return 1;
+  }
+  o->type = p->sample_types[o->index].type;
+  o->sample_unit = p->sample_types[o->index].unit;
+  int matched[6];
+  if (cprof__pf_filter(p, &o->filter, matched, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof %s: %s\n", cmd, err);
+    return 1;
+  }
+  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
+  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
+                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
+  for (int k = 0; k < 6; k++)
+    if (values[k] && values[k][0] && !matched[k])
+      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k],
+              values[k]);
+  return 0;
+}
+
+int64_t report_total(const cprof__pf_t *p, const report_opts_t *o) {
+  int64_t total = 0, div = 0;
+  for (size_t i = 0; i < p->n_samples; i++) {
+    int64_t v = p->samples[i].values[o->index];
+    total += v < 0 ? -v : v;
+    if (o->mean)
+      div += p->samples[i].values[0];
+  }
+  return div ? total / div : total;
+}
+
+const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p) {
+  for (size_t i = 0; i < p->n_mappings; i++) {
+    const char *f = p->mappings[i].file;
+    while (*f == ' ' || *f == '\t' || *f == '\n')
+      f++;
+    if (!*f || *f == '[')
+      continue;
+    /* pprof's libRx: ([.]so$|[.]so[._][0-9]+) */
+    int lib = 0;
+    for (const char *s = strstr(f, ".so"); s && !lib; s = strstr(s + 1, ".so"))
+      lib = s[3] == '\0' || ((s[3] == '.' || s[3] == '_') && s[4] >= '0' && s[4] <= '9');
+    if (!lib)
+      return &p->mappings[i];
+  }
+  return p->n_mappings ? &p->mappings[0] : NULL;
+}
+
+void report_value(char *buf, size_t len, int64_t value, const report_opts_t *o,
+                  const char *out_unit) {
+  cprof__measure_label(value, o->sample_unit, out_unit, buf, len);
+}
+
+void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                           int64_t total) {
+  const cprof__pf_mapping_t *m = report_main_mapping(p);
+  if (m && m->file[0]) {
+    const char *base = strrchr(m->file, '/');
+    cprof__buf_puts(out, "File: ");
+    report_put_name(out, base && base[1] ? base + 1 : m->file);
+    cprof__buf_putc(out, '\n');
+  }
+  if (m && m->build_id[0]) {
+    cprof__buf_puts(out, "Build ID: ");
+    report_put_name(out, m->build_id);
+    cprof__buf_putc(out, '\n');
+  }
+  for (size_t i = 0; i < p->n_comments; i++)
+    if (p->comments[i][0] != '#') {
+      report_put_name(out, p->comments[i]);
+      cprof__buf_putc(out, '\n');
+    }
+  cprof__buf_printf(out, "Type: %s%s\n", o->mean ? "mean_" : "", o->type);
+  if (p->time_nanos) {
+    time_t t = (time_t)(p->time_nanos / 1000000000);
+    struct tm tm;
+    char when[64];
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%b %-d, %Y at %-I:%M%P (%Z)", &tm);
+    cprof__buf_printf(out, "Time: %s\n", when);
+  }
+  if (p->duration_nanos) {
+    char dur[64], tot[64], ratio[40] = "";
+    cprof__measure_label(p->duration_nanos, "nanoseconds", "auto", dur, sizeof dur);
+    report_value(tot, sizeof tot, total, o, o->unit);
+    const char *u;
+    double nanos = cprof__measure_scale(total, o->sample_unit, "nanoseconds", &u);
+    if (strcmp(u, "ns") == 0 && (int64_t)nanos != 0) {
+      char pc[32];
+      cprof__measure_percentage((int64_t)nanos, p->duration_nanos, pc, sizeof pc);
+      snprintf(ratio, sizeof ratio, "(%s)", pc);
+    }
+    cprof__buf_printf(out, "Duration: %s, Total samples = %s %s\n", dur, tot, ratio);
+  }
+}
+
+const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g,
+                               int64_t total) {
+  if (strcmp(o->unit, "minimum") != 0 || g->n_nodes == 0)
+    return o->unit;
+  int64_t min = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    int64_t v = llabs(g->nodes[i]->flat);
+    if (v == 0)
+      v = llabs(g->nodes[i]->cum);
+    if (v > 0 && (min == 0 || v < min))
+      min = v;
+  }
+  int64_t max = total;
+  if (min == 0)
+    min = max;
+  const char *min_unit, *max_unit, *unit;
+  cprof__measure_scale(min, o->sample_unit, "minimum", &min_unit);
+  cprof__measure_scale(max, o->sample_unit, "minimum", &max_unit);
+  unit = min_unit;
+  if (strcmp(min_unit, max_unit) != 0 && min * 100 < max)
+    cprof__measure_scale(100 * min, o->sample_unit, "minimum", &unit);
+  return unit;
+}
+
+void report_put_name(cprof__buf_t *out, const char *s) {
+  const unsigned char *c = (const unsigned char *)s;
+  while (*c) {
+    /* A valid UTF-8 sequence passes whole; anything else is escaped. */
+    int n = *c < 0x80 ? 1 : (*c & 0xe0) == 0xc0 ? 2 : (*c & 0xf0) == 0xe0 ? 3
+                                                    : (*c & 0xf8) == 0xf0 ? 4 : 0;
+    int ok = n > 0 && !(n == 2 && *c < 0xc2) && !(n == 4 && *c > 0xf4);
+    for (int k = 1; ok && k < n; k++)
+      ok = (c[k] & 0xc0) == 0x80;
+    if (n == 1 && (*c < 0x20 || *c == 0x7f)) {
+      const char *esc = *c == '\n' ? "\\n" : *c == '\t' ? "\\t" : *c == '\r' ? "\\r" : NULL;
+      if (esc)
+        cprof__buf_puts(out, esc);
+      else
+        cprof__buf_printf(out, "\\x%02x", *c);
+      c++;
+    } else if (!ok || (n == 2 && c[0] == 0xc2 && c[1] < 0xa0)) {
+      /* not UTF-8, or a C1 control (U+0080..U+009F: 0x9b is a CSI to a terminal) */
+      cprof__buf_printf(out, "\\x%02x", *c);
+      c++;
+    } else {
+      cprof__buf_append(out, c, (size_t)n);
+      c += n;
+    }
+  }
+}
+
+void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                   const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r, const char *unit) {
+  int64_t total = g->total;
+  report_opts_t shown = *o;
+  shown.unit = unit;
+  report_profile_labels(out, p, &shown, total);
+  int64_t flat_sum = 0;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    flat_sum += g->nodes[i]->flat;
+  char a[64], b[64], pc[32];
+  report_value(a, sizeof a, flat_sum, o, unit);
+  report_value(b, sizeof b, total, o, unit);
+  cprof__measure_percentage(flat_sum, total, pc, sizeof pc);
+  cprof__buf_printf(out, "Showing nodes accounting for %s, %s of %s total\n", a,
+                    pc + strspn(pc, " "), b);
+  if (total == 0)
+    return;
+  if (r->dropped_nodes > 0) {
+    int64_t cut = (int64_t)((double)total * o->nodefraction);
+    report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
+    cprof__buf_printf(out, "Dropped %zu node%s (cum <= %s)\n", r->dropped_nodes,
+                      r->dropped_nodes > 1 ? "s" : "", a);
+  }
+  if (r->dropped_edges > 0) {
+    int64_t cut = (int64_t)((double)total * o->edgefraction);
+    report_value(a, sizeof a, cut < 0 ? -cut : cut, o, unit);
+    cprof__buf_printf(out, "Dropped %zu edge%s (freq <= %s)\n", r->dropped_edges,
+                      r->dropped_edges > 1 ? "s" : "", a);
+  }
+  if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
+    cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
+}

@@ -1,0 +1,126 @@
+/* What the cprof command's reports share, as pprof's driver and report
+ * packages do it: the options every report takes (which value, which
+ * unit, which frames), loading SOURCEs into one profile, and the header
+ * lines above a report ("File:", "Type:", "Showing nodes accounting
+ * for ..."). */
+#ifndef CPROF_TOOLS_REPORT_H
+#define CPROF_TOOLS_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/buf.h"
+#include "profile/model.h"
+
+typedef struct report_opts {
+  const char *sample_index; /* a type's name or its index; NULL: pprof's default */
+  const char *unit;         /* "minimum" (pprof's default), "auto", "ms", "MB"... */
+  int cum_sort;             /* --cum: sort by cum */
+  long nodecount;           /* -n / --nodecount; -1: the report's default */
+  double nodefraction, edgefraction;
+  cprof__pf_granularity_t granularity;
+  int mean;
+  cprof__pf_filter_t filter;
+  /* Set by report_prepare. */
+  size_t index;
+  const char *type, *sample_unit; /* the chosen sample type and its unit */
+} report_opts_t;
+
+/* pprof's defaults: last or default sample type, unit "minimum", node
+ * fraction 0.005, edge fraction 0.001, functions. */
+void report_opts_init(report_opts_t *o);
+
+/* If argv[*i] is one of the report options, takes it (and its value,
+ * "--focus RE" or "--focus=RE"), advances *i and returns 1; 0 when it is
+ * not one; -1 after a line on stderr for a bad value. */
+int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i);
+/* Usage lines for those options, for a command's --help. */
+extern const char report_flags_help[];
+
+/* A command's own option: takes argv[*i] (and advances *i past a value)
+ * and returns 1, returns 0 if it is not one of the command's, or -1 after
+ * a line on stderr. */
+typedef int (*report_extra_fn)(void *ctx, int argc, char **argv, int *i);
+
+/* Parses a report command's arguments: --help (prints `usage` and the
+ * report options), the report options, the command's own (extra, may be
+ * NULL), and the rest as positional arguments into pos (room for argc).
+ * 0 to go on; otherwise the exit status: 0 after --help, 2 after a usage
+ * error on stderr. */
+int report_args(const char *cmd, const char *usage, report_opts_t *o, report_extra_fn extra,
+                void *ctx, int argc, char **argv, char **pos, int *n_pos, int *status);
+
+/* A report: writes into out what it shows of p (already prepared: sample
+ * type chosen, filters applied) under options o; arg is the command's
+ * REGEX for those that take one, else NULL. 0, or 1 with a line in err
+ * (the report may have written something all the same, as pprof's peek
+ * prints its header before saying nothing matched). */
+typedef int (*report_fn)(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                         char *err, size_t errlen);
+
+/* The whole of a report command: its arguments (with `wants_arg`, a REGEX
+ * before the SOURCEs), loading, preparing, the report, standard output.
+ * Returns the exit status. */
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                void *ctx, report_fn fn, int argc, char **argv);
+
+/* The reports (top.c, peek.c, list.c, traces.c, folded.c). */
+int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+               size_t errlen);
+int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen);
+int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                size_t errlen);
+int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                  char *err, size_t errlen);
+int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
+                  char *err, size_t errlen);
+
+/* Reads and decodes each SOURCE (a file, "-", a URL) and merges them into
+ * one profile, as pprof does with several. 0, or 1 after a line on stderr. */
+int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out);
+
+/* Chooses the sample type (o->index, o->type, o->sample_unit) and applies
+ * the filters, warning as pprof does when one matches nothing. 0, or 1
+ * after a line on stderr. */
+int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o);
+
+/* The sum of |value| over all samples: what percentages are of. */
+int64_t report_total(const cprof__pf_t *p, const report_opts_t *o);
+
+/* pprof's header lines for the profile: File, Build ID, comments, Type,
+ * Time, Duration. */
+void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                           int64_t total);
+
+/* pprof's reportLabels: the profile's labels, then "Showing nodes
+ * accounting for ...", "Dropped N nodes (cum <= X)", "Dropped N edges",
+ * "Showing top N nodes out of M", with values in `unit`. */
+void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+                   const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r, const char *unit);
+
+/* The unit a report shows values in: o->unit, or for "minimum" the one
+ * pprof's selectOutputUnit picks for these nodes. */
+const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g,
+                               int64_t total);
+
+/* value formatted in the report's unit ("1.50MB"). */
+void report_value(char *buf, size_t len, int64_t value, const report_opts_t *o,
+                  const char *out_unit);
+
+/* The main binary's mapping, as pprof's Parse picks it: the first whose
+ * file is not a shared library or a [pseudo] one; NULL if none. */
+const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p);
+
+/* The table of top.c, with its header lines, for graph g of p trimmed as
+ * r says (top, diff and the prompt print it). */
+void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
+               const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r);
+
+/* Writes s to f with control characters, and bytes that are not UTF-8,
+ * escaped ("\n", "\x01"): names are the program's bytes, and a terminal
+ * must show them, not obey them. */
+void report_put_name(cprof__buf_t *out, const char *s);
+
+#endif

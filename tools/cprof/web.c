@@ -1,0 +1,198 @@
+/* cprof web SOURCE [--http HOST:PORT]: serves the viewer page for the
+ * profile, as go tool pprof -http= serves its web UI, until interrupted.
+ * The page is made once, at start, and is self-contained: the server only
+ * hands it out. It listens on the loopback interface unless told
+ * otherwise, as pprof does. */
+#include <microhttpd.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "commands.h"
+#include "page.h"
+#include "report.h"
+
+static const char usage[] =
+    "usage: cprof web [OPTIONS] SOURCE... [--http HOST:PORT]\n"
+    "\n"
+    "Serves the profile's viewer page (flame graph, icicle, top table) over HTTP,\n"
+    "as go tool pprof -http, until interrupted (Ctrl-C).\n"
+    "\n"
+    "  --http HOST:PORT   where to listen (default 127.0.0.1:6061; port 0: any free\n"
+    "                     port; :PORT means localhost)\n";
+
+typedef struct web_args {
+  const char *http;
+} web_args_t;
+
+static int extra(void *ctx, int argc, char **argv, int *i) {
+  web_args_t *a = ctx;
+  if (strncmp(argv[*i], "--http=", 7) == 0 || strncmp(argv[*i], "-http=", 6) == 0) {
+    a->http = strchr(argv[*i], '=') + 1;
+    return 1;
+  }
+  if (strcmp(argv[*i], "--http") != 0 && strcmp(argv[*i], "-http") != 0)
+    return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "cprof web: --http wants HOST:PORT\n");
+    return -1;
+  }
+  a->http = argv[++*i];
+  return 1;
+}
+
+typedef struct page {
+  const char *data;
+  size_t len;
+} page_t;
+
+/* GET / is the page; anything else is not here. The page runs its own
+ * inline script and loads nothing, which the policy says. */
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *body,
+                              size_t *body_len, void **state) {
+  (void)version, (void)body, (void)body_len, (void)state;
+  const page_t *page = cls;
+  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  struct MHD_Response *r;
+  unsigned status;
+  if (get && strcmp(url, "/") == 0) {
+    r = MHD_create_response_from_buffer(page->len, (void *)page->data, MHD_RESPMEM_PERSISTENT);
+    status = MHD_HTTP_OK;
+    if (r) {
+      MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+      MHD_add_response_header(r, "Content-Security-Policy",
+                              "default-src 'none'; script-src 'unsafe-inline'; "
+                              "style-src 'unsafe-inline'; img-src data:");
+    }
+  } else {
+    static const char missing[] = "404 page not found: the viewer is at /\n";
+    r = MHD_create_response_from_buffer(sizeof missing - 1, (void *)missing,
+                                        MHD_RESPMEM_PERSISTENT);
+    status = get ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED;
+    if (r)
+      MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+  }
+  if (!r)
+    return MHD_NO;
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  enum MHD_Result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* HOST:PORT, [V6]:PORT or :PORT into an address; 0 or -1 after a line. */
+static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len) {
+  char host[256] = "127.0.0.1";
+  const char *port;
+  if (spec[0] == '[') {
+    const char *end = strchr(spec, ']');
+    if (!end || end[1] != ':' || (size_t)(end - spec - 1) >= sizeof host)
+      goto bad;
+    memcpy(host, spec + 1, (size_t)(end - spec - 1));
+    host[end - spec - 1] = '\0';
+    port = end + 2;
+  } else {
+    const char *colon = strrchr(spec, ':');
+    if (!colon || (size_t)(colon - spec) >= sizeof host)
+      goto bad;
+    if (colon > spec) {
+      memcpy(host, spec, (size_t)(colon - spec));
+      host[colon - spec] = '\0';
+    }
+    port = colon + 1;
+  }
+  char *end;
+  long p = strtol(port, &end, 10);
+  if (!*port || *end || p < 0 || p > 65535)
+    goto bad;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+  int e = getaddrinfo(host, port, &hints, &res);
+  if (e != 0) {
+    fprintf(stderr, "cprof web: --http %s: %s\n", spec, gai_strerror(e));
+    return -1;
+  }
+  memcpy(ss, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return 0;
+bad:
+  fprintf(stderr, "cprof web: --http wants HOST:PORT (127.0.0.1:6061, :6061, [::1]:6061), not %s\n",
+          spec);
+  return -1;
+}
+
+static int serve(const page_t *page, const char *spec) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  if (parse_addr(spec, &ss, &len) != 0)
+    return 2;
+  /* The signals that end it are taken by sigwait below, in this thread;
+   * the server's threads, started after, inherit the mask. */
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+  if (ss.ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  struct MHD_Daemon *d =
+      MHD_start_daemon(flags, 0, NULL, NULL, answer, (void *)page, MHD_OPTION_SOCK_ADDR,
+                       (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+                       MHD_OPTION_END);
+  if (!d) {
+    fprintf(stderr, "cprof web: cannot listen on %s (in use, or not an address of this host?)\n",
+            spec);
+    return 1;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  char host[256];
+  if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof host, NULL, 0, NI_NUMERICHOST) != 0)
+    snprintf(host, sizeof host, "127.0.0.1");
+  fprintf(stderr, "Serving web UI on http://%s%s%s:%u/\n", ss.ss_family == AF_INET6 ? "[" : "",
+          host, ss.ss_family == AF_INET6 ? "]" : "", info ? (unsigned)info->port : 0);
+  int sig;
+  sigwait(&stop, &sig);
+  MHD_stop_daemon(d);
+  return 0;
+}
+
+int cmd_web(int argc, char **argv) {
+  report_opts_t o;
+  report_opts_init(&o);
+  web_args_t a = {"127.0.0.1:6061"};
+  char **sources = calloc((size_t)argc, sizeof *sources);
+  int n, rc;
+  if (!sources)
+    return 1;
+  if (report_args("web", usage, &o, extra, &a, argc, argv, sources, &n, &rc) != 0)
+    goto done;
+  rc = 2;
+  if (n == 0) {
+    fprintf(stderr, "cprof web: which profile? (cprof web --help)\n");
+    goto done;
+  }
+  cprof__pf_t *p = NULL;
+  rc = report_load("web", sources, n, &p);
+  if (rc == 0)
+    rc = report_prepare("web", p, &o);
+  cprof__buf_t html;
+  cprof__buf_init(&html);
+  if (rc == 0 && page_build(p, NULL, &html) != 0) {
+    fprintf(stderr, "cprof web: out of memory\n");
+    rc = 1;
+  }
+  cprof__pf_free(p);
+  if (rc == 0) {
+    page_t page = {html.data, html.len};
+    rc = serve(&page, a.http);
+  }
+  cprof__buf_free(&html);
+done:
+  free(sources);
+  return rc;
+}
