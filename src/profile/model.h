@@ -117,17 +117,24 @@ int cprof__pf_decode(const void *data, size_t n, cprof__pf_t **out, char *err, s
 /* ---- merge.c ----------------------------------------------------------- */
 
 /* Merges n profiles whose sample types are the same (types and units, in
- * the same order; -EINVAL with a reason otherwise) into a new one: samples
- * with the same stack (the same locations: same mapping file, address and
+ * the same order) and whose period types are the same (-EINVAL with a
+ * reason otherwise) into a new one with an arena of its own: samples with
+ * the same stack (the same locations: same mapping file, address and
  * lines) and the same labels are one, their values summed, as pprof's
- * profile.Merge. The first profile's period type and comments are kept,
- * time_nanos is the earliest, duration_nanos spans them all. */
+ * profile.Merge; samples summing to zero are dropped, and mappings,
+ * locations and functions no sample uses. The first profile's period type
+ * and drop/keep frames are kept, and as pprof's combineHeaders, time_nanos
+ * is the earliest, duration_nanos the sum, period the largest, comments
+ * every distinct one in order, default_sample_type the first given. IDs
+ * run 1..N. */
 int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err,
                     size_t errlen);
 
 /* NEW minus BASE as one profile (pprof's -diff_base): BASE's values
- * negated and merged with NEW's, samples netting zero dropped, labels
- * kept. */
+ * negated and merged with NEW's (NEW first: its header wins), samples
+ * netting zero in every value dropped, labels kept. Unlike pprof, BASE's
+ * samples get no "pprof::base" label, so a stack in both nets to one
+ * sample. */
 int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out,
                    char *err, size_t errlen);
 
@@ -150,9 +157,27 @@ typedef struct cprof__pf_filter {
   const char *tagignore;
 } cprof__pf_filter_t;
 
-/* Filters p in place. -EINVAL with a line in err for a bad regex or
- * range. *matched (if not NULL) says whether each non-empty option matched
- * something, as pprof warns "no matches found for regexp". */
+/* Where each option's verdict goes in cprof__pf_filter's matched[]. */
+enum {
+  CPROF_PF_FILTER_FOCUS,
+  CPROF_PF_FILTER_IGNORE,
+  CPROF_PF_FILTER_HIDE,
+  CPROF_PF_FILTER_SHOW,
+  CPROF_PF_FILTER_TAGFOCUS,
+  CPROF_PF_FILTER_TAGIGNORE,
+  CPROF_PF_FILTER_N,
+};
+
+/* Filters p in place, as pprof's driver does (applyFocus): the name
+ * options first, then the tag options. Stacks are shortened and samples
+ * dropped; locations' lines are rewritten in place (hide, show), so they
+ * must be p's own, as decode and merge make them. As pprof, a sample with
+ * no locations is dropped even when no option is given. -EINVAL with a
+ * line in err for a bad regex or number, -ENOMEM. matched, if not NULL, is
+ * an array of CPROF_PF_FILTER_N: matched[CPROF_PF_FILTER_FOCUS] and so on
+ * say whether each option is empty or matched something (a location for
+ * the name options, a sample for the tag options), for pprof's warning
+ * "Focus expression matched no samples". */
 int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, char *err,
                      size_t errlen);
 
@@ -230,7 +255,11 @@ void cprof__pf_graph_free(cprof__pf_graph_t *g);
  * switch between them: total[i] counts every sample through the node,
  * self[i] those that end in it. */
 typedef struct cprof__pf_tree_node {
-  const char *name; /* as cprof__pf_node_t's with CPROF_PF_FUNCTIONS; "" for the root */
+  /* As pprof's -functions names a node: the function's name; without one,
+   * the mapping's base name in brackets, "[libc.so.6]"; without a mapping
+   * file, "<unknown>" (pprof drops addresses at -functions). "" for the
+   * root. Children are told apart by name and file. */
+  const char *name;
   const char *file; /* "" when unknown */
   int64_t *total, *self; /* n_values each */
   struct cprof__pf_tree_node **children;
@@ -240,14 +269,19 @@ typedef struct cprof__pf_tree_node {
 typedef struct cprof__pf_tree {
   cprof__pf_tree_node_t *root;
   size_t n_values; /* = the profile's sample types */
-  size_t n_nodes;
+  size_t n_nodes;  /* the root included */
   cprof__arena_t *arena;
 } cprof__pf_tree_t;
 
+/* Samples whose values are all zero make no nodes. Children are sorted by
+ * total[the default sample type's index] (default_sample_type, or the last
+ * type, as pprof), heaviest first, then by name and file. 0, -ENOMEM. */
 int cprof__pf_tree(const cprof__pf_t *p, cprof__pf_tree_t **out);
 /* NEW and BASE in one tree, for a differential flame graph: n_values is
  * twice the sample types, total[i] NEW's and total[n_types + i] BASE's
- * (the same for self). The profiles' sample types must be the same. */
+ * (the same for self). Children are sorted by NEW's default value, then
+ * BASE's, then name. The profiles' sample types must be the same
+ * (-EINVAL). */
 int cprof__pf_tree_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_tree_t **out);
 void cprof__pf_tree_free(cprof__pf_tree_t *t);
 
