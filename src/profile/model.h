@@ -197,16 +197,18 @@ typedef struct cprof__pf_node cprof__pf_node_t;
 typedef struct cprof__pf_edge {
   cprof__pf_node_t *from, *to; /* caller, callee */
   int64_t weight;              /* value of the samples through this call */
+  int64_t weight_div;          /* with mean: their first values; show weight / weight_div */
   int inline_;                 /* every call on it was inlined */
   int residual;                /* stands for a path through dropped nodes */
 } cprof__pf_edge_t;
 
 struct cprof__pf_node {
-  /* The name pprof's report gives the node: "main.work",
-   * "main.work file.c:12" (-lines), "0x4012ab main.work file.c:12"
-   * (-addresses), "file.c" (-files); "(inline)" is not part of it. An
-   * address with no function is named by its mapping, "[libc.so.6]", or
-   * by the address when it has none, as pprof does. */
+  /* The name pprof's report gives the node (NodeInfo.PrintableName):
+   * "main.work", "main.work file.c:12" (-lines),
+   * "00000000004012ab main.work file.c:12" (-addresses, %016x), "file.c"
+   * (-files); "(inline)" is not part of it. A location with no function
+   * is named by its mapping's base name, "[libc.so.6]" (with -addresses
+   * after its address), or "<unknown>" when it has none, as pprof does. */
   const char *name;
   const char *function; /* "" when unknown */
   const char *file;     /* "" when unknown */
@@ -214,9 +216,15 @@ struct cprof__pf_node {
   int64_t start_line;   /* the function's first line, 0 when unknown (for list) */
   uint64_t address;     /* with -addresses */
   const char *mapping;  /* the mapping's file, "" when none */
-  int inlined;          /* pprof prints " (inline)" after the name */
+  /* pprof's top prints " (inline)" after the name when every edge in is
+   * inline (and some is), " (partial-inline)" when only some are: see
+   * the edges in `in`. This is 1 in the first case, 2 in the second. */
+  int inlined;
   int64_t flat;         /* value where this node is the leaf */
   int64_t cum;          /* value of samples with this node anywhere on the stack, once each */
+  /* With mean, the sum of those samples' first values: pprof shows
+   * flat / flat_div (when not 0); sorting and trimming use flat and cum. */
+  int64_t flat_div, cum_div;
   cprof__pf_edge_t **in, **out; /* callers, callees, heaviest first */
   size_t n_in, n_out;
 };
@@ -226,7 +234,10 @@ typedef struct cprof__pf_graph {
   size_t n_nodes;
   cprof__pf_edge_t **edges;
   size_t n_edges;
-  int64_t total; /* the sum of the value over all samples */
+  /* report.computeTotal: the sum of the absolute values of all samples
+   * (with mean, divided by the sum of their first values; only BASE's
+   * samples when the profile has pprof::base labels). */
+  int64_t total;
   cprof__arena_t *arena;
 } cprof__pf_graph_t;
 
@@ -242,10 +253,48 @@ typedef struct cprof__pf_graph_options {
 const char *cprof__pf_frame_name(cprof__arena_t *a, const cprof__pf_location_t *l,
                                  const cprof__pf_line_t *li, cprof__pf_granularity_t g);
 
-/* Aggregates p's samples into nodes and edges, as pprof's graph.New. */
+/* Aggregates p's samples into nodes and edges, as pprof's graph.New with
+ * report.newGraph's options: nodes that no sample reached are left out,
+ * nodes are in FlatNameOrder (flat down, then name, then cum), edges
+ * heaviest first. p must outlive the graph: cprof__pf_graph_trim builds
+ * the graph again from p's samples. -EINVAL for a sample_index out of
+ * range, -ENOMEM. */
 int cprof__pf_graph(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,
                     cprof__pf_graph_t **out);
 void cprof__pf_graph_free(cprof__pf_graph_t *g);
+
+/* pprof's trimming options (-nodefraction, -edgefraction, -nodecount).
+ * pprof's defaults: 0.005, 0.001 and nodecount 80 for graphs (-dot,
+ * -svg, -png), 0 (all) for -top. */
+typedef struct cprof__pf_trim {
+  double nodefraction; /* drop nodes with cum below this fraction of all flat */
+  double edgefraction; /* drop edges below this fraction */
+  size_t nodecount;    /* keep at most this many nodes, 0: all */
+  /* A graph to draw: nodes are ranked by pprof's EntropyOrder (favouring
+   * entry and leaf nodes and those that branch) instead of by flat, and
+   * residual edges another path already shows are removed. */
+  int visual;
+  int cum_sort; /* by cum (pprof's -cum), not flat; for a table */
+} cprof__pf_trim_t;
+
+/* What trimming dropped, for the report's header lines ("Dropped 3 nodes
+ * (cum <= 0.05s)", "Dropped 1 edge (freq <= 0.01s)", "Showing top 80
+ * nodes out of 120"); the values in brackets are the profile's total
+ * times the fractions. */
+typedef struct cprof__pf_trimmed {
+  size_t dropped_nodes; /* under nodefraction */
+  size_t dropped_edges; /* under edgefraction, at the end */
+  size_t orig_count;    /* nodes left after nodefraction, before nodecount */
+} cprof__pf_trimmed_t;
+
+/* report.newTrimmedGraph: drops nodes whose cum is under nodefraction of
+ * the sum of all flat values, keeps the first nodecount nodes, drops
+ * edges under edgefraction. Each time nodes go the graph is built again
+ * from the profile's samples with only the nodes kept, so that a call
+ * through dropped nodes becomes a residual edge (pprof's dotted lines).
+ * Nodes end sorted as pprof's report sorts them (visual or not). g stays
+ * valid (the same pointer) with its contents replaced. */
+int cprof__pf_graph_trim(cprof__pf_graph_t *g, const cprof__pf_trim_t *t, cprof__pf_trimmed_t *r);
 
 /* ---- tree.c ------------------------------------------------------------ */
 

@@ -7,6 +7,14 @@
 #include "commands.h"
 
 static const command_t commands[] = {
+    {"top", cmd_top, "the functions with the most value, as go tool pprof -top"},
+    {"traces", cmd_traces, "every sample with its labels and stack"},
+    {"list", cmd_list, "source lines of functions matching REGEX, with their values"},
+    {"peek", cmd_peek, "callers and callees of functions matching REGEX"},
+    {"folded", cmd_folded, "collapsed stacks (a;b;c 123) for FlameGraph, inferno, speedscope"},
+    {"diff", cmd_diff, "NEW minus BASE: what grew and what shrank (--flame: a page)"},
+    {"flame", cmd_flame, "the viewer page (flame graph, icicle, top table) in one file"},
+    {"web", cmd_web, "serve the viewer page over HTTP, as go tool pprof -http"},
     {"fetch", cmd_fetch, "save a profile from a URL (or a file, or -) in a file"},
     {"run", cmd_run, "run a program with the profiler preloaded"},
     {NULL, NULL, NULL},

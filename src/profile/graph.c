@@ -1,0 +1,876 @@
+/* Nodes and edges of a profile, as pprof's internal/graph builds them for
+ * its reports (graph.New, with report.newGraph's options), and the
+ * trimming report.newTrimmedGraph does before printing or drawing.
+ *
+ * A node is what pprof calls a NodeInfo: a function name, a file, a line,
+ * an address and an object file, of which the granularity keeps some (as
+ * driver.aggregate clears the others in the profile). Every sample adds its
+ * value to the cum of each node on its stack once, to the flat of its leaf,
+ * and to each caller->callee edge once. Trimming rebuilds the graph from
+ * the samples with only the kept nodes, as pprof does, so that the calls
+ * through dropped nodes become residual edges. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/model.h"
+
+/* An edge as the graph keeps it: the public part, and whether trimming
+ * removed it. */
+typedef struct edge {
+  cprof__pf_edge_t e;
+  int dead;
+  size_t stamp; /* the last sample that added to it, plus one */
+} edge_t;
+
+/* A node and what building needs of it. */
+typedef struct node {
+  cprof__pf_node_t n;
+  const char *key; /* identity: every NodeInfo field */
+  size_t key_len;
+  int64_t start_line; /* kept in the identity when the name is unknown */
+  const char *objfile;
+  size_t stamp;
+  int64_t score; /* the sort's, for CumNameOrder and EntropyOrder */
+  size_t id;     /* the index in g->nodes, while removing redundant edges */
+} node_t;
+
+/* ---- a hash table of byte strings ---------------------------------------- */
+
+typedef struct slot {
+  uint64_t h;
+  const void *key;
+  size_t len;
+  void *val;
+} slot_t;
+
+typedef struct table {
+  slot_t *slots;
+  size_t cap, n;
+} table_t;
+
+static uint64_t hash_bytes(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ULL;
+  }
+  return h ? h : 1;
+}
+
+static int table_grow(table_t *t) {
+  size_t cap = t->cap ? t->cap * 2 : 64;
+  slot_t *s = calloc(cap, sizeof *s);
+  if (!s)
+    return -ENOMEM;
+  for (size_t i = 0; i < t->cap; i++) {
+    if (!t->slots[i].h)
+      continue;
+    size_t j = t->slots[i].h & (cap - 1);
+    while (s[j].h)
+      j = (j + 1) & (cap - 1);
+    s[j] = t->slots[i];
+  }
+  free(t->slots);
+  t->slots = s;
+  t->cap = cap;
+  return 0;
+}
+
+/* The slot for key: its value, or an empty slot to fill (h set). NULL when
+ * out of memory. */
+static slot_t *table_slot(table_t *t, const void *key, size_t len) {
+  if ((t->n + 1) * 2 > t->cap && table_grow(t) < 0)
+    return NULL;
+  uint64_t h = hash_bytes(key, len);
+  size_t j = h & (t->cap - 1);
+  while (t->slots[j].h) {
+    slot_t *s = &t->slots[j];
+    if (s->h == h && s->len == len && memcmp(s->key, key, len) == 0)
+      return s;
+    j = (j + 1) & (t->cap - 1);
+  }
+  t->slots[j].h = h;
+  t->slots[j].key = NULL;
+  return &t->slots[j];
+}
+
+static const slot_t *table_find(const table_t *t, const void *key, size_t len) {
+  if (!t->cap)
+    return NULL;
+  uint64_t h = hash_bytes(key, len);
+  size_t j = h & (t->cap - 1);
+  while (t->slots[j].h) {
+    const slot_t *s = &t->slots[j];
+    if (s->h == h && s->len == len && memcmp(s->key, key, len) == 0)
+      return s;
+    j = (j + 1) & (t->cap - 1);
+  }
+  return NULL;
+}
+
+/* ---- names --------------------------------------------------------------- */
+
+/* Go's filepath.Clean: the shortest equivalent path, lexically. */
+static char *clean_path(cprof__arena_t *a, const char *p) {
+  size_t n = strlen(p);
+  char *out = cprof__arena_alloc(a, n + 2);
+  if (!out)
+    return NULL;
+  int rooted = p[0] == '/';
+  size_t w = 0, r = 0, dotdot = 0;
+  if (rooted) {
+    out[w++] = '/';
+    r = 1;
+    dotdot = 1;
+  }
+  while (r < n) {
+    if (p[r] == '/') {
+      r++;
+    } else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
+      r++;
+    } else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
+      r += 2;
+      if (w > dotdot) {
+        w--;
+        while (w > dotdot && out[w] != '/')
+          w--;
+      } else if (!rooted) {
+        if (w > 0)
+          out[w++] = '/';
+        out[w++] = '.';
+        out[w++] = '.';
+        dotdot = w;
+      }
+    } else {
+      if ((rooted && w != 1) || (!rooted && w != 0))
+        out[w++] = '/';
+      for (; r < n && p[r] != '/'; r++)
+        out[w++] = p[r];
+    }
+  }
+  if (w == 0)
+    out[w++] = '.';
+  out[w] = '\0';
+  return out;
+}
+
+/* report.newGraph's trimPath with no -trim_path or -source_path: only the
+ * prefixes Bazel and friends leave. */
+static const char *trim_path(const char *p) {
+  static const char *const prefixes[] = {"/proc/self/cwd/./", "/proc/self/cwd/"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (strncmp(p, prefixes[i], strlen(prefixes[i])) == 0)
+      return p + strlen(prefixes[i]);
+  return p;
+}
+
+static const char *base_name(const char *p) {
+  /* Go's filepath.Base: trailing slashes go, then what follows the last. */
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/')
+    n--;
+  size_t s = n;
+  while (s > 0 && p[s - 1] != '/')
+    s--;
+  (void)s;
+  return p + s;
+}
+
+/* NodeInfo.PrintableName: the address as %016x, the function, then
+ * file:line, the file, or the object file's base name in brackets, and
+ * "<unknown>" when there is nothing at all. */
+static char *printable_name(cprof__arena_t *a, const node_t *x) {
+  const cprof__pf_node_t *n = &x->n;
+  char addr[24] = "";
+  if (n->address)
+    snprintf(addr, sizeof addr, "%016llx", (unsigned long long)n->address);
+  const char *obj = "";
+  size_t objlen = 0;
+  if (x->objfile && x->objfile[0]) {
+    obj = base_name(x->objfile);
+    objlen = strlen(obj);
+    /* base_name may stop before trailing slashes. */
+    const char *end = obj;
+    while (*end && *end != '/')
+      end++;
+    objlen = (size_t)(end - obj);
+  }
+  size_t cap = strlen(addr) + strlen(n->function) + strlen(n->file) + objlen + 48;
+  char *s = cprof__arena_alloc(a, cap);
+  if (!s)
+    return NULL;
+  size_t w = 0;
+#define PART(str)                                                                           \
+  do {                                                                                      \
+    if (w)                                                                                  \
+      s[w++] = ' ';                                                                         \
+    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                     \
+  } while (0)
+  if (addr[0])
+    PART(addr);
+  if (n->function[0])
+    PART(n->function);
+  if (n->line != 0) {
+    if (w)
+      s[w++] = ' ';
+    w += (size_t)snprintf(s + w, cap - w, "%s:%lld", n->file, (long long)n->line);
+  } else if (n->file[0]) {
+    PART(n->file);
+  } else if (n->function[0]) {
+    /* The name alone. */
+  } else if (objlen) {
+    if (w)
+      s[w++] = ' ';
+    w += (size_t)snprintf(s + w, cap - w, "[%.*s]", (int)objlen, obj);
+  } else {
+    PART("<unknown>");
+  }
+#undef PART
+  s[w] = '\0';
+  return s;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+typedef struct builder {
+  const cprof__pf_t *p;
+  const cprof__pf_graph_options_t *o;
+  const table_t *kept; /* NULL: every node */
+  cprof__arena_t *arena;
+  table_t nodes; /* key -> node_t */
+  node_t **list;
+  size_t n_list, cap_list;
+  table_t edges; /* (from, to) -> edge_t */
+  edge_t **elist;
+  size_t n_elist, cap_elist;
+  char *keybuf;
+  size_t keycap;
+} builder_t;
+
+static int key_put(builder_t *b, size_t *w, const void *v, size_t n) {
+  if (*w + n + 8 > b->keycap) {
+    size_t cap = (*w + n + 8) * 2;
+    char *k = realloc(b->keybuf, cap);
+    if (!k)
+      return -ENOMEM;
+    b->keybuf = k;
+    b->keycap = cap;
+  }
+  uint64_t len = n;
+  memcpy(b->keybuf + *w, &len, sizeof len);
+  memcpy(b->keybuf + *w + 8, v, n);
+  *w += n + 8;
+  return 0;
+}
+
+/* The node for line li of location l (li NULL: a location without
+ * lines), made if new; *out NULL when kept leaves it out. */
+/* What identifies the node of line li of location l (li NULL: a location
+ * without lines) at granularity gr, in x's fields: what driver.aggregate
+ * keeps, -functions the names, -files the files, -lines names, files and
+ * lines, -addresses everything (inline frames kept). */
+static int frame_identity(cprof__arena_t *a, cprof__pf_granularity_t gr,
+                          const cprof__pf_location_t *l, const cprof__pf_line_t *li, node_t *x) {
+  const char *objfile = l->mapping && l->mapping->file[0] ? l->mapping->file : "";
+  int keep_name = gr != CPROF_PF_FILES, keep_file = gr != CPROF_PF_FUNCTIONS;
+  int keep_line = gr == CPROF_PF_LINES || gr == CPROF_PF_ADDRESSES;
+  memset(x, 0, sizeof *x);
+  x->n.function = x->n.file = x->objfile = "";
+  x->n.mapping = objfile;
+  x->n.address = gr == CPROF_PF_ADDRESSES ? l->address : 0;
+  if (li && li->function) {
+    const cprof__pf_function_t *f = li->function;
+    x->n.function = keep_name ? f->name : "";
+    if (keep_file && f->filename[0] && !(x->n.file = clean_path(a, trim_path(f->filename))))
+      return -ENOMEM;
+    x->n.line = keep_line ? li->line : 0;
+    if (!x->n.function[0]) {
+      x->objfile = objfile;
+      x->start_line = f->start_line;
+    }
+    /* For list's range: the function's first line, with -lines. */
+    x->n.start_line = gr == CPROF_PF_LINES ? f->start_line : x->start_line;
+  } else {
+    x->objfile = objfile;
+  }
+  return 0;
+}
+
+const char *cprof__pf_frame_name(cprof__arena_t *a, const cprof__pf_location_t *l,
+                                 const cprof__pf_line_t *li, cprof__pf_granularity_t g) {
+  node_t x;
+  return frame_identity(a, g, l, li, &x) == 0 ? printable_name(a, &x) : NULL;
+}
+
+static int node_for(builder_t *b, const cprof__pf_location_t *l, const cprof__pf_line_t *li,
+                    node_t **out) {
+  node_t id;
+  int rc = frame_identity(b->arena, b->o->granularity, l, li, &id);
+  if (rc != 0)
+    return rc;
+  const char *name = id.n.function, *file = id.n.file, *obj = id.objfile;
+  uint64_t address = id.n.address;
+  int64_t line = id.n.line, start_line = id.start_line;
+  size_t w = 0;
+  if ((rc = key_put(b, &w, name, strlen(name))) < 0 ||
+      (rc = key_put(b, &w, file, strlen(file))) < 0 ||
+      (rc = key_put(b, &w, obj, strlen(obj))) < 0 ||
+      (rc = key_put(b, &w, &address, sizeof address)) < 0 ||
+      (rc = key_put(b, &w, &line, sizeof line)) < 0 ||
+      (rc = key_put(b, &w, &start_line, sizeof start_line)) < 0)
+    return rc;
+  *out = NULL;
+  if (b->kept && !table_find(b->kept, b->keybuf, w))
+    return 0;
+  slot_t *s = table_slot(&b->nodes, b->keybuf, w);
+  if (!s)
+    return -ENOMEM;
+  if (s->key) {
+    *out = s->val;
+    return 0;
+  }
+  node_t *x = cprof__arena_alloc(b->arena, sizeof *x);
+  char *key = x ? cprof__arena_alloc(b->arena, w) : NULL;
+  if (!key) {
+    s->h = 0; /* never filled: the probe chain is still intact */
+    return -ENOMEM;
+  }
+  *x = id;
+  memcpy(key, b->keybuf, w);
+  x->key = key;
+  x->key_len = w;
+  if (!(x->n.name = printable_name(b->arena, x)))
+    return -ENOMEM;
+  s->key = key;
+  s->len = w;
+  s->val = x;
+  b->nodes.n++;
+  if (b->n_list == b->cap_list) {
+    size_t cap = b->cap_list ? b->cap_list * 2 : 64;
+    node_t **nl = realloc(b->list, cap * sizeof *nl);
+    if (!nl)
+      return -ENOMEM;
+    b->list = nl;
+    b->cap_list = cap;
+  }
+  b->list[b->n_list++] = x;
+  *out = x;
+  return 0;
+}
+
+/* Node.AddToEdgeDiv: an existing edge is residual if any path through it
+ * was, inline only if every one was. */
+static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t w, int residual,
+                    int inline_, size_t stamp) {
+  node_t *pair[2] = {from, to};
+  slot_t *s = table_slot(&b->edges, pair, sizeof pair);
+  if (!s)
+    return -ENOMEM;
+  edge_t *e;
+  if (s->key) {
+    e = s->val;
+    if (e->stamp == stamp)
+      return 0; /* once per sample */
+    e->e.weight_div += dw;
+    e->e.weight += w;
+    if (residual)
+      e->e.residual = 1;
+    if (!inline_)
+      e->e.inline_ = 0;
+  } else {
+    e = cprof__arena_alloc(b->arena, sizeof *e);
+    node_t **key = e ? cprof__arena_alloc(b->arena, sizeof pair) : NULL;
+    if (!key) {
+      s->h = 0;
+      return -ENOMEM;
+    }
+    memcpy(key, pair, sizeof pair);
+    e->e.from = &from->n;
+    e->e.to = &to->n;
+    e->e.weight = w;
+    e->e.weight_div = dw;
+    e->e.residual = residual;
+    e->e.inline_ = inline_;
+    s->key = key;
+    s->len = sizeof pair;
+    s->val = e;
+    b->edges.n++;
+    if (b->n_elist == b->cap_elist) {
+      size_t cap = b->cap_elist ? b->cap_elist * 2 : 64;
+      edge_t **el = realloc(b->elist, cap * sizeof *el);
+      if (!el)
+        return -ENOMEM;
+      b->elist = el;
+      b->cap_elist = cap;
+    }
+    b->elist[b->n_elist++] = e;
+  }
+  e->stamp = stamp;
+  return 0;
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* sample.DiffBaseSample: the label pprof's -diff_base puts on BASE's
+ * samples. */
+static int diff_base_sample(const cprof__pf_sample_t *s) {
+  for (size_t i = 0; i < s->n_labels; i++)
+    if (s->labels[i].str && strcmp(s->labels[i].key, "pprof::base") == 0 &&
+        strcmp(s->labels[i].str, "true") == 0)
+      return 1;
+  return 0;
+}
+
+/* report.computeTotal. */
+static int64_t compute_total(const cprof__pf_t *p, const cprof__pf_graph_options_t *o) {
+  int64_t div = 0, total = 0, diff_div = 0, diff_total = 0;
+  for (size_t i = 0; i < p->n_samples; i++) {
+    const cprof__pf_sample_t *s = &p->samples[i];
+    int64_t v = abs64(s->values[o->sample_index]), d = o->mean ? s->values[0] : 0;
+    total += v;
+    div += d;
+    if (diff_base_sample(s)) {
+      diff_total += v;
+      diff_div += d;
+    }
+  }
+  if (diff_total > 0) {
+    total = diff_total;
+    div = diff_div;
+  }
+  return div ? total / div : total;
+}
+
+static int samples(builder_t *b) {
+  const cprof__pf_t *p = b->p;
+  /* locmap: each location's nodes, lines[0] (innermost) first. */
+  node_t ***locmap = calloc(p->n_locations ? p->n_locations : 1, sizeof *locmap);
+  size_t *locn = calloc(p->n_locations ? p->n_locations : 1, sizeof *locn);
+  int rc = 0;
+  if (!locmap || !locn) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < p->n_locations && rc == 0; i++) {
+    const cprof__pf_location_t *l = &p->locations[i];
+    size_t n = l->n_lines ? l->n_lines : 1;
+    locmap[i] = cprof__arena_array(b->arena, n, sizeof *locmap[i]);
+    if (!locmap[i]) {
+      rc = -ENOMEM;
+      break;
+    }
+    locn[i] = n;
+    for (size_t k = 0; k < n && rc == 0; k++)
+      rc = node_for(b, l, l->n_lines ? &l->lines[k] : NULL, &locmap[i][k]);
+  }
+  for (size_t si = 0; si < p->n_samples && rc == 0; si++) {
+    const cprof__pf_sample_t *s = &p->samples[si];
+    int64_t w = s->values[b->o->sample_index], dw = b->o->mean ? s->values[0] : 0;
+    if (w == 0 && dw == 0)
+      continue;
+    size_t stamp = si + 1;
+    node_t *parent = NULL;
+    int residual = 0;
+    for (size_t i = s->n_locations; i-- > 0 && rc == 0;) {
+      size_t li = (size_t)(s->locations[i] - p->locations);
+      if (li >= p->n_locations)
+        continue; /* not this profile's: cannot happen after decode */
+      for (size_t ni = locn[li]; ni-- > 0;) {
+        node_t *n = locmap[li][ni];
+        if (!n) {
+          residual = 1;
+          continue;
+        }
+        if (n->stamp != stamp) {
+          n->stamp = stamp;
+          n->n.cum += w;
+          n->n.cum_div += dw;
+        }
+        if (parent && n != parent &&
+            (rc = add_edge(b, parent, n, dw, w, residual, ni != locn[li] - 1, stamp)) < 0)
+          break;
+        parent = n;
+        residual = 0;
+      }
+    }
+    if (parent && !residual) {
+      parent->n.flat += w;
+      parent->n.flat_div += dw;
+    }
+  }
+out:
+  free(locmap);
+  free(locn);
+  return rc;
+}
+
+/* ---- order ----------------------------------------------------------------- */
+
+/* graph.compareNodes: fmt.Sprint of the NodeInfo, which for nodes that
+ * print alike comes down to these fields in this order. */
+static int compare_info(const node_t *l, const node_t *r) {
+  int c;
+  if ((c = strcmp(l->n.function, r->n.function)))
+    return c;
+  if (l->n.address != r->n.address)
+    return l->n.address < r->n.address ? -1 : 1;
+  if ((c = strcmp(l->n.file, r->n.file)))
+    return c;
+  if (l->start_line != r->start_line)
+    return l->start_line < r->start_line ? -1 : 1;
+  if (l->n.line != r->n.line)
+    return l->n.line < r->n.line ? -1 : 1;
+  return strcmp(l->objfile, r->objfile);
+}
+
+/* FlatNameOrder: flat (absolute) down, name up, cum down. */
+static int flat_name_order(const void *a, const void *b) {
+  const node_t *l = *(node_t *const *)a, *r = *(node_t *const *)b;
+  int64_t lv = abs64(l->n.flat), rv = abs64(r->n.flat);
+  if (lv != rv)
+    return lv > rv ? -1 : 1;
+  int c = strcmp(l->n.name, r->n.name);
+  if (c)
+    return c;
+  lv = abs64(l->n.cum);
+  rv = abs64(r->n.cum);
+  if (lv != rv)
+    return lv > rv ? -1 : 1;
+  return compare_info(l, r);
+}
+
+/* CumNameOrder and EntropyOrder: a score down, name up, flat down. */
+static int score_order(const void *a, const void *b) {
+  const node_t *l = *(node_t *const *)a, *r = *(node_t *const *)b;
+  int64_t lv = abs64(l->score), rv = abs64(r->score);
+  if (lv != rv)
+    return lv > rv ? -1 : 1;
+  int c = strcmp(l->n.name, r->n.name);
+  if (c)
+    return c;
+  lv = abs64(l->n.flat);
+  rv = abs64(r->n.flat);
+  if (lv != rv)
+    return lv > rv ? -1 : 1;
+  return compare_info(l, r);
+}
+
+/* edgeList.Less: weight (absolute) down, then the caller's and callee's
+ * names. */
+static int edge_order(const void *a, const void *b) {
+  const cprof__pf_edge_t *l = *(cprof__pf_edge_t *const *)a, *r = *(cprof__pf_edge_t *const *)b;
+  if (l->weight != r->weight) {
+    int64_t lv = abs64(l->weight), rv = abs64(r->weight);
+    if (lv != rv)
+      return lv > rv ? -1 : 1;
+  }
+  int c = strcmp(l->from->name, r->from->name);
+  return c ? c : strcmp(l->to->name, r->to->name);
+}
+
+/* edgeEntropyScore over a node's live edges, in or out. */
+static double edge_entropy(cprof__pf_edge_t **edges, size_t n, int64_t self) {
+  double score = 0;
+  int64_t total = self;
+  for (size_t i = 0; i < n; i++)
+    if (edges[i]->weight > 0)
+      total += abs64(edges[i]->weight);
+  if (total != 0) {
+    for (size_t i = 0; i < n; i++) {
+      double frac = (double)abs64(edges[i]->weight) / (double)total;
+      score += -frac * log2(frac);
+    }
+    if (self > 0) {
+      double frac = (double)abs64(self) / (double)total;
+      score += -frac * log2(frac);
+    }
+  }
+  return score;
+}
+
+static int64_t entropy_score(const cprof__pf_node_t *n) {
+  double score = 0;
+  score += n->n_in == 0 ? 1 : edge_entropy(n->in, n->n_in, 0);
+  score += n->n_out == 0 ? 1 : edge_entropy(n->out, n->n_out, n->flat);
+  return (int64_t)(score * (double)n->cum) + n->flat;
+}
+
+/* Makes every node's in and out lists anew from the live edges, heaviest
+ * first, and g->edges the same way. */
+static int link_edges(cprof__pf_graph_t *g) {
+  for (size_t i = 0; i < g->n_nodes; i++)
+    g->nodes[i]->n_in = g->nodes[i]->n_out = 0;
+  size_t live = 0;
+  for (size_t i = 0; i < g->n_edges; i++) {
+    edge_t *e = (edge_t *)g->edges[i];
+    if (e->dead)
+      continue;
+    g->edges[live++] = &e->e;
+    e->e.from->n_out++;
+    e->e.to->n_in++;
+  }
+  g->n_edges = live;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    cprof__pf_node_t *n = g->nodes[i];
+    n->in = n->n_in ? cprof__arena_array(g->arena, n->n_in, sizeof *n->in) : NULL;
+    n->out = n->n_out ? cprof__arena_array(g->arena, n->n_out, sizeof *n->out) : NULL;
+    if ((n->n_in && !n->in) || (n->n_out && !n->out))
+      return -ENOMEM;
+    n->n_in = n->n_out = 0;
+  }
+  for (size_t i = 0; i < g->n_edges; i++) {
+    cprof__pf_edge_t *e = g->edges[i];
+    e->from->out[e->from->n_out++] = e;
+    e->to->in[e->to->n_in++] = e;
+  }
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    cprof__pf_node_t *n = g->nodes[i];
+    /* report.TextItems' (inline) and (partial-inline). */
+    int inl = 0, noinl = 0;
+    for (size_t k = 0; k < n->n_in; k++) {
+      if (n->in[k]->inline_)
+        inl = 1;
+      else
+        noinl = 1;
+    }
+    n->inlined = inl ? (noinl ? 2 : 1) : 0;
+    qsort(n->in, n->n_in, sizeof *n->in, edge_order);
+    qsort(n->out, n->n_out, sizeof *n->out, edge_order);
+  }
+  qsort(g->edges, g->n_edges, sizeof *g->edges, edge_order);
+  return 0;
+}
+
+/* The private part of a graph: what trimming needs to build it again. */
+typedef struct graph_priv {
+  cprof__pf_graph_t g;
+  const cprof__pf_t *p;
+  cprof__pf_graph_options_t o;
+} graph_priv_t;
+
+/* graph.newGraph with report.newGraph's options, kept NULL or a set of
+ * node keys. */
+static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const table_t *kept,
+                 cprof__pf_graph_t **out) {
+  *out = NULL;
+  if (!p || !o || (p->n_sample_types && o->sample_index >= p->n_sample_types) ||
+      (!p->n_sample_types && p->n_samples))
+    return -EINVAL;
+  cprof__arena_t *a = cprof__arena_new(0);
+  graph_priv_t *gp = a ? calloc(1, sizeof *gp) : NULL;
+  if (!gp) {
+    cprof__arena_free(a);
+    return -ENOMEM;
+  }
+  builder_t b = {.p = p, .o = o, .kept = kept, .arena = a};
+  int rc = samples(&b);
+  cprof__pf_graph_t *g = &gp->g;
+  g->arena = a;
+  gp->p = p;
+  gp->o = *o;
+  if (rc == 0) {
+    g->total = compute_total(p, o);
+    /* selectNodesForGraph: nodes no sample reached are no part of it. */
+    g->nodes = cprof__arena_array(a, b.n_list ? b.n_list : 1, sizeof *g->nodes);
+    g->edges = cprof__arena_array(a, b.n_elist ? b.n_elist : 1, sizeof *g->edges);
+    if (!g->nodes || !g->edges)
+      rc = -ENOMEM;
+  }
+  if (rc == 0) {
+    for (size_t i = 0; i < b.n_list; i++)
+      if (b.list[i]->n.cum != 0 || b.list[i]->n.flat != 0)
+        g->nodes[g->n_nodes++] = &b.list[i]->n;
+    /* Edges only join nodes that samples reached, so all are kept. */
+    for (size_t i = 0; i < b.n_elist; i++)
+      g->edges[g->n_edges++] = &b.elist[i]->e;
+    qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
+    rc = link_edges(g);
+  }
+  free(b.nodes.slots);
+  free(b.edges.slots);
+  free(b.list);
+  free(b.elist);
+  free(b.keybuf);
+  if (rc < 0) {
+    cprof__arena_free(a);
+    free(gp);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+int cprof__pf_graph(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,
+                    cprof__pf_graph_t **out) {
+  return build(p, o, NULL, out);
+}
+
+void cprof__pf_graph_free(cprof__pf_graph_t *g) {
+  if (g) {
+    cprof__arena_free(g->arena);
+    free(g); /* the graph_priv_t it begins */
+  }
+}
+
+/* ---- trimming ---------------------------------------------------------------- */
+
+/* The set of g's first n nodes' keys (the nodes live in g's arena). */
+static int keep_set(const cprof__pf_graph_t *g, size_t n, int64_t cutoff, table_t *t) {
+  for (size_t i = 0; i < n; i++) {
+    const node_t *x = (const node_t *)g->nodes[i];
+    if (abs64(x->n.cum) < cutoff)
+      continue;
+    slot_t *s = table_slot(t, x->key, x->key_len);
+    if (!s)
+      return -ENOMEM;
+    if (!s->key) {
+      s->key = x->key;
+      s->len = x->key_len;
+      t->n++;
+    }
+  }
+  return 0;
+}
+
+/* Builds g again with only the nodes in kept, putting the new graph's
+ * contents in g's place. */
+static int rebuild(cprof__pf_graph_t *g, const table_t *kept) {
+  graph_priv_t *gp = (graph_priv_t *)g;
+  cprof__pf_graph_t *ng;
+  int rc = build(gp->p, &gp->o, kept, &ng);
+  if (rc < 0)
+    return rc;
+  cprof__arena_t *old = g->arena;
+  *gp = *(graph_priv_t *)ng;
+  free(ng);
+  cprof__arena_free(old);
+  return 0;
+}
+
+/* pprof's SortNodes: EntropyOrder for a graph to draw, CumNameOrder for
+ * -cum (the same comparison on cum), FlatNameOrder otherwise. */
+static void sort_nodes(cprof__pf_graph_t *g, int visual, int cum) {
+  if (!visual && !cum) {
+    qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
+    return;
+  }
+  for (size_t i = 0; i < g->n_nodes; i++)
+    ((node_t *)g->nodes[i])->score = visual ? entropy_score(g->nodes[i]) : g->nodes[i]->cum;
+  qsort(g->nodes, g->n_nodes, sizeof *g->nodes, score_order);
+}
+
+/* TrimLowFrequencyEdges. */
+static size_t trim_edges(cprof__pf_graph_t *g, int64_t cutoff) {
+  size_t dropped = 0;
+  for (size_t i = 0; i < g->n_edges; i++) {
+    edge_t *e = (edge_t *)g->edges[i];
+    if (!e->dead && abs64(e->e.weight) < cutoff) {
+      e->dead = 1;
+      dropped++;
+    }
+  }
+  return dropped;
+}
+
+/* isRedundantEdge: another path leads from e's caller to its callee. */
+static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e, cprof__pf_node_t **queue,
+                     unsigned char *seen) {
+  (void)g;
+  size_t head = 0, tail = 0;
+  queue[tail++] = e->to;
+  seen[((const node_t *)e->to)->id] = 1;
+  while (head < tail) {
+    const cprof__pf_node_t *n = queue[head++];
+    for (size_t i = 0; i < n->n_in; i++) {
+      const cprof__pf_edge_t *ie = n->in[i];
+      if (ie == e || ((const edge_t *)ie)->dead || seen[((const node_t *)ie->from)->id])
+        continue;
+      if (ie->from == e->from)
+        return 1;
+      seen[((const node_t *)ie->from)->id] = 1;
+      queue[tail++] = ie->from;
+    }
+  }
+  return 0;
+}
+
+/* RemoveRedundantEdges: from the last node up and each node's lightest
+ * calls first, residual edges whose callee another path reaches go. */
+static int remove_redundant(cprof__pf_graph_t *g) {
+  cprof__pf_node_t **queue = malloc((g->n_nodes + 1) * sizeof *queue);
+  unsigned char *seen = malloc(g->n_nodes + 1);
+  if (!queue || !seen) {
+    free(queue);
+    free(seen);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < g->n_nodes; i++)
+    ((node_t *)g->nodes[i])->id = i;
+  for (size_t i = g->n_nodes; i > 0; i--) {
+    cprof__pf_node_t *n = g->nodes[i - 1];
+    for (size_t j = n->n_in; j > 0; j--) {
+      edge_t *e = (edge_t *)n->in[j - 1];
+      if (e->dead)
+        continue;
+      if (!e->e.residual)
+        break;
+      memset(seen, 0, g->n_nodes);
+      if (redundant(g, &e->e, queue, seen))
+        e->dead = 1;
+    }
+  }
+  free(queue);
+  free(seen);
+  return 0;
+}
+
+int cprof__pf_graph_trim(cprof__pf_graph_t *g, const cprof__pf_trim_t *t, cprof__pf_trimmed_t *r) {
+  memset(r, 0, sizeof *r);
+  int64_t total_value = 0;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    total_value += g->nodes[i]->flat;
+  int64_t node_cutoff = abs64((int64_t)((double)total_value * t->nodefraction));
+  int64_t edge_cutoff = abs64((int64_t)((double)total_value * t->edgefraction));
+  int rc;
+  if (node_cutoff > 0) {
+    table_t kept = {0};
+    rc = keep_set(g, g->n_nodes, node_cutoff, &kept);
+    if (rc == 0 && kept.n != g->n_nodes) {
+      r->dropped_nodes = g->n_nodes - kept.n;
+      rc = rebuild(g, &kept);
+    }
+    free(kept.slots);
+    if (rc < 0)
+      return rc;
+  }
+  r->orig_count = g->n_nodes;
+  sort_nodes(g, t->visual, t->cum_sort);
+  if (t->nodecount > 0) {
+    trim_edges(g, edge_cutoff);
+    if ((rc = link_edges(g)) < 0)
+      return rc;
+    size_t n = t->nodecount < g->n_nodes ? t->nodecount : g->n_nodes;
+    if (n != g->n_nodes) {
+      table_t kept = {0};
+      rc = keep_set(g, n, 0, &kept);
+      if (rc == 0)
+        rc = rebuild(g, &kept);
+      free(kept.slots);
+      if (rc < 0)
+        return rc;
+      sort_nodes(g, t->visual, t->cum_sort);
+    }
+  }
+  r->dropped_edges = trim_edges(g, edge_cutoff);
+  if ((rc = link_edges(g)) < 0)
+    return rc;
+  if (t->visual) {
+    if ((rc = remove_redundant(g)) < 0 || (rc = link_edges(g)) < 0)
+      return rc;
+  }
+  return 0;
+}
