@@ -426,7 +426,7 @@ static int diff_base_sample(const cprof__pf_sample_t *s) {
 }
 
 /* report.computeTotal. */
-static int64_t compute_total(const cprof__pf_t *p, const cprof__pf_graph_options_t *o) {
+int64_t cprof__pf_total(const cprof__pf_t *p, const cprof__pf_graph_options_t *o) {
   int64_t div = 0, total = 0, diff_div = 0, diff_total = 0;
   for (size_t i = 0; i < p->n_samples; i++) {
     const cprof__pf_sample_t *s = &p->samples[i];
@@ -673,7 +673,7 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
   gp->p = p;
   gp->o = *o;
   if (rc == 0) {
-    g->total = compute_total(p, o);
+    g->total = cprof__pf_total(p, o);
     /* selectNodesForGraph: nodes no sample reached are no part of it. */
     g->nodes = cprof__arena_array(a, b.n_list ? b.n_list : 1, sizeof *g->nodes);
     g->edges = cprof__arena_array(a, b.n_elist ? b.n_elist : 1, sizeof *g->edges);

@@ -253,6 +253,11 @@ typedef struct cprof__pf_graph_options {
 const char *cprof__pf_frame_name(cprof__arena_t *a, const cprof__pf_location_t *l,
                                  const cprof__pf_line_t *li, cprof__pf_granularity_t g);
 
+/* What a report's percentages are of (pprof's report.computeTotal): the
+ * sum of |value| over the samples, over the base's alone in a diff
+ * (samples labelled pprof::base=true), divided with o->mean. */
+int64_t cprof__pf_total(const cprof__pf_t *p, const cprof__pf_graph_options_t *o);
+
 /* Aggregates p's samples into nodes and edges, as pprof's graph.New with
  * report.newGraph's options: nodes that no sample reached are left out,
  * nodes are in FlatNameOrder (flat down, then name, then cum), edges

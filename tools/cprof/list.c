@@ -205,7 +205,7 @@ static size_t list_write(cprof__buf_t *out, const report_opts_t *o, const cprof_
       nodes[n++] = g->nodes[i];
   qsort(nodes, n, sizeof *nodes, by_name);
   char total[64];
-  report_value(total, sizeof total, g->total, o, o->unit);
+  report_value(total, sizeof total, o->total, o, o->unit);
   if (n > 0)
     cprof__buf_printf(out, "Total: %s\n", total);
   for (size_t i = 0; i < n;) {
@@ -219,7 +219,7 @@ static size_t list_write(cprof__buf_t *out, const report_opts_t *o, const cprof_
       while (file_end < fn_end && strcmp(nodes[file_end]->file, nodes[k]->file) == 0)
         file_end++;
       if (nodes[k]->file[0]) {
-        list_file(out, o, g->total, nodes + k, file_end - k, cwd);
+        list_file(out, o, o->total, nodes + k, file_end - k, cwd);
         any_file = 1;
       }
       k = file_end;

@@ -37,7 +37,7 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
                          const regex_t *rx) {
   static const char separator[] =
       "----------------------------------------------------------+-------------\n";
-  const char *unit = report_output_unit(o, g, g->total);
+  const char *unit = report_output_unit(o, g);
   report_labels(out, p, o, g, r, unit);
   cprof__buf_puts(out, separator);
   cprof__buf_puts(out, "      flat  flat%   sum%        cum   cum%   calls calls% + context \t \t \n");
@@ -55,9 +55,9 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
     char flat[64], cum[64], flat_pc[32], sum_pc[32], cum_pc[32];
     report_value(flat, sizeof flat, n->flat, o, unit);
     report_value(cum, sizeof cum, n->cum, o, unit);
-    cprof__measure_percentage(n->flat, g->total, flat_pc, sizeof flat_pc);
-    cprof__measure_percentage(flat_sum, g->total, sum_pc, sizeof sum_pc);
-    cprof__measure_percentage(n->cum, g->total, cum_pc, sizeof cum_pc);
+    cprof__measure_percentage(n->flat, o->total, flat_pc, sizeof flat_pc);
+    cprof__measure_percentage(flat_sum, o->total, sum_pc, sizeof sum_pc);
+    cprof__measure_percentage(n->cum, o->total, cum_pc, sizeof cum_pc);
     cprof__buf_printf(out, "%10s %s %s %10s %s                | ", flat, flat_pc, sum_pc, cum,
                       cum_pc);
     report_put_name(out, n->name);

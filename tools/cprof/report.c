@@ -299,7 +299,10 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   }
   o->type = p->sample_types[o->index].type;
   o->sample_unit = p->sample_types[o->index].unit;
-  int matched[6];
+  /* Percentages are of everything, the filters' leavings included. */
+  cprof__pf_graph_options_t go = {.sample_index = o->index, .mean = o->mean};
+  o->total = cprof__pf_total(p, &go);
+  int matched[CPROF_PF_FILTER_N];
   if (cprof__pf_filter(p, &o->filter, matched, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;
@@ -312,17 +315,6 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
       fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k],
               values[k]);
   return 0;
-}
-
-int64_t report_total(const cprof__pf_t *p, const report_opts_t *o) {
-  int64_t total = 0, div = 0;
-  for (size_t i = 0; i < p->n_samples; i++) {
-    int64_t v = p->samples[i].values[o->index];
-    total += v < 0 ? -v : v;
-    if (o->mean)
-      div += p->samples[i].values[0];
-  }
-  return div ? total / div : total;
 }
 
 const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p) {
@@ -347,8 +339,8 @@ void report_value(char *buf, size_t len, int64_t value, const report_opts_t *o,
   cprof__measure_label(value, o->sample_unit, out_unit, buf, len);
 }
 
-void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
-                           int64_t total) {
+void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o) {
+  int64_t total = o->total;
   const cprof__pf_mapping_t *m = report_main_mapping(p);
   if (m && m->file[0]) {
     const char *base = strrchr(m->file, '/');
@@ -390,8 +382,8 @@ void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report
   }
 }
 
-const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g,
-                               int64_t total) {
+const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g) {
+  int64_t total = o->total;
   if (strcmp(o->unit, "minimum") != 0 || g->n_nodes == 0)
     return o->unit;
   int64_t min = 0;
@@ -443,10 +435,28 @@ void report_put_name(cprof__buf_t *out, const char *s) {
 
 void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                    const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r, const char *unit) {
-  int64_t total = g->total;
+  int64_t total = o->total;
   report_opts_t shown = *o;
   shown.unit = unit;
-  report_profile_labels(out, p, &shown, total);
+  report_profile_labels(out, p, &shown);
+  /* pprof's legendActiveFilters. */
+  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
+  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
+                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
+  int any = 0;
+  for (int k = 0; k < 6; k++) {
+    if (!values[k] || !values[k][0])
+      continue;
+    if (!any++)
+      cprof__buf_puts(out, "Active filters:\n");
+    cprof__buf_printf(out, "   %s=", names[k]);
+    /* Cut at 80 bytes, as pprof cuts the Go string. */
+    char cut[81];
+    size_t len = strlen(names[k]) + 1 + strlen(values[k]);
+    snprintf(cut, sizeof cut, "%s=%s", names[k], values[k]);
+    report_put_name(out, cut + strlen(names[k]) + 1);
+    cprof__buf_puts(out, len > 80 ? "\xe2\x80\xa6\n" : "\n");
+  }
   int64_t flat_sum = 0;
   for (size_t i = 0; i < g->n_nodes; i++)
     flat_sum += g->nodes[i]->flat;

@@ -24,6 +24,7 @@ typedef struct report_opts {
   cprof__pf_filter_t filter;
   /* Set by report_prepare. */
   size_t index;
+  int64_t total; /* what percentages are of: all samples, before filtering, as pprof */
   const char *type, *sample_unit; /* the chosen sample type and its unit */
 } report_opts_t;
 
@@ -86,13 +87,9 @@ int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out);
  * after a line on stderr. */
 int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o);
 
-/* The sum of |value| over all samples: what percentages are of. */
-int64_t report_total(const cprof__pf_t *p, const report_opts_t *o);
-
 /* pprof's header lines for the profile: File, Build ID, comments, Type,
  * Time, Duration. */
-void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
-                           int64_t total);
+void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o);
 
 /* pprof's reportLabels: the profile's labels, then "Showing nodes
  * accounting for ...", "Dropped N nodes (cum <= X)", "Dropped N edges",
@@ -102,8 +99,7 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
 
 /* The unit a report shows values in: o->unit, or for "minimum" the one
  * pprof's selectOutputUnit picks for these nodes. */
-const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g,
-                               int64_t total);
+const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *g);
 
 /* value formatted in the report's unit ("1.50MB"). */
 void report_value(char *buf, size_t len, int64_t value, const report_opts_t *o,

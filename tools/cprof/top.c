@@ -24,8 +24,8 @@ static const char usage[] =
 /* The rows and their header lines (pprof's printText). */
 void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r) {
-  int64_t total = g->total;
-  const char *unit = report_output_unit(o, g, total);
+  int64_t total = o->total;
+  const char *unit = report_output_unit(o, g);
   cprof__pf_trimmed_t counts = *r;
   counts.dropped_edges = 0; /* a table has no edges to speak of */
   report_labels(out, p, o, g, &counts, unit);

@@ -109,7 +109,7 @@ int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const cha
     snprintf(err, errlen, "out of memory");
     return 1;
   }
-  report_profile_labels(out, p, o, report_total(p, o));
+  report_profile_labels(out, p, o);
   for (size_t i = 0; i < p->n_samples; i++) {
     const cprof__pf_sample_t *s = &p->samples[i];
     if (s->n_locations == 0)
