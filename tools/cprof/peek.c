@@ -80,10 +80,11 @@ int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char 
     snprintf(err, errlen, "bad regexp %s: %s", arg, why);
     return 1;
   }
-  /* pprof trims nothing for peek. */
+  /* pprof trims nothing for peek, but it still sorts the nodes as --cum
+   * says. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
                                   .mean = o->mean};
-  cprof__pf_trim_t trim = {0};
+  cprof__pf_trim_t trim = {.cum_sort = o->cum_sort};
   cprof__pf_trimmed_t r;
   cprof__pf_graph_t *g = NULL;
   int rc = 0;

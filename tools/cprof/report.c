@@ -195,11 +195,15 @@ int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_
     char err[512] = "";
     cprof__buf_init(&out);
     rc = fn(&out, p, o, arg, err, sizeof err);
-    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+    /* A report that failed prints nothing of what it wrote, as pprof
+     * (its report goes to a buffer that is dropped on an error): peek's
+     * header without rows would only hide the error line. */
+    if (rc != 0) {
+      fprintf(stderr, "cprof %s: %s\n", cmd, err);
+    } else if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len ||
+               fflush(stdout) != 0) {
       fprintf(stderr, "cprof %s: writing the report failed\n", cmd);
       rc = 1;
-    } else if (rc != 0) {
-      fprintf(stderr, "cprof %s: %s\n", cmd, err);
     }
     cprof__buf_free(&out);
   }
@@ -231,11 +235,11 @@ int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out) {
       goto done;
     }
   }
-  if (n == 1) {
-    *out = ps[0];
-    ps[0] = NULL;
-    rc = 0;
-  } else if (cprof__pf_merge(ps, (size_t)n, out, err, sizeof err) != 0) {
+  /* One profile is merged too, as pprof's combineProfiles merges
+   * whatever it fetched: that drops samples whose values are all zero (Go's
+   * heap profiles have them) and joins samples with the same stack and
+   * labels, which every report then shows as pprof does. */
+  if (cprof__pf_merge(ps, (size_t)n, out, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: merging the profiles: %s\n", cmd, err);
   } else {
     rc = 0;

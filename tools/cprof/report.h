@@ -55,8 +55,8 @@ int report_args(const char *cmd, const char *usage, report_opts_t *o, report_ext
 /* A report: writes into out what it shows of p (already prepared: sample
  * type chosen, filters applied) under options o; arg is the command's
  * REGEX for those that take one, else NULL. 0, or 1 with a line in err
- * (the report may have written something all the same, as pprof's peek
- * prints its header before saying nothing matched). */
+ * (what the report wrote is then not printed, as pprof prints nothing of a
+ * report that failed). */
 typedef int (*report_fn)(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
                          char *err, size_t errlen);
 
