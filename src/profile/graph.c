@@ -684,9 +684,14 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
     for (size_t i = 0; i < b.n_list; i++)
       if (b.list[i]->n.cum != 0 || b.list[i]->n.flat != 0)
         g->nodes[g->n_nodes++] = &b.list[i]->n;
-    /* Edges only join nodes that samples reached, so all are kept. */
-    for (size_t i = 0; i < b.n_elist; i++)
-      g->edges[g->n_edges++] = &b.elist[i]->e;
+    /* Edges join nodes that samples reached, but in a diff a node's
+     * values can net to zero and the node is not in the graph: its edges
+     * are not either (link_edges has no lists for it). */
+    for (size_t i = 0; i < b.n_elist; i++) {
+      const cprof__pf_edge_t *e = &b.elist[i]->e;
+      if ((e->from->cum != 0 || e->from->flat != 0) && (e->to->cum != 0 || e->to->flat != 0))
+        g->edges[g->n_edges++] = &b.elist[i]->e;
+    }
     qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
     rc = link_edges(g);
   }

@@ -373,7 +373,13 @@ static int copy_labels(merger_t *m, cprof__pf_sample_t *s) {
   return 0;
 }
 
-static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign) {
+/* The label pprof's -diff_base puts on every sample of BASE. */
+static const cprof__label_t base_label = {.key = "pprof::base", .str = "true"};
+
+/* Maps src into the output, its values times sign; with base, labelled
+ * pprof::base=true instead of any pprof::base label it had, as pprof's
+ * SetLabel. */
+static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign, int base) {
   size_t nv = m->p->n_sample_types;
   if (is_zero(src->values, nv))
     return 0;
@@ -384,17 +390,21 @@ static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign) {
     if ((err = map_location(m, src->locations[i], &m->locs[i])))
       return err;
   sort_label_t *sorted = NULL;
-  if (src->n_labels) {
-    sorted = malloc(src->n_labels * sizeof *sorted);
+  size_t n_labels = 0;
+  if (src->n_labels || base) {
+    sorted = malloc((src->n_labels + 1) * sizeof *sorted);
     if (!sorted ||
-        (err = grow((void **)&m->labels, &m->labels_cap, src->n_labels, sizeof *m->labels))) {
+        (err = grow((void **)&m->labels, &m->labels_cap, src->n_labels + 1, sizeof *m->labels))) {
       free(sorted);
       return -ENOMEM;
     }
     for (size_t i = 0; i < src->n_labels; i++)
-      sorted[i] = (sort_label_t){src->labels[i], i};
-    qsort(sorted, src->n_labels, sizeof *sorted, label_cmp);
-    for (size_t i = 0; i < src->n_labels; i++)
+      if (!base || !src->labels[i].str || !str_eq(src->labels[i].key, base_label.key))
+        sorted[n_labels] = (sort_label_t){src->labels[i], n_labels}, n_labels++;
+    if (base)
+      sorted[n_labels] = (sort_label_t){base_label, n_labels}, n_labels++;
+    qsort(sorted, n_labels, sizeof *sorted, label_cmp);
+    for (size_t i = 0; i < n_labels; i++)
       m->labels[i] = sorted[i].l;
     free(sorted);
   }
@@ -402,7 +412,7 @@ static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign) {
       .locations = m->locs,
       .n_locations = src->n_locations,
       .labels = m->labels,
-      .n_labels = src->n_labels,
+      .n_labels = n_labels,
   };
   uint64_t h = sample_hash(&s);
   int64_t found = cprof__table_find(&m->samples, h, sample_eq, m, &s);
@@ -548,8 +558,9 @@ static int add_count(size_t *sum, size_t n) {
   return 0;
 }
 
-/* Merges ps[0..n), the values of ps[i] multiplied by signs[i] (1 or -1).
- * The profiles are compatible. */
+/* Merges ps[0..n), the values of ps[i] multiplied by signs[i] (1 or -1);
+ * with a sign of -1, ps[i] is a diff's BASE and its samples are labelled
+ * pprof::base=true. The profiles are compatible. */
 static int merge_signed(cprof__pf_t *const *ps, const int *signs, size_t n, cprof__pf_t **out) {
   merger_t m = {0};
   size_t n_mappings = 0, n_functions = 0, n_locations = 0, n_samples = 0;
@@ -605,7 +616,7 @@ static int merge_signed(cprof__pf_t *const *ps, const int *signs, size_t n, cpro
         goto fail;
     }
     for (size_t k = 0; k < src->n_samples; k++)
-      if ((err = map_sample(&m, &src->samples[k], signs[i])))
+      if ((err = map_sample(&m, &src->samples[k], signs[i], signs[i] < 0)))
         goto fail;
   }
   merger_free(&m);
@@ -676,7 +687,10 @@ int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t
   *out = NULL;
   if (!compatible(new_, base, "NEW", "BASE", err, errlen))
     return -EINVAL;
-  /* NEW first, as pprof merges [NEW, BASE]: NEW's header wins. */
+  /* NEW first, as pprof merges [NEW, BASE]: NEW's header wins. BASE's
+   * samples are negated and labelled pprof::base=true (merge_signed), so
+   * a stack in both stays two samples and reports take their total from
+   * BASE's, as pprof's -diff_base. */
   cprof__pf_t *ps[2] = {(cprof__pf_t *)new_, (cprof__pf_t *)base};
   int signs[2] = {1, -1};
   return fail_errno(merge_and_compact(ps, signs, 2, out), err, errlen);

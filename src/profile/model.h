@@ -130,11 +130,13 @@ int cprof__pf_decode(const void *data, size_t n, cprof__pf_t **out, char *err, s
 int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err,
                     size_t errlen);
 
-/* NEW minus BASE as one profile (pprof's -diff_base): BASE's values
- * negated and merged with NEW's (NEW first: its header wins), samples
- * netting zero in every value dropped, labels kept. Unlike pprof, BASE's
- * samples get no "pprof::base" label, so a stack in both nets to one
- * sample. */
+/* NEW minus BASE as one profile, as pprof's -diff_base makes it: BASE's
+ * samples negated, labelled "pprof::base"="true" (replacing any such
+ * label they had), and merged after NEW's (NEW first: its header wins);
+ * other labels kept. A stack in both is two samples, NEW's and BASE's
+ * negated one, which a graph nets (a node's values sum them); the
+ * pprof::base samples give the total percentages are of
+ * (cprof__pf_total). */
 int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out,
                    char *err, size_t errlen);
 

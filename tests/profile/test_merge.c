@@ -160,20 +160,49 @@ static void test_merge_incompatible(void) {
   cprof__pf_free(c.p);
 }
 
+/* The graph's nodes' flat and cum values, "name flat cum" a line, in the
+ * graph's order, and its total. */
+static void graph_of(const cprof__pf_t *p, char *buf, size_t len, int64_t *total) {
+  cprof__pf_graph_options_t go = {.sample_index = 1};
+  cprof__pf_graph_t *g = NULL;
+  size_t at = 0;
+  buf[0] = 0;
+  *total = -1;
+  if (cprof__pf_graph(p, &go, &g) != 0)
+    return;
+  for (size_t i = 0; i < g->n_nodes && at < len; i++) {
+    int n = snprintf(buf + at, len - at, "%s%s %lld %lld", i ? "\n" : "", g->nodes[i]->name,
+                     (long long)g->nodes[i]->flat, (long long)g->nodes[i]->cum);
+    at += n > 0 ? (size_t)n : 0;
+  }
+  *total = g->total;
+  cprof__pf_graph_free(g);
+}
+
 static void test_diff_self(void) {
   fx_t a = cpu_profile(), b = cpu_profile();
   cprof__pf_t *d;
-  char err[128];
+  char err[128], nodes[512];
+  int64_t total;
   CHECK_EQ_INT(cprof__pf_diff(a.p, b.p, &d, err, sizeof err), 0);
-  CHECK_EQ_INT(d->n_samples, 0);
-  /* Compacted as pprof's Merge does: nothing left refers to anything. */
-  CHECK_EQ_INT(d->n_locations, 0);
-  CHECK_EQ_INT(d->n_functions, 0);
+  /* As pprof: NEW's samples and BASE's negated, labelled pprof::base,
+   * each stack twice; every node nets to zero, so the graph has none, and
+   * its total is BASE's. */
+  CHECK_EQ_INT(d->n_samples, 2 * a.p->n_samples);
   CHECK_EQ_INT(d->n_sample_types, 2);
+  graph_of(d, nodes, sizeof nodes, &total);
+  CHECK_EQ_STR(nodes, "");
+  graph_of(a.p, nodes, sizeof nodes, &total);
+  int64_t base_total = total;
+  graph_of(d, nodes, sizeof nodes, &total);
+  CHECK_EQ_INT(total, base_total);
+  CHECK(total > 0);
   cprof__pf_free(d);
   /* A profile minus itself, the same pointer. */
   CHECK_EQ_INT(cprof__pf_diff(a.p, a.p, &d, err, sizeof err), 0);
-  CHECK_EQ_INT(d->n_samples, 0);
+  CHECK_EQ_INT(d->n_samples, 2 * a.p->n_samples);
+  graph_of(d, nodes, sizeof nodes, &total);
+  CHECK_EQ_STR(nodes, "");
   cprof__pf_free(d);
   cprof__pf_free(a.p);
   cprof__pf_free(b.p);
@@ -186,26 +215,42 @@ static void test_diff_nets(void) {
   fx_sample(&base, "main;b", (int64_t[]){3, 30});
   fx_sample(&base, "main;d", (int64_t[]){4, 40});
   fx_sample(&base, "main;e", (int64_t[]){1, 10});
+  fx_sample(&base, "main;f", (int64_t[]){0, 0}); /* zero: dropped, as Merge drops it */
+  cprof__pf_sample_t *s = fx_sample(&base, "main;g", (int64_t[]){1, 5});
+  fx_label(&base, s, "pprof::base", "old"); /* replaced, as pprof's SetLabel */
   fx_sample(&new_, "main;a", (int64_t[]){7, 60});
   fx_sample(&new_, "main;b", (int64_t[]){3, 30});
   fx_sample(&new_, "main;c", (int64_t[]){2, 20});
-  fx_sample(&new_, "main;e", (int64_t[]){1, 20}); /* nets 0 and 10: kept */
-  cprof__pf_sample_t *s = fx_sample(&new_, "main;d", (int64_t[]){1, 10});
-  fx_label(&new_, s, "k", "v"); /* labelled: not BASE's main;d */
+  fx_sample(&new_, "main;e", (int64_t[]){1, 20});
+  s = fx_sample(&new_, "main;d", (int64_t[]){1, 10});
+  fx_label(&new_, s, "k", "v");
   new_.p->time_nanos = 5000;
   base.p->time_nanos = 4000;
   cprof__pf_t *d;
-  char err[128];
+  char err[128], nodes[512];
+  int64_t total;
   CHECK_EQ_INT(cprof__pf_diff(base.p, new_.p, &d, err, sizeof err), 0);
-  CHECK_DUMP(d, "main;a 2,10\n"
+  /* BASE's samples stay apart from NEW's, negated and labelled. */
+  CHECK_DUMP(d, "main;a -5,-50 pprof::base=true\n"
+                "main;a 7,60\n"
+                "main;b -3,-30 pprof::base=true\n"
+                "main;b 3,30\n"
                 "main;c 2,20\n"
-                "main;d -4,-40\n"
+                "main;d -4,-40 pprof::base=true\n"
                 "main;d 1,10 k=v\n"
-                "main;e 0,10");
+                "main;e -1,-10 pprof::base=true\n"
+                "main;e 1,20\n"
+                "main;g -1,-5 pprof::base=true");
   CHECK_EQ_INT(d->time_nanos, 4000);
-  /* b is gone with its sample. */
-  for (size_t i = 0; i < d->n_functions; i++)
-    CHECK(strcmp(d->functions[i].name, "b") != 0);
+  /* The graph nets them: b is gone; the total is BASE's (50+30+40+10+5). */
+  graph_of(d, nodes, sizeof nodes, &total);
+  CHECK_EQ_STR(nodes, "d -30 -30\n" /* by |flat|, as pprof sorts */
+                      "c 20 20\n"
+                      "a 10 10\n"
+                      "e 10 10\n"
+                      "g -5 -5\n"
+                      "main 0 5");
+  CHECK_EQ_INT(total, 135);
   cprof__pf_free(d);
   cprof__pf_free(base.p);
   cprof__pf_free(new_.p);
