@@ -247,9 +247,15 @@ static int read_small(const char *path, char *buf, size_t size) {
 int cprof__thread_name(pid_t tid, char name[16]) {
   char path[64], buf[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-  if (read_small(path, buf, sizeof buf) < 0)
+  int got = read_small(path, buf, sizeof buf);
+  if (got < 0)
     return -1;
-  size_t n = strcspn(buf, "\n");
+  /* The kernel writes the name as it is, then one newline: a name may
+   * hold newlines of its own (any byte but NUL), so only the last one
+   * goes. */
+  size_t n = (size_t)got;
+  if (n > 0 && buf[n - 1] == '\n')
+    n--;
   if (n > 15) /* comm is at most 15 bytes (prctl(2), PR_SET_NAME) */
     n = 15;
   memcpy(name, buf, n);
