@@ -11,6 +11,7 @@
  * the path up to the current directory's own name where it appears in it
  * (a profile from a build tree elsewhere then finds this checkout's
  * files). A file that cannot be read gets pprof's " Error:" line. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <regex.h>
@@ -78,8 +79,14 @@ static FILE *open_source(const char *file, const char *cwd, char *why, size_t le
   const char *path = trim_path(file, cwd);
   if (path[0] == '/') {
     FILE *f = fopen(path, "r");
-    if (!f)
-      snprintf(why, len, "open %s: %s", path, strerror(errno));
+    if (!f) {
+      /* Go's error text, which pprof prints: strerror's in lower case
+       * ("no such file or directory"). */
+      char e[128];
+      snprintf(e, sizeof e, "%s", strerror(errno));
+      e[0] = (char)tolower((unsigned char)e[0]);
+      snprintf(why, len, "open %s: %s", path, e);
+    }
     return f;
   }
   char dir[PATH_MAX], name[2 * PATH_MAX + 2];
