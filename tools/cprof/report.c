@@ -27,7 +27,9 @@ const char report_flags_help[] =
     "  --functions --files --lines --addresses   what a row stands for (default: functions)\n"
     "  --focus RE --ignore RE --hide RE --show RE   keep / drop samples or frames by name\n"
     "  --tagfocus RE --tagignore RE   keep / drop samples by label (key=value, or key=1kb:)\n"
-    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n";
+    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n"
+    "  --symbolize=none     names as the profile has them (default: C++ names shortened,\n"
+    "                       as pprof; demangle=templates or demangle=full for more)\n";
 
 /* "--name VALUE", "--name=VALUE", "-name VALUE" (pprof's spelling, and
  * underscores for dashes). Returns the value, or NULL if argv[*i] is not
@@ -89,12 +91,34 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
   }
   if (is_flag("mean", argv[*i]))
     return o->mean = 1;
+  int missing = 0;
+  const char *sym = value_of("symbolize", argc, argv, i, &missing);
+  if (sym) {
+    static const struct {
+      const char *name;
+      cprof__pf_demangle_t mode;
+    } modes[] = {{"none", CPROF_PF_DEMANGLE_NONE},
+                 {"demangle=none", CPROF_PF_DEMANGLE_NONE},
+                 {"demangle=full", CPROF_PF_DEMANGLE_FULL},
+                 {"demangle=templates", CPROF_PF_DEMANGLE_TEMPLATES},
+                 {"demangle=default", CPROF_PF_DEMANGLE_SIMPLIFIED},
+                 {"local", CPROF_PF_DEMANGLE_SIMPLIFIED}};
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
+      if (strcmp(sym, modes[k].name) == 0) {
+        o->demangle = modes[k].mode;
+        return 1;
+      }
+    fprintf(stderr,
+            "cprof %s: --symbolize wants none or demangle=full|templates|none|default, not %s\n",
+            cmd, sym);
+    return -1;
+  }
   static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
                                         "hide",         "show",   "tagfocus", "tagignore"};
+  missing = 0;
   const char **slots[] = {&o->sample_index,   &o->unit,        &o->filter.focus,
                           &o->filter.ignore,  &o->filter.hide, &o->filter.show,
                           &o->filter.tagfocus, &o->filter.tagignore};
-  int missing = 0;
   for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
     const char *v = value_of(strings[k], argc, argv, i, &missing);
     if (v) {
@@ -293,6 +317,10 @@ static int sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
 
 int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   char err[512];
+  if (cprof__pf_demangle(p, o->demangle) != 0) {
+    fprintf(stderr, "cprof %s: out of memory\n", cmd);
+    return 1;
+  }
   if (sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "core/buf.h"
+#include "profile/demangle.h"
 #include "profile/model.h"
 
 typedef struct report_opts {
@@ -21,6 +22,7 @@ typedef struct report_opts {
   double nodefraction, edgefraction;
   cprof__pf_granularity_t granularity;
   int mean;
+  cprof__pf_demangle_t demangle; /* --symbolize=none, =demangle=full...: as pprof */
   cprof__pf_filter_t filter;
   /* Set by report_prepare. */
   size_t index;
