@@ -845,9 +845,9 @@ static int open_input(prompt_t *ps, int stdin_used) {
      * terminal, if there is one. */
     ps->in = fopen("/dev/tty", "r");
     if (!ps->in) {
-      fprintf(stderr, "cprof: the profile came on standard input, so commands cannot; and "
-                      "there is no terminal to read them from (give the profile as a file, "
-                      "or pipe in a command: cprof top -)\n");
+      fprintf(stderr, "cprof: standard input held the profile, and there is no terminal to "
+                      "read commands from (give the profile as a file, or run one report on "
+                      "it: cprof top -)\n");
       return 2;
     }
   }
