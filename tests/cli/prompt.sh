@@ -108,9 +108,14 @@ check "second session exits 0" grep -qx 0 "$T/s2/rc"
 mkdir "$T/s3"
 HOME=/proc/nonexistent python3 "$PTY" "$T/s3" "$CPROF" prompt "$T/heap.pb.gz" >"$T/s3.log" 2>&1 <<'CMDS' || true
 top 2
+web -http 127.0.0.1:0
+top 2
 quit
 CMDS
 cat "$T/s3.log" >&2
+check "web serves the viewer page" grep -q '^<!DOCTYPE html>' "$T/s3/001.page"
+check "web says where" has "$T/s3/001.out" '^Serving web UI on http://127\.0\.0\.1:[0-9]+/$'
+check "Ctrl-C ends web, and the prompt goes on" cmp -s "$T/s3/000.out" "$T/s3/002.out"
 same_as "cprof prompt, HOME unwritable: top 2" "$T/s3/000.out" top -n 2 "$T/heap.pb.gz"
 check "cprof prompt exits 0" grep -qx 0 "$T/s3/rc"
 

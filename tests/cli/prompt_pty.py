@@ -11,6 +11,10 @@ what came before the first prompt, OUTDIR/rc the exit status. Exits 1 if the
 prompt does not come back within 20 seconds. With PTY_STDIN=FILE in the
 environment, the program's standard input is FILE (for `cprof -`, which
 then reads commands from its terminal, /dev/tty).
+
+A "web ..." command is awaited differently: when the program says "Serving
+web UI on URL", the page at URL is fetched into OUTDIR/NNN.page, then Ctrl-C
+is typed, which should bring the prompt back.
 """
 import codecs
 import fcntl
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import termios
 import time
+import urllib.request
 
 PROMPT = b"(cprof) "
 ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\x07")
@@ -41,6 +46,23 @@ def raw_mode(master):
     deadline = time.monotonic() + 5
     while termios.tcgetattr(master)[3] & termios.ICANON and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def serve(master, page):
+    """Fetches the page the web command serves, then types Ctrl-C."""
+    seen = b""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.5)[0]:
+            seen += os.read(master, 65536)
+        m = re.search(rb"Serving web UI on (http://\S+)", seen)
+        if m:
+            with urllib.request.urlopen(m.group(1).decode(), timeout=20) as r, \
+                    open(page, "wb") as f:
+                f.write(r.read())
+            break
+    os.write(master, b"\x03")
+    return seen
 
 
 def main():
@@ -85,6 +107,8 @@ def main():
         raw_mode(master)
         os.write(master, cmd.encode("utf-8", "surrogateescape") + b"\n")
         last = cmd in ("quit", "exit", "q")
+        if cmd.startswith("web"):
+            buf += serve(master, os.path.join(outdir, "%03d.page" % i))
         got = b"" if last else until_prompt()
         if got is None:
             sys.stderr.write("no prompt after %r; the terminal showed:\n%r\n" % (cmd, buf))
