@@ -160,12 +160,11 @@ typedef struct pcommand {
   const char *description, *usage;
 } pcommand_t;
 
-#define SELECT_HELP                                                                            \
-  "Include up to n samples\n"                                                                  \
+#define SELECT_HELP                                                                                \
+  "Include up to n samples\n"                                                                      \
   "Include samples matching focus_regex, and exclude ignore_regex.\n"
 #define SAVE_HELP "Optionally save the report on the file f"
-#define GRAPH_USAGE(c)                                                                         \
-  c " [n] [focus_regex]* [-ignore_regex]* [-o f | >f]\n" SELECT_HELP SAVE_HELP
+#define GRAPH_USAGE(c) c " [n] [focus_regex]* [-ignore_regex]* [-o f | >f]\n" SELECT_HELP SAVE_HELP
 
 /* Sorted by name, for help. */
 static const pcommand_t pcommands[] = {
@@ -415,8 +414,8 @@ static void print_help(const char *what) {
     fprintf(stderr, "\n  Options:\n");
     for (int f = 0; f < F_N; f++)
       if (!fields[f].choices)
-        fprintf(stderr, "    %-16s %.*s\n", fields[f].name,
-                (int)strcspn(fields[f].help, "\n"), fields[f].help);
+        fprintf(stderr, "    %-16s %.*s\n", fields[f].name, (int)strcspn(fields[f].help, "\n"),
+                fields[f].help);
     fprintf(stderr, "\n  Option groups (only set one per group):\n");
     for (int f = 0; f < F_N; f++) {
       if (!fields[f].choices)
@@ -548,8 +547,7 @@ static int parse_request(request_t *r, char **tok, int n) {
         file = tok[i];
       }
       r->output = file;
-    } else if (r->c->action == A_WEB &&
-               (strcmp(t, "-http") == 0 || strcmp(t, "--http") == 0)) {
+    } else if (r->c->action == A_WEB && (strcmp(t, "-http") == 0 || strcmp(t, "--http") == 0)) {
       if (++i >= n) {
         fprintf(stderr, "unexpected end of line after %s\n", t);
         return -1;
@@ -965,8 +963,11 @@ int cmd_prompt(int argc, char **argv) {
   greet(&ps);
   for (;;) {
     char *line = read_command(&ps);
-    if (!line)
+    if (!line) {
+      if (ps.edit) /* Ctrl-D: the shell's prompt on a line of its own */
+        fputc('\n', rl_outstream);
       break;
+    }
     int quit = execute(&ps, line);
     free(line);
     fflush(stdout);
