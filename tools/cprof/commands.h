@@ -21,5 +21,6 @@ int cmd_flame(int argc, char **argv);
 int cmd_web(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_prompt(int argc, char **argv);
 
 #endif

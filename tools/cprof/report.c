@@ -271,8 +271,7 @@ done:
   return rc;
 }
 
-/* pprof's SampleIndexByName. */
-static int sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
+int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
                         size_t errlen) {
   if (p->n_sample_types == 0) {
     snprintf(err, errlen, "profile has no samples");
@@ -321,7 +320,7 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
     fprintf(stderr, "cprof %s: out of memory\n", cmd);
     return 1;
   }
-  if (sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
+  if (report_sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;
   }
@@ -466,7 +465,8 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   int64_t total = o->total;
   report_opts_t shown = *o;
   shown.unit = unit;
-  report_profile_labels(out, p, &shown);
+  if (!o->compact_labels)
+    report_profile_labels(out, p, &shown);
   /* pprof's legendActiveFilters. */
   const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
   const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,

@@ -23,6 +23,9 @@ typedef struct report_opts {
   cprof__pf_granularity_t granularity;
   int mean;
   cprof__pf_demangle_t demangle; /* --symbolize=none, =demangle=full...: as pprof */
+  /* pprof's compact_labels, which its prompt sets: no File/Type/Time lines
+   * above a top or peek table. */
+  int compact_labels;
   cprof__pf_filter_t filter;
   /* Set by report_prepare. */
   size_t index;
@@ -83,6 +86,12 @@ int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const cha
 /* Reads and decodes each SOURCE (a file, "-", a URL) and merges them into
  * one profile, as pprof does with several. 0, or 1 after a line on stderr. */
 int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out);
+
+/* pprof's SampleIndexByName: name is a sample type's name (with or
+ * without "inuse_"), its index, or NULL or "" for the profile's default
+ * type (else the last). 0, or -1 with a line in err. */
+int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
+                        size_t errlen);
 
 /* Chooses the sample type (o->index, o->type, o->sample_unit) and applies
  * the filters, warning as pprof does when one matches nothing. 0, or 1
