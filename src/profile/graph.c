@@ -692,9 +692,14 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
     for (size_t i = 0; i < b.n_list; i++)
       if (b.list[i]->n.cum != 0 || b.list[i]->n.flat != 0)
         g->nodes[g->n_nodes++] = &b.list[i]->n;
-    /* Edges only join nodes that samples reached, so all are kept. */
-    for (size_t i = 0; i < b.n_elist; i++)
-      g->edges[g->n_edges++] = &b.elist[i]->e;
+    /* An edge goes with the nodes: a sample can reach a node and leave
+     * it nothing (a value of 0 with -mean's counts, a diff's), and the
+     * edges to it would point outside the graph. */
+    for (size_t i = 0; i < b.n_elist; i++) {
+      const cprof__pf_edge_t *e = &b.elist[i]->e;
+      if ((e->from->cum || e->from->flat) && (e->to->cum || e->to->flat))
+        g->edges[g->n_edges++] = &b.elist[i]->e;
+    }
     qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
     rc = link_edges(g);
   }

@@ -59,6 +59,8 @@ compare "cprof cpu --cum" "$T/cpu.pb.gz" --cum
 compare "cprof cpu --lines" "$T/cpu.pb.gz" --lines
 compare "cprof heap --unit kB" "$T/heap.pb.gz" --unit kB
 compare "cprof cpu --focus" "$T/cpu.pb.gz" --focus 'hold_lock|fill'
+compare "cprof heap --mean" "$T/heap.pb.gz" --mean
+compare "cprof block --mean" "$T/block.pb.gz" --mean --sample_index=0
 
 # --- profiles Go wrote.
 go_profiles

@@ -184,7 +184,7 @@ static void list_file(cprof__buf_t *out, const report_opts_t *o, int64_t total,
     value_or_dot(a, sizeof a, lf, o);
     value_or_dot(b, sizeof b, lc, o);
     cprof__buf_printf(out, "%10s %10s %6lld:", a, b, (long long)line);
-    report_put_name(out, t.lines[line]);
+    report_put_text(out, t.lines[line]);
     cprof__buf_putc(out, '\n');
   }
   free_text(&t);

@@ -415,9 +415,9 @@ const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *
     return o->unit;
   int64_t min = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
-    int64_t v = llabs(g->nodes[i]->flat);
+    int64_t v = llabs(cprof__pf_flat(g->nodes[i]));
     if (v == 0)
-      v = llabs(g->nodes[i]->cum);
+      v = llabs(cprof__pf_cum(g->nodes[i]));
     if (v > 0 && (min == 0 || v < min))
       min = v;
   }
@@ -433,7 +433,12 @@ const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *
   return unit;
 }
 
-void report_put_name(cprof__buf_t *out, const char *s) {
+static void put_escaped(cprof__buf_t *out, const char *s, int tabs);
+
+void report_put_name(cprof__buf_t *out, const char *s) { put_escaped(out, s, 0); }
+void report_put_text(cprof__buf_t *out, const char *s) { put_escaped(out, s, 1); }
+
+static void put_escaped(cprof__buf_t *out, const char *s, int tabs) {
   const unsigned char *c = (const unsigned char *)s;
   while (*c) {
     /* A valid UTF-8 sequence passes whole; anything else is escaped. */
@@ -442,7 +447,10 @@ void report_put_name(cprof__buf_t *out, const char *s) {
     int ok = n > 0 && !(n == 2 && *c < 0xc2) && !(n == 4 && *c > 0xf4);
     for (int k = 1; ok && k < n; k++)
       ok = (c[k] & 0xc0) == 0x80;
-    if (n == 1 && (*c < 0x20 || *c == 0x7f)) {
+    if (n == 1 && *c == '\t' && tabs) {
+      cprof__buf_putc(out, '\t');
+      c++;
+    } else if (n == 1 && (*c < 0x20 || *c == 0x7f)) {
       const char *esc = *c == '\n' ? "\\n" : *c == '\t' ? "\\t" : *c == '\r' ? "\\r" : NULL;
       if (esc)
         cprof__buf_puts(out, esc);
@@ -487,7 +495,7 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   }
   int64_t flat_sum = 0;
   for (size_t i = 0; i < g->n_nodes; i++)
-    flat_sum += g->nodes[i]->flat;
+    flat_sum += cprof__pf_flat(g->nodes[i]);
   char a[64], b[64], pc[32];
   report_value(a, sizeof a, flat_sum, o, unit);
   report_value(b, sizeof b, total, o, unit);

@@ -129,5 +129,7 @@ void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
  * escaped ("\n", "\x01"): names are the program's bytes, and a terminal
  * must show them, not obey them. */
 void report_put_name(cprof__buf_t *out, const char *s);
+/* The same for a line of source text, whose tabs are kept. */
+void report_put_text(cprof__buf_t *out, const char *s);
 
 #endif
