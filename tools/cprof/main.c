@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "commands.h"
+#include "graph.h"
 
 static const command_t commands[] = {
+    {"graph", graph_main, "draw the call graph (SVG, PNG or DOT), as pprof -svg"},
     {NULL, NULL, NULL},
 };
 
