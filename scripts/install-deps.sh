@@ -28,7 +28,7 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # redis-benchmark, a web server under wrk, a database shell, an interpreter).
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
   libc6-dbg debuginfod libdebuginfod1 dwz wrk clang libclang-rt-14-dev llvm
-  redis-server redis-tools sqlite3 python3 nginx
+  redis-server redis-tools sqlite3 python3 nginx graphviz
   openssl) # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
 
 want=("${build_pkgs[@]}")

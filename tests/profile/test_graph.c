@@ -8,10 +8,12 @@
 #include "check.h"
 #include "profile/model.h"
 
-static cprof__pf_mapping_t mapping = {.id = 1, .file = "/lib/x86_64-linux-gnu/libc.so.6", .build_id = ""};
+static cprof__pf_mapping_t mapping = {
+    .id = 1, .file = "/lib/x86_64-linux-gnu/libc.so.6", .build_id = ""};
 static cprof__pf_function_t fn[6] = {
-    {1, "main", "", "src/./main.c", 1},  {2, "a", "", "/src/a.c", 10}, {3, "b", "", "/src/b.c", 20},
-    {4, "leaf", "", "/src/b.c", 30},     {5, "inl", "", "/src/b.c", 40}, {6, "cold", "", "c.c", 0},
+    {1, "main", "", "src/./main.c", 1}, {2, "a", "", "/src/a.c", 10},
+    {3, "b", "", "/src/b.c", 20},       {4, "leaf", "", "/src/b.c", 30},
+    {5, "inl", "", "/src/b.c", 40},     {6, "cold", "", "c.c", 0},
 };
 /* Locations: 1 main, 2 a, 3 b, 4 leaf, 5 inl inlined into b, 6 no
  * function (libc), 7 cold. */
@@ -203,7 +205,8 @@ static void test_trim(void) {
 
   /* A visual trim removes a residual edge another path already shows. */
   CHECK_EQ_INT(cprof__pf_graph(p, &o, &g), 0);
-  t = (cprof__pf_trim_t){.nodefraction = 0.005, .edgefraction = 0.001, .nodecount = 80, .visual = 1};
+  t = (cprof__pf_trim_t){
+      .nodefraction = 0.005, .edgefraction = 0.001, .nodecount = 80, .visual = 1};
   CHECK_EQ_INT(cprof__pf_graph_trim(g, &t, &r), 0);
   CHECK_EQ_INT(g->n_nodes, 4);
   CHECK(edge(g, "main", "a") && edge(g, "a", "b") && edge(g, "b", "leaf"));

@@ -601,20 +601,19 @@ void graph_doc_free(graph_doc_t *d) {
 /* ---- the command --------------------------------------------------------------- */
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: cprof graph SOURCE -o FILE.svg|FILE.png|FILE.dot [OPTIONS]\n"
-          "\n"
-          "Draws the call graph `go tool pprof -svg` draws: a box per function, as big\n"
-          "as its own (flat) value, arrows for calls, hot paths red.\n"
-          "\n"
-          "  -o FILE               the output; its extension picks the format\n"
-          "  --format svg|png|dot  the format, whatever the file's name\n"
-          "  --sample-index NAME   which value (cpu, alloc_space, ...; or its index)\n"
-          "  --mean                the value divided by the sample count\n"
-          "  --functions | --files | --lines | --addresses   what a box stands for\n"
-          "  --nodecount N         at most N boxes (default 80; 0: all)\n"
-          "  --nodefraction F      hide boxes under F of the total (default 0.005)\n"
-          "  --edgefraction F      hide arrows under F of the total (default 0.001)\n");
+  fprintf(out, "usage: cprof graph SOURCE -o FILE.svg|FILE.png|FILE.dot [OPTIONS]\n"
+               "\n"
+               "Draws the call graph `go tool pprof -svg` draws: a box per function, as big\n"
+               "as its own (flat) value, arrows for calls, hot paths red.\n"
+               "\n"
+               "  -o FILE               the output; its extension picks the format\n"
+               "  --format svg|png|dot  the format, whatever the file's name\n"
+               "  --sample-index NAME   which value (cpu, alloc_space, ...; or its index)\n"
+               "  --mean                the value divided by the sample count\n"
+               "  --functions | --files | --lines | --addresses   what a box stands for\n"
+               "  --nodecount N         at most N boxes (default 80; 0: all)\n"
+               "  --nodefraction F      hide boxes under F of the total (default 0.005)\n"
+               "  --edgefraction F      hide arrows under F of the total (default 0.001)\n");
 }
 
 /* pprof's SampleIndexByName: "" is the profile's default sample type or
@@ -697,11 +696,23 @@ static int parse_double(const char *s, double *out) {
 
 int graph_main(int argc, char **argv) {
   const char *source = NULL, *outpath = NULL, *format = NULL, *sindex = NULL;
-  cprof__pf_trim_t trim = {.nodefraction = 0.005, .edgefraction = 0.001, .nodecount = 80, .visual = 1};
+  cprof__pf_trim_t trim = {
+      .nodefraction = 0.005, .edgefraction = 0.001, .nodecount = 80, .visual = 1};
   cprof__pf_graph_options_t go = {.granularity = CPROF_PF_FUNCTIONS};
+  char opt[64];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    /* --name=value as well as --name value. */
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    int inline_val = 0;
+    if (eq && (size_t)(eq - a) < sizeof opt) {
+      memcpy(opt, a, (size_t)(eq - a));
+      opt[eq - a] = '\0';
+      a = opt;
+      val = eq + 1;
+      inline_val = 1;
+    }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
@@ -715,15 +726,15 @@ int graph_main(int argc, char **argv) {
       go.granularity = CPROF_PF_ADDRESSES;
     } else if (strcmp(a, "--mean") == 0) {
       go.mean = 1;
-    } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-               strcmp(a, "--format") == 0 || strcmp(a, "--sample-index") == 0 ||
-               strcmp(a, "--nodecount") == 0 || strcmp(a, "--nodefraction") == 0 ||
-               strcmp(a, "--edgefraction") == 0) {
+    } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strcmp(a, "--format") == 0 ||
+               strcmp(a, "--sample-index") == 0 || strcmp(a, "--nodecount") == 0 ||
+               strcmp(a, "--nodefraction") == 0 || strcmp(a, "--edgefraction") == 0) {
       if (!val) {
         fprintf(stderr, "cprof graph: %s wants a value\n", a);
         return 2;
       }
-      i++;
+      if (!inline_val)
+        i++;
       if (a[1] == 'o' || strcmp(a, "--output") == 0) {
         outpath = val;
       } else if (strcmp(a, "--format") == 0) {
