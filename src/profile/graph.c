@@ -213,11 +213,11 @@ static char *printable_name(cprof__arena_t *a, const node_t *x) {
   if (!s)
     return NULL;
   size_t w = 0;
-#define PART(str)                                                                           \
-  do {                                                                                      \
-    if (w)                                                                                  \
-      s[w++] = ' ';                                                                         \
-    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                     \
+#define PART(str)                                                                                  \
+  do {                                                                                             \
+    if (w)                                                                                         \
+      s[w++] = ' ';                                                                                \
+    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                            \
   } while (0)
   if (addr[0])
     PART(addr);
@@ -790,8 +790,8 @@ static size_t trim_edges(cprof__pf_graph_t *g, int64_t cutoff) {
 }
 
 /* isRedundantEdge: another path leads from e's caller to its callee. */
-static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e, cprof__pf_node_t **queue,
-                     unsigned char *seen) {
+static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e,
+                     cprof__pf_node_t **queue, unsigned char *seen) {
   (void)g;
   size_t head = 0, tail = 0;
   queue[tail++] = e->to;

@@ -14,6 +14,7 @@ static const command_t commands[] = {
     {"list", cmd_list, "source lines of functions matching REGEX, with their values"},
     {"peek", cmd_peek, "callers and callees of functions matching REGEX"},
     {"folded", cmd_folded, "collapsed stacks (a;b;c 123) for FlameGraph, inferno, speedscope"},
+    {"graph", cmd_graph, "the call graph (SVG, PNG or DOT), as go tool pprof -svg"},
     {"diff", cmd_diff, "NEW minus BASE: what grew and what shrank (--flame: a page)"},
     {"flame", cmd_flame, "the viewer page (flame graph, icicle, top table) in one file"},
     {"web", cmd_web, "serve the viewer page over HTTP, as go tool pprof -http"},

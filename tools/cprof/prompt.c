@@ -28,6 +28,7 @@
 #include <editline/readline.h>
 
 #include "commands.h"
+#include "graph.h"
 #include "page.h"
 #include "report.h"
 #include "save.h"
@@ -621,12 +622,6 @@ static void emit(const request_t *r, const cprof__buf_t *out) {
 
 /* Returns 1 when the prompt should end (the web server got a SIGTERM). */
 static int run(prompt_t *ps, request_t *r) {
-  if (r->c->action == A_GRAPH) {
-    fprintf(stderr,
-            "%s: graph drawing is not available yet in this cprof (flame, web and top are)\n",
-            r->c->name);
-    return 0;
-  }
   report_opts_t o;
   make_opts(ps, r, &o);
   cprof__pf_t *p = NULL;
@@ -637,7 +632,19 @@ static int run(prompt_t *ps, request_t *r) {
   }
   cprof__buf_t out;
   cprof__buf_init(&out);
-  if (r->c->action == A_REPORT) {
+  if (r->c->action == A_GRAPH) {
+    /* As pprof's: "Generating report in profile001.svg". */
+    const char *format = strcmp(r->c->name, "graph") == 0 ? "svg" : r->c->name;
+    char def[32], err[512];
+    snprintf(def, sizeof def, "profile001.%s", format);
+    const char *file = r->output ? r->output : def;
+    fprintf(stderr, "Generating report in ");
+    put_name(stderr, file);
+    fputc('\n', stderr);
+    if (graph_save(p, &o, file, graph_format_of(file) ? graph_format_of(file) : format, err,
+                   sizeof err) != 0)
+      fprintf(stderr, "%s: %s\n", r->c->name, err);
+  } else if (r->c->action == A_REPORT) {
     char err[512] = "";
     int rc = r->c->fn(&out, p, &o, r->param, err, sizeof err);
     emit(r, &out);
