@@ -238,13 +238,8 @@ static size_t list_write(cprof__buf_t *out, const report_opts_t *o, const cprof_
 int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                 size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
-  if (e != 0) {
-    char why[128];
-    regerror(e, &rx, why, sizeof why);
-    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+  if (report_regex(&rx, arg, err, errlen) != 0)
     return 1;
-  }
   /* As pprof: by line, nothing trimmed. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = CPROF_PF_LINES,
                                   .mean = o->mean};

@@ -73,13 +73,8 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
 int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                 size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
-  if (e != 0) {
-    char why[128];
-    regerror(e, &rx, why, sizeof why);
-    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+  if (report_regex(&rx, arg, err, errlen) != 0)
     return 1;
-  }
   /* pprof trims nothing for peek. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
                                   .mean = o->mean};

@@ -519,3 +519,13 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
     cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
 }
+
+int report_regex(regex_t *rx, const char *re, char *err, size_t errlen) {
+  int e = regcomp(rx, re, REG_EXTENDED | REG_NOSUB);
+  if (e == 0)
+    return 0;
+  char why[128];
+  regerror(e, rx, why, sizeof why);
+  snprintf(err, errlen, "bad regexp %s: %s", re, why);
+  return 1;
+}

@@ -6,6 +6,7 @@
 #ifndef CPROF_TOOLS_REPORT_H
 #define CPROF_TOOLS_REPORT_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +125,10 @@ const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p);
  * r says (top, diff and the prompt print it). */
 void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r);
+
+/* Compiles a report's REGEX (POSIX extended, no subexpressions): 0, or 1
+ * with "bad regexp RE: why" in err. */
+int report_regex(regex_t *rx, const char *re, char *err, size_t errlen);
 
 /* Writes s to f with control characters, and bytes that are not UTF-8,
  * escaped ("\n", "\x01"): names are the program's bytes, and a terminal
