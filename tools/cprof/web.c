@@ -135,7 +135,7 @@ int web_serve(const web_page_t *page, const char *spec, int *signo) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, &old);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD; /* its errors: ours, one line */
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   struct MHD_Daemon *d =
