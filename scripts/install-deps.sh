@@ -31,6 +31,7 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
   libc6-dbg debuginfod libdebuginfod1 dwz wrk clang libclang-rt-14-dev llvm
   redis-server redis-tools sqlite3 python3 nginx libc6-dev
+  graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
   chromium chromium-driver) # tests/ui/viewer_browser.sh: the viewer page in a headless browser
 

@@ -1,5 +1,6 @@
 #include "profile/arena.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,3 +115,20 @@ char *cprof__arena_strdup(cprof__arena_t *a, const char *s) {
 
 int cprof__arena_over(const cprof__arena_t *a) { return a->over; }
 size_t cprof__arena_used(const cprof__arena_t *a) { return a->given; }
+
+int cprof__grow(void **buf, size_t *cap, size_t want, size_t size) {
+  if (want <= *cap)
+    return 0;
+  size_t cap2 = *cap ? *cap : 16;
+  while (cap2 < want) {
+    if (cap2 > SIZE_MAX / 2 / size)
+      return -ENOMEM;
+    cap2 *= 2;
+  }
+  void *b = realloc(*buf, cap2 * size);
+  if (!b)
+    return -ENOMEM;
+  *buf = b;
+  *cap = cap2;
+  return 0;
+}

@@ -29,4 +29,9 @@ int cprof__arena_over(const cprof__arena_t *a);
 /* Bytes handed out so far. */
 size_t cprof__arena_used(const cprof__arena_t *a);
 
+/* For the arrays that grow while a profile is read (not from an arena):
+ * makes *buf (of *cap elements of size bytes, malloc'd or NULL) hold at
+ * least `want`, doubling. 0 or -ENOMEM (then *buf is as it was). */
+int cprof__grow(void **buf, size_t *cap, size_t want, size_t size);
+
 #endif

@@ -52,12 +52,21 @@ typedef struct table {
 } table_t;
 
 static uint64_t hash_bytes(const void *p, size_t n) {
+  /* Eight bytes at a time with a multiply-xorshift mix: the edge table's
+   * keys are two pointers, looked up once per frame of every sample, and
+   * this took a tenth off `cprof top` on a 20 MB profile against FNV's
+   * byte loop. */
   const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 1099511628211ULL;
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+  for (; n >= 8; b += 8, n -= 8) {
+    memcpy(&w, b, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
   }
+  w = 0;
+  memcpy(&w, b, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 29;
   return h ? h : 1;
 }
 
@@ -204,11 +213,11 @@ static char *printable_name(cprof__arena_t *a, const node_t *x) {
   if (!s)
     return NULL;
   size_t w = 0;
-#define PART(str)                                                                           \
-  do {                                                                                      \
-    if (w)                                                                                  \
-      s[w++] = ' ';                                                                         \
-    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                     \
+#define PART(str)                                                                                  \
+  do {                                                                                             \
+    if (w)                                                                                         \
+      s[w++] = ' ';                                                                                \
+    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                            \
   } while (0)
   if (addr[0])
     PART(addr);
@@ -370,9 +379,8 @@ static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t 
   slot_t *s = table_slot(&b->edges, pair, sizeof pair);
   if (!s)
     return -ENOMEM;
-  edge_t *e;
-  if (s->key) {
-    e = s->val;
+  edge_t *e = s->key ? s->val : NULL;
+  if (e) {
     if (e->stamp == stamp)
       return 0; /* once per sample */
     e->e.weight_div += dw;
@@ -684,12 +692,12 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
     for (size_t i = 0; i < b.n_list; i++)
       if (b.list[i]->n.cum != 0 || b.list[i]->n.flat != 0)
         g->nodes[g->n_nodes++] = &b.list[i]->n;
-    /* Edges join nodes that samples reached, but in a diff a node's
-     * values can net to zero and the node is not in the graph: its edges
-     * are not either (link_edges has no lists for it). */
+    /* An edge goes with the nodes: a sample can reach a node and leave
+     * it nothing (a value of 0 with -mean's counts, a diff's), and the
+     * edges to it would point outside the graph. */
     for (size_t i = 0; i < b.n_elist; i++) {
       const cprof__pf_edge_t *e = &b.elist[i]->e;
-      if ((e->from->cum != 0 || e->from->flat != 0) && (e->to->cum != 0 || e->to->flat != 0))
+      if ((e->from->cum || e->from->flat) && (e->to->cum || e->to->flat))
         g->edges[g->n_edges++] = &b.elist[i]->e;
     }
     qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
@@ -782,8 +790,8 @@ static size_t trim_edges(cprof__pf_graph_t *g, int64_t cutoff) {
 }
 
 /* isRedundantEdge: another path leads from e's caller to its callee. */
-static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e, cprof__pf_node_t **queue,
-                     unsigned char *seen) {
+static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e,
+                     cprof__pf_node_t **queue, unsigned char *seen) {
   (void)g;
   size_t head = 0, tail = 0;
   queue[tail++] = e->to;

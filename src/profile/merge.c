@@ -64,20 +64,6 @@ static size_t index_of(const void *p, const void *base, size_t n, size_t size) {
   return (x - b) / size;
 }
 
-static int grow(void **buf, size_t *cap, size_t want, size_t size) {
-  if (want <= *cap)
-    return 0;
-  size_t cap2 = *cap ? *cap : 16;
-  while (cap2 < want)
-    cap2 *= 2;
-  void *b = realloc(*buf, cap2 * size);
-  if (!b)
-    return -ENOMEM;
-  *buf = b;
-  *cap = cap2;
-  return 0;
-}
-
 static uint64_t hash_str(uint64_t h, const char *s) {
   s = s ? s : "";
   return cprof__hash_bytes(h, s, strlen(s) + 1);
@@ -241,7 +227,7 @@ static int map_location(merger_t *m, const cprof__pf_location_t *src,
   int err = map_mapping(m, src->mapping, &mi);
   if (err)
     return err;
-  if ((err = grow((void **)&m->lines, &m->lines_cap, src->n_lines, sizeof *m->lines)))
+  if ((err = cprof__grow((void **)&m->lines, &m->lines_cap, src->n_lines, sizeof *m->lines)))
     return err;
   cprof__pf_location_t l = {
       .mapping = mi.ix == NONE ? NULL : &m->p->mappings[mi.ix],
@@ -383,7 +369,7 @@ static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign, int 
   size_t nv = m->p->n_sample_types;
   if (is_zero(src->values, nv))
     return 0;
-  int err = grow((void **)&m->locs, &m->locs_cap, src->n_locations, sizeof *m->locs);
+  int err = cprof__grow((void **)&m->locs, &m->locs_cap, src->n_locations, sizeof *m->locs);
   if (err)
     return err;
   for (size_t i = 0; i < src->n_locations; i++)
@@ -393,8 +379,8 @@ static int map_sample(merger_t *m, const cprof__pf_sample_t *src, int sign, int 
   size_t n_labels = 0;
   if (src->n_labels || base) {
     sorted = malloc((src->n_labels + 1) * sizeof *sorted);
-    if (!sorted ||
-        (err = grow((void **)&m->labels, &m->labels_cap, src->n_labels + 1, sizeof *m->labels))) {
+    if (!sorted || (err = cprof__grow((void **)&m->labels, &m->labels_cap, src->n_labels + 1,
+                                      sizeof *m->labels))) {
       free(sorted);
       return -ENOMEM;
     }

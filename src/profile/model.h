@@ -231,6 +231,15 @@ struct cprof__pf_node {
   size_t n_in, n_out;
 };
 
+/* What a report shows of a node (pprof's FlatValue and CumValue): the
+ * value, divided by the samples' counts with mean. */
+static inline int64_t cprof__pf_flat(const cprof__pf_node_t *n) {
+  return n->flat_div ? n->flat / n->flat_div : n->flat;
+}
+static inline int64_t cprof__pf_cum(const cprof__pf_node_t *n) {
+  return n->cum_div ? n->cum / n->cum_div : n->cum;
+}
+
 typedef struct cprof__pf_graph {
   cprof__pf_node_t **nodes; /* by flat, then cum, then name, as pprof's top sorts */
   size_t n_nodes;

@@ -61,20 +61,6 @@ typedef struct builder {
   size_t cap_name;
 } builder_t;
 
-static int grow(void **buf, size_t *cap, size_t want, size_t size) {
-  if (want <= *cap)
-    return 0;
-  size_t cap2 = *cap ? *cap : 16;
-  while (cap2 < want)
-    cap2 *= 2;
-  void *b = realloc(*buf, cap2 * size);
-  if (!b)
-    return -ENOMEM;
-  *buf = b;
-  *cap = cap2;
-  return 0;
-}
-
 /* ---- strings ----------------------------------------------------------- */
 
 static uint64_t str_hash(const char *s) { return cprof__hash_bytes(CPROF_HASH_SEED, s, strlen(s)); }
@@ -91,7 +77,7 @@ static int intern(builder_t *b, const char *s, uint32_t *out) {
     *out = (uint32_t)i;
     return 0;
   }
-  int err = grow((void **)&b->strs, &b->cap_strs, b->n_strs + 1, sizeof *b->strs);
+  int err = cprof__grow((void **)&b->strs, &b->cap_strs, b->n_strs + 1, sizeof *b->strs);
   if (err)
     return err;
   if (!(b->strs[b->n_strs] = cprof__arena_strdup(b->a, s)))
@@ -120,7 +106,7 @@ static int unknown_name(builder_t *b, const cprof__pf_location_t *l, uint32_t *o
   if (start == end) /* only slashes */
     start = end - 1;
   size_t n = end - start;
-  int err = grow((void **)&b->name_buf, &b->cap_name, n + 3, 1);
+  int err = cprof__grow((void **)&b->name_buf, &b->cap_name, n + 3, 1);
   if (err)
     return err;
   b->name_buf[0] = '[';
@@ -164,7 +150,7 @@ static int location_frames(builder_t *b, const cprof__pf_location_t *l, const fr
   int err;
   if (!p->locations || x < base || (x - base) % sizeof *l ||
       (x - base) / sizeof *l >= p->n_locations) {
-    if ((err = grow((void **)&b->tmp, &b->cap_tmp, count, sizeof *b->tmp)) ||
+    if ((err = cprof__grow((void **)&b->tmp, &b->cap_tmp, count, sizeof *b->tmp)) ||
         (err = make_frames(b, l, b->tmp)))
       return err;
     *frames = b->tmp;
@@ -175,7 +161,7 @@ static int location_frames(builder_t *b, const cprof__pf_location_t *l, const fr
   if (b->loc_first[i] == NONE) {
     if (b->n_frames + count >= NONE)
       return -EOVERFLOW;
-    if ((err = grow((void **)&b->frames, &b->cap_frames, b->n_frames + count, sizeof *b->frames)) ||
+    if ((err = cprof__grow((void **)&b->frames, &b->cap_frames, b->n_frames + count, sizeof *b->frames)) ||
         (err = make_frames(b, l, b->frames + b->n_frames)))
       return err;
     b->loc_first[i] = (uint32_t)b->n_frames;

@@ -231,10 +231,13 @@ curl -sf -o "$T/ngo.pb.gz" "http://$ADDR/debug/pprof/goroutine"
 curl -sf -o "$T/ncpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=1"
 stop
 
+# --symbolize=none: the names as the profile holds them (by default, as
+# pprof, "w<tag>&'..." looks like a C++ name and loses its "<tag>").
 "$CPROF" traces "$T/ngo.pb.gz" >"$T/ngo.traces" 2>&1 || true
-"$CPROF" traces "$T/ncpu.pb.gz" >"$T/ncpu.traces" 2>&1 || true
-"$CPROF" top "$T/ncpu.pb.gz" >"$T/ncpu.top" 2>&1 || true
-"$CPROF" folded "$T/ncpu.pb.gz" >"$T/ncpu.folded" 2>&1 || true
+"$CPROF" traces --symbolize=none "$T/ncpu.pb.gz" >"$T/ncpu.traces" 2>&1 || true
+"$CPROF" top --symbolize=none "$T/ncpu.pb.gz" >"$T/ncpu.top" 2>&1 || true
+"$CPROF" top "$T/ncpu.pb.gz" >"$T/ncpu.short" 2>&1 || true
+"$CPROF" folded --symbolize=none "$T/ncpu.pb.gz" >"$T/ncpu.folded" 2>&1 || true
 thread='    thread:  <tag>&"\n\xff\x1b'"'"'xyz'
 weird='w<tag>&'"'"'\xff\x1bx'
 check "goroutine traces: the thread's name escaped, on one line" grep -qxF -- "$thread" "$T/ngo.traces"
@@ -243,16 +246,17 @@ check "cpu traces: the thread's name escaped, on one line" grep -qxF -- "$thread
 frame_line() { grep -F -- "   $weird" "$T/ncpu.traces" | grep -q 'x$'; }
 check "cpu traces: the symbol escaped" frame_line
 check "cpu top: the symbol escaped" grep -qF -- "  $weird" "$T/ncpu.top"
+check "cpu top, names shortened as pprof: the symbol escaped" grep -qF -- "  w&'\\xff\\x1bx" "$T/ncpu.short"
 check "cpu top: the C++ template as it is" grep -qF -- \
   '  void names::spin<names::Box<std::pair<int, char> > >(names::Box<std::pair<int, char> >&)' "$T/ncpu.top"
 check "cpu folded: the symbol escaped, a leaf" grep -qF -- ";$weird " "$T/ncpu.folded"
 check "cpu folded: the C++ template as it is" grep -qF -- \
   ';void names::spin<names::Box<std::pair<int, char> > >(names::Box<std::pair<int, char> >&) ' "$T/ncpu.folded"
-for f in ngo.traces ncpu.traces ncpu.top ncpu.folded; do
+for f in ngo.traces ncpu.traces ncpu.top ncpu.short ncpu.folded; do
   check "$f: no raw ESC or 0xff, no line that a raw newline began" \
     bash -c "! LC_ALL=C grep -q \$'[\\x1b\\xff]' '$T/$f' && ! grep -q \"^'xyz\" '$T/$f'"
 done
-"$CPROF" flame -o "$T/n.html" "$T/ncpu.pb.gz" 2>/dev/null || true
+"$CPROF" flame --symbolize=none -o "$T/n.html" "$T/ncpu.pb.gz" 2>/dev/null || true
 check "flame page: the symbol only escaped (no raw <tag>, ESC or 0xff)" \
   bash -c "! grep -qF '<tag>' '$T/n.html' && ! LC_ALL=C grep -q \$'[\\x1b\\xff]' '$T/n.html'"
 check "flame page: ... and it is there, escaped" grep -qF 'w\u003ctag\u003e\u0026' "$T/n.html"

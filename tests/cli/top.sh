@@ -59,6 +59,8 @@ compare "cprof cpu --cum" "$T/cpu.pb.gz" --cum
 compare "cprof cpu --lines" "$T/cpu.pb.gz" --lines
 compare "cprof heap --unit kB" "$T/heap.pb.gz" --unit kB
 compare "cprof cpu --focus" "$T/cpu.pb.gz" --focus 'hold_lock|fill'
+compare "cprof heap --mean" "$T/heap.pb.gz" --mean
+compare "cprof block --mean" "$T/block.pb.gz" --mean --sample_index=0
 
 # --- profiles Go wrote.
 go_profiles
@@ -68,6 +70,26 @@ done
 compare "go cpu --lines" "$GOPROF/cpu.pb.gz" --lines
 compare "go cpu --addresses" "$GOPROF/cpu.pb.gz" --addresses
 compare "go heap --cum -n 5" "$GOPROF/heap.pb.gz" --cum -n 5
+
+# --- generated profiles (bench/cli/gen_profile) whose C++ names are the
+# producer's (name = system_name): pprof shortens them by default, and so
+# must cprof; with and without that.
+"$B/tests/integration/gen_profile" --shape deep --size 2 -o "$T/deep.pb.gz" >/dev/null
+"$B/tests/integration/gen_profile" --shape cpu --size 2 --seed 7 -o "$T/gcpu.pb.gz" >/dev/null
+for shape in deep gcpu; do
+  for args in "" "--lines" "--cum" "--sample_index=0" "--symbolize=demangle=templates" "--symbolize=none"; do
+    # shellcheck disable=SC2086 # args are words
+    "$CPROF" top $args "$T/$shape.pb.gz" >"$T/g.cprof" 2>&1 || true
+    # shellcheck disable=SC2086
+    go tool pprof -top ${args/#--/-} "$T/$shape.pb.gz" >"$T/g.pprof" 2>/dev/null || true
+    if [ -s "$T/g.pprof" ] && cmp -s "$T/g.cprof" "$T/g.pprof"; then
+      pass "generated $shape $args: the same as go tool pprof -top (names shortened as pprof's)"
+    else
+      fail "generated $shape $args: cprof top and go tool pprof -top differ"
+      diff -u "$T/g.pprof" "$T/g.cprof" | head -20 >&2
+    fi
+  done
+done
 
 # --- several sources, standard input.
 "$CPROF" top "$T/heap.pb.gz" "$T/heap.pb.gz" >"$T/twice.out" 2>&1

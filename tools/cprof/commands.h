@@ -16,10 +16,12 @@ int cmd_folded(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_traces(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 int cmd_web(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_prompt(int argc, char **argv);
 
 #endif

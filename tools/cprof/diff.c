@@ -47,29 +47,19 @@ static int extra(void *ctx, int argc, char **argv, int *i) {
   return 0;
 }
 
+/* The table, as top.c prints it. */
 static int write_table(cprof__pf_t *d, report_opts_t *o) {
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
-                                  .mean = o->mean};
-  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
-                           .nodecount = o->nodecount > 0 ? (size_t)o->nodecount : 0,
-                           .cum_sort = o->cum_sort};
-  cprof__pf_trimmed_t r;
-  cprof__pf_graph_t *g = NULL;
-  int rc = 0;
-  if (cprof__pf_graph(d, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0) {
-    fprintf(stderr, "cprof diff: out of memory\n");
+  cprof__buf_t out;
+  char err[512] = "";
+  cprof__buf_init(&out);
+  int rc = report_top(&out, d, o, NULL, err, sizeof err);
+  if (rc != 0)
+    fprintf(stderr, "cprof diff: %s\n", err);
+  else if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+    fprintf(stderr, "cprof diff: writing the report failed\n");
     rc = 1;
-  } else {
-    cprof__buf_t out;
-    cprof__buf_init(&out);
-    top_write(&out, d, o, g, &r);
-    if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
-      fprintf(stderr, "cprof diff: writing the report failed\n");
-      rc = 1;
-    }
-    cprof__buf_free(&out);
   }
-  cprof__pf_graph_free(g);
+  cprof__buf_free(&out);
   return rc;
 }
 

@@ -51,29 +51,6 @@ static const char *trim_path(const char *path, const char *cwd) {
   return path;
 }
 
-/* A line of source as pprof shows it: tabs as they are (indentation is
- * layout, and pprof prints it raw), every other control character and
- * byte that is not UTF-8 escaped as in names. */
-static void put_source_line(cprof__buf_t *out, const char *line) {
-  for (;;) {
-    const char *tab = strchr(line, '\t');
-    if (!tab) {
-      report_put_name(out, line);
-      return;
-    }
-    /* report_put_name takes a string: the piece before the tab, copied. */
-    char *piece = strndup(line, (size_t)(tab - line));
-    if (!piece) {
-      out->failed = 1;
-      return;
-    }
-    report_put_name(out, piece);
-    free(piece);
-    cprof__buf_putc(out, '\t');
-    line = tab + 1;
-  }
-}
-
 /* pprof's openSourceFile. NULL with *why set when not found. */
 static FILE *open_source(const char *file, const char *cwd, char *why, size_t len) {
   const char *path = trim_path(file, cwd);
@@ -214,7 +191,7 @@ static void list_file(cprof__buf_t *out, const report_opts_t *o, int64_t total,
     value_or_dot(a, sizeof a, lf, o);
     value_or_dot(b, sizeof b, lc, o);
     cprof__buf_printf(out, "%10s %10s %6lld:", a, b, (long long)line);
-    put_source_line(out, t.lines[line]);
+    report_put_text(out, t.lines[line]);
     cprof__buf_putc(out, '\n');
   }
   free_text(&t);
@@ -268,13 +245,8 @@ static size_t list_write(cprof__buf_t *out, const report_opts_t *o, const cprof_
 int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                 size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
-  if (e != 0) {
-    char why[128];
-    regerror(e, &rx, why, sizeof why);
-    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+  if (report_regex(&rx, arg, err, errlen) != 0)
     return 1;
-  }
   /* As pprof: by line, nothing trimmed. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = CPROF_PF_LINES,
                                   .mean = o->mean};

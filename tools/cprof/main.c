@@ -3,8 +3,10 @@
  * Each subcommand is a file of its own; this one only dispatches. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "source.h"
 
 static const command_t commands[] = {
     {"top", cmd_top, "the functions with the most value, as go tool pprof -top"},
@@ -12,11 +14,13 @@ static const command_t commands[] = {
     {"list", cmd_list, "source lines of functions matching REGEX, with their values"},
     {"peek", cmd_peek, "callers and callees of functions matching REGEX"},
     {"folded", cmd_folded, "collapsed stacks (a;b;c 123) for FlameGraph, inferno, speedscope"},
+    {"graph", cmd_graph, "the call graph (SVG, PNG or DOT), as go tool pprof -svg"},
     {"diff", cmd_diff, "NEW minus BASE: what grew and what shrank (--flame: a page)"},
     {"flame", cmd_flame, "the viewer page (flame graph, icicle, top table) in one file"},
     {"web", cmd_web, "serve the viewer page over HTTP, as go tool pprof -http"},
     {"fetch", cmd_fetch, "save a profile from a URL (or a file, or -) in a file"},
     {"run", cmd_run, "run a program with the profiler preloaded"},
+    {"prompt", cmd_prompt, "the interactive prompt (as cprof SOURCE), as go tool pprof SOURCE"},
     {NULL, NULL, NULL},
 };
 
@@ -46,6 +50,11 @@ int main(int argc, char **argv) {
   for (const command_t *c = commands; c->name; c++)
     if (strcmp(argv[1], c->name) == 0)
       return c->run(argc - 1, argv + 1);
+  /* cprof SOURCE: the prompt, as go tool pprof SOURCE. */
+  struct stat st;
+  if (strcmp(argv[1], "-") == 0 || source_is_url(argv[1]) ||
+      strncmp(argv[1], "file://", 7) == 0 || stat(argv[1], &st) == 0)
+    return cmd_prompt(argc, argv);
   fprintf(stderr, "cprof: unknown command %s (cprof --help lists them)\n", argv[1]);
   return 2;
 }

@@ -50,20 +50,20 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
     matched++;
     cprof__buf_puts(out, separator);
     for (size_t k = 0; k < n->n_in; k++)
-      edge_line(out, o, unit, n->in[k]->weight, n->cum, n->in[k]->from, n->in[k]->inline_);
-    flat_sum += n->flat;
+      edge_line(out, o, unit, n->in[k]->weight, cprof__pf_cum(n), n->in[k]->from, n->in[k]->inline_);
+    flat_sum += cprof__pf_flat(n);
     char flat[64], cum[64], flat_pc[32], sum_pc[32], cum_pc[32];
-    report_value(flat, sizeof flat, n->flat, o, unit);
-    report_value(cum, sizeof cum, n->cum, o, unit);
-    cprof__measure_percentage(n->flat, o->total, flat_pc, sizeof flat_pc);
+    report_value(flat, sizeof flat, cprof__pf_flat(n), o, unit);
+    report_value(cum, sizeof cum, cprof__pf_cum(n), o, unit);
+    cprof__measure_percentage(cprof__pf_flat(n), o->total, flat_pc, sizeof flat_pc);
     cprof__measure_percentage(flat_sum, o->total, sum_pc, sizeof sum_pc);
-    cprof__measure_percentage(n->cum, o->total, cum_pc, sizeof cum_pc);
+    cprof__measure_percentage(cprof__pf_cum(n), o->total, cum_pc, sizeof cum_pc);
     cprof__buf_printf(out, "%10s %s %s %10s %s                | ", flat, flat_pc, sum_pc, cum,
                       cum_pc);
     report_put_name(out, n->name);
     cprof__buf_putc(out, '\n');
     for (size_t k = 0; k < n->n_out; k++)
-      edge_line(out, o, unit, n->out[k]->weight, n->cum, n->out[k]->to, n->out[k]->inline_);
+      edge_line(out, o, unit, n->out[k]->weight, cprof__pf_cum(n), n->out[k]->to, n->out[k]->inline_);
   }
   if (g->n_nodes > 0)
     cprof__buf_puts(out, separator);
@@ -73,13 +73,8 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
 int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                 size_t errlen) {
   regex_t rx;
-  int e = regcomp(&rx, arg, REG_EXTENDED | REG_NOSUB);
-  if (e != 0) {
-    char why[128];
-    regerror(e, &rx, why, sizeof why);
-    snprintf(err, errlen, "bad regexp %s: %s", arg, why);
+  if (report_regex(&rx, arg, err, errlen) != 0)
     return 1;
-  }
   /* pprof trims nothing for peek, but it still sorts the nodes as --cum
    * says. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,

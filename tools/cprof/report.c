@@ -27,7 +27,9 @@ const char report_flags_help[] =
     "  --functions --files --lines --addresses   what a row stands for (default: functions)\n"
     "  --focus RE --ignore RE --hide RE --show RE   keep / drop samples or frames by name\n"
     "  --tagfocus RE --tagignore RE   keep / drop samples by label (key=value, or key=1kb:)\n"
-    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n";
+    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n"
+    "  --symbolize=none     names as the profile has them (default: C++ names shortened,\n"
+    "                       as pprof; demangle=templates or demangle=full for more)\n";
 
 /* "--name VALUE", "--name=VALUE", "-name VALUE" (pprof's spelling, and
  * underscores for dashes). Returns the value, or NULL if argv[*i] is not
@@ -89,12 +91,34 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
   }
   if (is_flag("mean", argv[*i]))
     return o->mean = 1;
+  int missing = 0;
+  const char *sym = value_of("symbolize", argc, argv, i, &missing);
+  if (sym) {
+    static const struct {
+      const char *name;
+      cprof__pf_demangle_t mode;
+    } modes[] = {{"none", CPROF_PF_DEMANGLE_NONE},
+                 {"demangle=none", CPROF_PF_DEMANGLE_NONE},
+                 {"demangle=full", CPROF_PF_DEMANGLE_FULL},
+                 {"demangle=templates", CPROF_PF_DEMANGLE_TEMPLATES},
+                 {"demangle=default", CPROF_PF_DEMANGLE_SIMPLIFIED},
+                 {"local", CPROF_PF_DEMANGLE_SIMPLIFIED}};
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
+      if (strcmp(sym, modes[k].name) == 0) {
+        o->demangle = modes[k].mode;
+        return 1;
+      }
+    fprintf(stderr,
+            "cprof %s: --symbolize wants none or demangle=full|templates|none|default, not %s\n",
+            cmd, sym);
+    return -1;
+  }
   static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
                                         "hide",         "show",   "tagfocus", "tagignore"};
+  missing = 0;
   const char **slots[] = {&o->sample_index,   &o->unit,        &o->filter.focus,
                           &o->filter.ignore,  &o->filter.hide, &o->filter.show,
                           &o->filter.tagfocus, &o->filter.tagignore};
-  int missing = 0;
   for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
     const char *v = value_of(strings[k], argc, argv, i, &missing);
     if (v) {
@@ -251,8 +275,7 @@ done:
   return rc;
 }
 
-/* pprof's SampleIndexByName. */
-static int sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
+int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
                         size_t errlen) {
   if (p->n_sample_types == 0) {
     snprintf(err, errlen, "profile has no samples");
@@ -297,7 +320,11 @@ static int sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
 
 int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   char err[512];
-  if (sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
+  if (cprof__pf_demangle(p, o->demangle) != 0) {
+    fprintf(stderr, "cprof %s: out of memory\n", cmd);
+    return 1;
+  }
+  if (report_sample_index(p, o->sample_index, &o->index, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;
   }
@@ -392,9 +419,9 @@ const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *
     return o->unit;
   int64_t min = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
-    int64_t v = llabs(g->nodes[i]->flat);
+    int64_t v = llabs(cprof__pf_flat(g->nodes[i]));
     if (v == 0)
-      v = llabs(g->nodes[i]->cum);
+      v = llabs(cprof__pf_cum(g->nodes[i]));
     if (v > 0 && (min == 0 || v < min))
       min = v;
   }
@@ -410,7 +437,12 @@ const char *report_output_unit(const report_opts_t *o, const cprof__pf_graph_t *
   return unit;
 }
 
-void report_put_name(cprof__buf_t *out, const char *s) {
+static void put_escaped(cprof__buf_t *out, const char *s, int tabs);
+
+void report_put_name(cprof__buf_t *out, const char *s) { put_escaped(out, s, 0); }
+void report_put_text(cprof__buf_t *out, const char *s) { put_escaped(out, s, 1); }
+
+static void put_escaped(cprof__buf_t *out, const char *s, int tabs) {
   const unsigned char *c = (const unsigned char *)s;
   while (*c) {
     /* A valid UTF-8 sequence passes whole; anything else is escaped. */
@@ -419,7 +451,10 @@ void report_put_name(cprof__buf_t *out, const char *s) {
     int ok = n > 0 && !(n == 2 && *c < 0xc2) && !(n == 4 && *c > 0xf4);
     for (int k = 1; ok && k < n; k++)
       ok = (c[k] & 0xc0) == 0x80;
-    if (n == 1 && (*c < 0x20 || *c == 0x7f)) {
+    if (n == 1 && *c == '\t' && tabs) {
+      cprof__buf_putc(out, '\t');
+      c++;
+    } else if (n == 1 && (*c < 0x20 || *c == 0x7f)) {
       const char *esc = *c == '\n' ? "\\n" : *c == '\t' ? "\\t" : *c == '\r' ? "\\r" : NULL;
       if (esc)
         cprof__buf_puts(out, esc);
@@ -442,7 +477,8 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   int64_t total = o->total;
   report_opts_t shown = *o;
   shown.unit = unit;
-  report_profile_labels(out, p, &shown);
+  if (!o->compact_labels)
+    report_profile_labels(out, p, &shown);
   /* pprof's legendActiveFilters. */
   const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
   const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
@@ -463,7 +499,7 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   }
   int64_t flat_sum = 0;
   for (size_t i = 0; i < g->n_nodes; i++)
-    flat_sum += g->nodes[i]->flat;
+    flat_sum += cprof__pf_flat(g->nodes[i]);
   char a[64], b[64], pc[32];
   report_value(a, sizeof a, flat_sum, o, unit);
   report_value(b, sizeof b, total, o, unit);
@@ -486,4 +522,14 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   }
   if (g->n_nodes > 0 && g->n_nodes < r->orig_count)
     cprof__buf_printf(out, "Showing top %zu nodes out of %zu\n", g->n_nodes, r->orig_count);
+}
+
+int report_regex(regex_t *rx, const char *re, char *err, size_t errlen) {
+  int e = regcomp(rx, re, REG_EXTENDED | REG_NOSUB);
+  if (e == 0)
+    return 0;
+  char why[128];
+  regerror(e, rx, why, sizeof why);
+  snprintf(err, errlen, "bad regexp %s: %s", re, why);
+  return 1;
 }

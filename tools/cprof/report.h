@@ -6,11 +6,13 @@
 #ifndef CPROF_TOOLS_REPORT_H
 #define CPROF_TOOLS_REPORT_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "core/buf.h"
+#include "profile/demangle.h"
 #include "profile/model.h"
 
 typedef struct report_opts {
@@ -21,6 +23,10 @@ typedef struct report_opts {
   double nodefraction, edgefraction;
   cprof__pf_granularity_t granularity;
   int mean;
+  cprof__pf_demangle_t demangle; /* --symbolize=none, =demangle=full...: as pprof */
+  /* pprof's compact_labels, which its prompt sets: no File/Type/Time lines
+   * above a top or peek table. */
+  int compact_labels;
   cprof__pf_filter_t filter;
   /* Set by report_prepare. */
   size_t index;
@@ -82,6 +88,12 @@ int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const cha
  * one profile, as pprof does with several. 0, or 1 after a line on stderr. */
 int report_load(const char *cmd, char **sources, int n, cprof__pf_t **out);
 
+/* pprof's SampleIndexByName: name is a sample type's name (with or
+ * without "inuse_"), its index, or NULL or "" for the profile's default
+ * type (else the last). 0, or -1 with a line in err. */
+int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, char *err,
+                        size_t errlen);
+
 /* Chooses the sample type (o->index, o->type, o->sample_unit) and applies
  * the filters, warning as pprof does when one matches nothing. 0, or 1
  * after a line on stderr. */
@@ -114,9 +126,15 @@ const cprof__pf_mapping_t *report_main_mapping(const cprof__pf_t *p);
 void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
                const cprof__pf_graph_t *g, const cprof__pf_trimmed_t *r);
 
+/* Compiles a report's REGEX (POSIX extended, no subexpressions): 0, or 1
+ * with "bad regexp RE: why" in err. */
+int report_regex(regex_t *rx, const char *re, char *err, size_t errlen);
+
 /* Writes s to f with control characters, and bytes that are not UTF-8,
  * escaped ("\n", "\x01"): names are the program's bytes, and a terminal
  * must show them, not obey them. */
 void report_put_name(cprof__buf_t *out, const char *s);
+/* The same for a line of source text, whose tabs are kept. */
+void report_put_text(cprof__buf_t *out, const char *s);
 
 #endif

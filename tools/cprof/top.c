@@ -37,13 +37,13 @@ void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
     int inline_in = 0, call_in = 0;
     for (size_t k = 0; k < n->n_in; k++)
       *(n->in[k]->inline_ ? &inline_in : &call_in) = 1;
-    flat_sum += n->flat;
+    flat_sum += cprof__pf_flat(n);
     char flat_pc[32], sum_pc[32], cum_pc[32];
-    report_value(a, sizeof a, n->flat, o, unit);
-    report_value(b, sizeof b, n->cum, o, unit);
-    cprof__measure_percentage(n->flat, total, flat_pc, sizeof flat_pc);
+    report_value(a, sizeof a, cprof__pf_flat(n), o, unit);
+    report_value(b, sizeof b, cprof__pf_cum(n), o, unit);
+    cprof__measure_percentage(cprof__pf_flat(n), total, flat_pc, sizeof flat_pc);
     cprof__measure_percentage(flat_sum, total, sum_pc, sizeof sum_pc);
-    cprof__measure_percentage(n->cum, total, cum_pc, sizeof cum_pc);
+    cprof__measure_percentage(cprof__pf_cum(n), total, cum_pc, sizeof cum_pc);
     cprof__buf_printf(out, "%10s %s %s %10s %s  ", a, flat_pc, sum_pc, b, cum_pc);
     report_put_name(out, n->name);
     if (inline_in)

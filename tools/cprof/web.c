@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "web.h"
+
 #include "commands.h"
 #include "page.h"
 #include "report.h"
@@ -43,18 +45,13 @@ static int extra(void *ctx, int argc, char **argv, int *i) {
   return 1;
 }
 
-typedef struct page {
-  const char *data;
-  size_t len;
-} page_t;
-
 /* GET / is the page; anything else is not here. The page runs its own
  * inline script and loads nothing, which the policy says. */
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *body,
                               size_t *body_len, void **state) {
   (void)version, (void)body, (void)body_len, (void)state;
-  const page_t *page = cls;
+  const web_page_t *page = cls;
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   struct MHD_Response *r;
   unsigned status;
@@ -124,20 +121,21 @@ bad:
   return -1;
 }
 
-static int serve(const page_t *page, const char *spec) {
+int web_serve(const web_page_t *page, const char *spec, int *signo) {
   struct sockaddr_storage ss;
   socklen_t len;
   if (parse_addr(spec, &ss, &len) != 0)
     return 2;
   /* The signals that end it are taken by sigwait below, in this thread;
-   * the server's threads, started after, inherit the mask. */
-  sigset_t stop;
+   * the server's threads, started after, inherit the mask. The caller's
+   * mask comes back after, for the prompt, which goes on. */
+  sigset_t stop, old;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+  pthread_sigmask(SIG_BLOCK, &stop, &old);
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD; /* its errors: ours, one line */
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   struct MHD_Daemon *d =
@@ -147,6 +145,7 @@ static int serve(const page_t *page, const char *spec) {
   if (!d) {
     fprintf(stderr, "cprof web: cannot listen on %s (in use, or not an address of this host?)\n",
             spec);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return 1;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -158,6 +157,9 @@ static int serve(const page_t *page, const char *spec) {
   int sig;
   sigwait(&stop, &sig);
   MHD_stop_daemon(d);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (signo)
+    *signo = sig;
   return 0;
 }
 
@@ -188,8 +190,8 @@ int cmd_web(int argc, char **argv) {
   }
   cprof__pf_free(p);
   if (rc == 0) {
-    page_t page = {html.data, html.len};
-    rc = serve(&page, a.http);
+    web_page_t page = {html.data, html.len};
+    rc = web_serve(&page, a.http, NULL);
   }
   cprof__buf_free(&html);
 done:
