@@ -16,20 +16,16 @@ namespace names {
 
 volatile unsigned long sink;
 
-template <typename T>
-struct Box {
-  T value;
-};
+template <typename T> struct Box { T value; };
 
 // A template taking a reference: "names::spin<names::Box<std::pair<int,
 // char> > >(names::Box<std::pair<int, char> >&)" once demangled.
-template <typename T>
-__attribute__((noinline)) void spin(T &box) {
+template <typename T> __attribute__((noinline)) void spin(T &box) {
   for (unsigned long i = 0; i < 20000000; i++)
     sink = sink + i * (unsigned long)box.value.first;
 }
 
-}  // namespace names
+} // namespace names
 
 // names_weird.c: calls a function whose symbol is "w<tag>&'" then the
 // bytes 0xff and ESC, then "x".

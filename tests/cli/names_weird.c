@@ -7,7 +7,7 @@
 volatile unsigned long names_weird_sink;
 
 __attribute__((noinline)) void names_weird(unsigned long n) __asm__("\"w<tag>&'\xff\x1b"
-                                                                     "x\"");
+                                                                    "x\"");
 
 void names_weird(unsigned long n) {
   for (unsigned long i = 0; i < n; i++)
