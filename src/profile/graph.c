@@ -646,8 +646,12 @@ static int link_edges(cprof__pf_graph_t *g) {
         noinl = 1;
     }
     n->inlined = inl ? (noinl ? 2 : 1) : 0;
-    qsort(n->in, n->n_in, sizeof *n->in, edge_order);
-    qsort(n->out, n->n_out, sizeof *n->out, edge_order);
+    /* A node without callers or callees has NULL lists, which qsort
+     * must not be given, even with no elements (UBSan says so). */
+    if (n->n_in > 1)
+      qsort(n->in, n->n_in, sizeof *n->in, edge_order);
+    if (n->n_out > 1)
+      qsort(n->out, n->n_out, sizeof *n->out, edge_order);
   }
   qsort(g->edges, g->n_edges, sizeof *g->edges, edge_order);
   return 0;
