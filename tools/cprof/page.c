@@ -9,7 +9,7 @@
 
 /* "demo_server: heap profile" and the like: the main binary's name and
  * what the profile measures. */
-static void title_of(const cprof__pf_t *p, int diff, char *buf, size_t len) {
+static void title_of(const cprof__pf_t *p, char *buf, size_t len) {
   const cprof__pf_mapping_t *m = report_main_mapping(p);
   const char *file = m && m->file[0] ? m->file : "";
   const char *base = strrchr(file, '/');
@@ -17,7 +17,7 @@ static void title_of(const cprof__pf_t *p, int diff, char *buf, size_t len) {
   const char *kind = p->period_type.type[0] ? p->period_type.type
                      : p->n_sample_types    ? p->sample_types[0].type
                                             : "";
-  snprintf(buf, len, "%s%s%s%s", base, base[0] ? ": " : "", kind, diff ? " (diff)" : "");
+  snprintf(buf, len, "%s%s%s", base, base[0] ? ": " : "", kind); /* the page says "diff" */
 }
 
 int page_build(const cprof__pf_t *p, const cprof__pf_t *base, cprof__buf_t *out) {
@@ -26,7 +26,7 @@ int page_build(const cprof__pf_t *p, const cprof__pf_t *base, cprof__buf_t *out)
   if (rc != 0)
     return rc;
   char title[256];
-  title_of(p, base != NULL, title, sizeof title);
+  title_of(p, title, sizeof title);
   cprof__buf_t json;
   cprof__buf_init(&json);
   rc = cprof__viewer_json(t, p, title, base != NULL, &json);
