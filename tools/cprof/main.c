@@ -34,13 +34,17 @@ static void usage(FILE *out) {
                "Commands:\n");
   for (const command_t *c = commands; c->name; c++)
     fprintf(out, "  %-8s %s\n", c->name, c->summary);
-  fprintf(out, "\n`cprof COMMAND --help` tells more of each.\n");
+  fprintf(out, "\n`cprof COMMAND --help` tells more of each; `cprof --version` its version.\n");
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return 2;
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    printf("cprof %s\n", CPROF_VERSION);
+    return 0;
   }
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
       strcmp(argv[1], "help") == 0) {
