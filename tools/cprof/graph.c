@@ -426,21 +426,14 @@ int graph_save(cprof__pf_t *p, const report_opts_t *o, const char *path, const c
                char *err, size_t errlen) {
   /* report.GetDOT's trimming: pprof's defaults for a graph, 80 nodes
    * unless told, ranked to be drawn. */
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
-                                  .mean = o->mean};
   cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
                            .nodecount = o->nodecount >= 0 ? (size_t)o->nodecount : 80,
                            .visual = 1};
   cprof__pf_trimmed_t dropped;
-  cprof__pf_graph_t *g = NULL;
-  int rc = cprof__pf_graph(p, &go, &g);
-  if (rc == 0)
-    rc = cprof__pf_graph_trim(g, &trim, &dropped);
-  if (rc != 0) {
-    snprintf(err, errlen, "%s", strerror(-rc));
-    cprof__pf_graph_free(g);
-    return rc;
-  }
+  cprof__pf_graph_t *g;
+  if (report_graph(p, o, &trim, &g, &dropped, err, errlen) != 0)
+    return -ENOMEM;
+  int rc;
   const cprof__pf_mapping_t *m = report_main_mapping(p);
   const char *title = m && m->file[0] ? strrchr(m->file, '/') : NULL;
   graph_doc_t d = {.o = o, .title = title ? title + 1 : m ? m->file : NULL};

@@ -77,16 +77,11 @@ int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char 
     return 1;
   /* pprof trims nothing for peek, but it still sorts the nodes as --cum
    * says. */
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
-                                  .mean = o->mean};
   cprof__pf_trim_t trim = {.cum_sort = o->cum_sort};
   cprof__pf_trimmed_t r;
-  cprof__pf_graph_t *g = NULL;
-  int rc = 0;
-  if (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0) {
-    snprintf(err, errlen, "out of memory");
-    rc = 1;
-  } else {
+  cprof__pf_graph_t *g;
+  int rc = report_graph(p, o, &trim, &g, &r, err, errlen);
+  if (rc == 0) {
     r.dropped_edges = 0;
     if (peek_write(out, p, o, g, &r, &rx) == 0) {
       snprintf(err, errlen, "no matches found for regexp: %s", arg);

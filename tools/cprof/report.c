@@ -533,3 +533,19 @@ int report_regex(regex_t *rx, const char *re, char *err, size_t errlen) {
   snprintf(err, errlen, "bad regexp %s: %s", re, why);
   return 1;
 }
+
+int report_graph(const cprof__pf_t *p, const report_opts_t *o, const cprof__pf_trim_t *t,
+                 cprof__pf_graph_t **g, cprof__pf_trimmed_t *r, char *err, size_t errlen) {
+  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
+                                  .mean = o->mean};
+  *g = NULL;
+  int rc = cprof__pf_graph(p, &go, g);
+  if (rc == 0)
+    rc = cprof__pf_graph_trim(*g, t, r);
+  if (rc == 0)
+    return 0;
+  snprintf(err, errlen, "%s", strerror(-rc));
+  cprof__pf_graph_free(*g);
+  *g = NULL;
+  return 1;
+}

@@ -103,6 +103,12 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o);
  * Time, Duration. */
 void report_profile_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o);
 
+/* p's graph under o (sample type, granularity, mean), trimmed as t says:
+ * what top, peek and graph draw from. 0 with *g (cprof__pf_graph_free
+ * it), or 1 with a line in err. */
+int report_graph(const cprof__pf_t *p, const report_opts_t *o, const cprof__pf_trim_t *t,
+                 cprof__pf_graph_t **g, cprof__pf_trimmed_t *r, char *err, size_t errlen);
+
 /* pprof's reportLabels: the profile's labels, then "Showing nodes
  * accounting for ...", "Dropped N nodes (cum <= X)", "Dropped N edges",
  * "Showing top N nodes out of M", with values in `unit`. */

@@ -61,20 +61,14 @@ static int extra(void *ctx, int argc, char **argv, int *i) {
 int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                size_t errlen) {
   (void)arg;
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
-                                  .mean = o->mean};
   cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
                            .nodecount = o->nodecount > 0 ? (size_t)o->nodecount : 0,
                            .cum_sort = o->cum_sort};
   cprof__pf_trimmed_t r;
-  cprof__pf_graph_t *g = NULL;
-  int rc = 0;
-  if (cprof__pf_graph(p, &go, &g) != 0 || cprof__pf_graph_trim(g, &trim, &r) != 0) {
-    snprintf(err, errlen, "out of memory");
-    rc = 1;
-  } else {
+  cprof__pf_graph_t *g;
+  int rc = report_graph(p, o, &trim, &g, &r, err, errlen);
+  if (rc == 0)
     top_write(out, p, o, g, &r);
-  }
   cprof__pf_graph_free(g);
   return rc;
 }
