@@ -159,8 +159,7 @@ static int next_field(decoder_t *d, reader_t *r, field_t *f, const char *msg) {
     if (varint(d, r, &n, msg) != 0)
       return -1;
     if (n > (uint64_t)(r->end - r->p))
-      return fail(d, "truncated: field %d of %s at byte %zu wants %" PRIu64
-                     " bytes, %zu are left",
+      return fail(d, "truncated: field %d of %s at byte %zu wants %" PRIu64 " bytes, %zu are left",
                   f->number, msg, offset(d, f->at), n, (size_t)(r->end - r->p));
     f->body.p = r->p;
     f->body.end = r->p + n;
@@ -177,8 +176,8 @@ static int next_field(decoder_t *d, reader_t *r, field_t *f, const char *msg) {
 static int want_varint(decoder_t *d, const field_t *f, const char *msg) {
   if (f->type == VARINT)
     return 0;
-  return fail(d, "field %d of %s at byte %zu should be a varint, has wire type %d", f->number,
-              msg, offset(d, f->at), f->type);
+  return fail(d, "field %d of %s at byte %zu should be a varint, has wire type %d", f->number, msg,
+              offset(d, f->at), f->type);
 }
 
 static int want_len(decoder_t *d, const field_t *f, const char *msg) {
@@ -312,8 +311,7 @@ static int count_fields(decoder_t *d, const uint8_t *data, size_t n) {
 
 /* ---- messages ------------------------------------------------------------------ */
 
-static int decode_value_type(decoder_t *d, reader_t r, cprof__value_type_t *vt,
-                             const char *msg) {
+static int decode_value_type(decoder_t *d, reader_t r, cprof__value_type_t *vt, const char *msg) {
   field_t f;
   int rc;
   uint64_t type = 0, unit = 0;
@@ -422,14 +420,13 @@ static int decode_line(decoder_t *d, reader_t r, cprof__pf_line_t *ln, const ids
     cprof__pf_t *p = d->p;
     ln->function = find_function(p->functions, p->n_functions, v[1], ids->functions_dense);
     if (!ln->function)
-      return fail(d, "location %" PRIu64 ": function id %" PRIu64 " is not in the profile",
-                  loc_id, v[1]);
+      return fail(d, "location %" PRIu64 ": function id %" PRIu64 " is not in the profile", loc_id,
+                  v[1]);
   }
   return 0;
 }
 
-static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc,
-                           const ids_t *ids) {
+static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc, const ids_t *ids) {
   field_t f;
   int rc;
   size_t n_lines = 0;
@@ -467,8 +464,8 @@ static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc,
     cprof__pf_t *p = d->p;
     loc->mapping = find_mapping(p->mappings, p->n_mappings, mapping_id, ids->mappings_dense);
     if (!loc->mapping)
-      return fail(d, "location %" PRIu64 ": mapping id %" PRIu64 " is not in the profile",
-                  loc->id, mapping_id);
+      return fail(d, "location %" PRIu64 ": mapping id %" PRIu64 " is not in the profile", loc->id,
+                  mapping_id);
   }
   if (n_lines == 0)
     return 0;
@@ -591,7 +588,7 @@ SORT_BY_ID(by_location_id, cprof__pf_location_t)
       if ((array)[i_].id == 0)                                                                     \
         return fail(d, "a %s has id 0", what);                                                     \
       if (i_ > 0 && (array)[i_].id == (array)[i_ - 1].id)                                          \
-        return fail(d, "two %ss have id %" PRIu64, what, (array)[i_].id);                         \
+        return fail(d, "two %ss have id %" PRIu64, what, (array)[i_].id);                          \
       if ((array)[i_].id != i_ + 1)                                                                \
         *(dense) = 0;                                                                              \
     }                                                                                              \

@@ -86,8 +86,9 @@ int cprof__pf_demangle(cprof__pf_t *p, cprof__pf_demangle_t mode) {
     char *d = fn ? fn(sys, NULL, NULL, &status) : NULL;
     const char *name = NULL;
     if (d && status == 0)
-      name = mode == CPROF_PF_DEMANGLE_FULL ? cprof__arena_strdup(p->arena, d)
-                                            : simplify(p->arena, d, mode == CPROF_PF_DEMANGLE_TEMPLATES);
+      name = mode == CPROF_PF_DEMANGLE_FULL
+                 ? cprof__arena_strdup(p->arena, d)
+                 : simplify(p->arena, d, mode == CPROF_PF_DEMANGLE_TEMPLATES);
     else if (mode != CPROF_PF_DEMANGLE_FULL && looks_like_cxx(sys))
       name = simplify(p->arena, sys, mode == CPROF_PF_DEMANGLE_TEMPLATES);
     free(d);

@@ -29,10 +29,8 @@ static const unit_t memory[] = {
     {"PB", {"pb", "pbyte", "petabyte"}, 1125899906842624.0},
 };
 static const unit_t times[] = {
-    {"ns", {"ns", "nanosecond"}, 1},
-    {"us", {"\xce\xbcs", "us", "microsecond"}, 1e3},
-    {"ms", {"ms", "millisecond"}, 1e6},
-    {"s", {"s", "sec", "second"}, 1e9},
+    {"ns", {"ns", "nanosecond"}, 1},    {"us", {"\xce\xbcs", "us", "microsecond"}, 1e3},
+    {"ms", {"ms", "millisecond"}, 1e6}, {"s", {"s", "sec", "second"}, 1e9},
     {"hrs", {"hour", "hr"}, 3600e9},
 };
 static const unit_t gcus[] = {

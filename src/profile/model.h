@@ -127,8 +127,7 @@ int cprof__pf_decode(const void *data, size_t n, cprof__pf_t **out, char *err, s
  * is the earliest, duration_nanos the sum, period the largest, comments
  * every distinct one in order, default_sample_type the first given. IDs
  * run 1..N. */
-int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err,
-                    size_t errlen);
+int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err, size_t errlen);
 
 /* NEW minus BASE as one profile, as pprof's -diff_base makes it: BASE's
  * samples negated, labelled "pprof::base"="true" (replacing any such
@@ -137,8 +136,8 @@ int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *e
  * negated one, which a graph nets (a node's values sum them); the
  * pprof::base samples give the total percentages are of
  * (cprof__pf_total). */
-int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out,
-                   char *err, size_t errlen);
+int cprof__pf_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof__pf_t **out, char *err,
+                   size_t errlen);
 
 /* ---- filter.c ---------------------------------------------------------- */
 
@@ -222,8 +221,8 @@ struct cprof__pf_node {
    * inline (and some is), " (partial-inline)" when only some are: see
    * the edges in `in`. This is 1 in the first case, 2 in the second. */
   int inlined;
-  int64_t flat;         /* value where this node is the leaf */
-  int64_t cum;          /* value of samples with this node anywhere on the stack, once each */
+  int64_t flat; /* value where this node is the leaf */
+  int64_t cum;  /* value of samples with this node anywhere on the stack, once each */
   /* With mean, the sum of those samples' first values: pprof shows
    * flat / flat_div (when not 0); sorting and trimming use flat and cum. */
   int64_t flat_div, cum_div;
@@ -255,7 +254,7 @@ typedef struct cprof__pf_graph {
 typedef struct cprof__pf_graph_options {
   size_t sample_index; /* which of the sample types */
   cprof__pf_granularity_t granularity;
-  int mean;             /* pprof's -mean: value divided by the first (count) value */
+  int mean; /* pprof's -mean: value divided by the first (count) value */
 } cprof__pf_graph_options_t;
 
 /* The name pprof's reports give line li of location l (li NULL for a
@@ -325,7 +324,7 @@ typedef struct cprof__pf_tree_node {
    * file, "<unknown>" (pprof drops addresses at -functions). "" for the
    * root. Children are told apart by name and file. */
   const char *name;
-  const char *file; /* "" when unknown */
+  const char *file;      /* "" when unknown */
   int64_t *total, *self; /* n_values each */
   struct cprof__pf_tree_node **children;
   size_t n_children;

@@ -161,7 +161,8 @@ static int location_frames(builder_t *b, const cprof__pf_location_t *l, const fr
   if (b->loc_first[i] == NONE) {
     if (b->n_frames + count >= NONE)
       return -EOVERFLOW;
-    if ((err = cprof__grow((void **)&b->frames, &b->cap_frames, b->n_frames + count, sizeof *b->frames)) ||
+    if ((err = cprof__grow((void **)&b->frames, &b->cap_frames, b->n_frames + count,
+                           sizeof *b->frames)) ||
         (err = make_frames(b, l, b->frames + b->n_frames)))
       return err;
     b->loc_first[i] = (uint32_t)b->n_frames;

@@ -92,10 +92,13 @@ static size_t operate(cprof__pf_t *p) {
   cprof__pf_tree_free(t);
   for (int gran = CPROF_PF_FUNCTIONS; gran <= CPROF_PF_ADDRESSES && p->n_sample_types; gran += 2) {
     cprof__pf_graph_options_t go = {.sample_index = p->n_sample_types - 1,
-                                    .granularity = (cprof__pf_granularity_t)gran, .mean = gran > 1};
+                                    .granularity = (cprof__pf_granularity_t)gran,
+                                    .mean = gran > 1};
     cprof__pf_graph_t *g = NULL;
     if (cprof__pf_graph(d ? d : p, &go, &g) == 0) {
-      cprof__pf_trim_t trim = {.nodefraction = 0.005, .edgefraction = 0.001, .nodecount = 3,
+      cprof__pf_trim_t trim = {.nodefraction = 0.005,
+                               .edgefraction = 0.001,
+                               .nodecount = 3,
                                .visual = gran == CPROF_PF_FUNCTIONS};
       cprof__pf_trimmed_t r;
       if (cprof__pf_graph_trim(g, &trim, &r) == 0)

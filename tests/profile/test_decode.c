@@ -14,11 +14,25 @@
 #include "profile/protobuf.h"
 
 /* The strings of the profiles below, by index. */
-static const char *strings[] = {"",          "samples",   "count",  "cpu",       "nanoseconds",
-                                "main",      "main.c",    "work",   "/bin/prog", "abc123",
-                                "thread",    "worker-1",  "bytes",  "a comment", "inlined_fn"};
-enum { S_SAMPLES = 1, S_COUNT, S_CPU, S_NS, S_MAIN, S_MAIN_C, S_WORK, S_PROG, S_BUILD, S_THREAD,
-       S_WORKER, S_BYTES, S_COMMENT, S_INLINED };
+static const char *strings[] = {"",       "samples",  "count", "cpu",       "nanoseconds",
+                                "main",   "main.c",   "work",  "/bin/prog", "abc123",
+                                "thread", "worker-1", "bytes", "a comment", "inlined_fn"};
+enum {
+  S_SAMPLES = 1,
+  S_COUNT,
+  S_CPU,
+  S_NS,
+  S_MAIN,
+  S_MAIN_C,
+  S_WORK,
+  S_PROG,
+  S_BUILD,
+  S_THREAD,
+  S_WORKER,
+  S_BYTES,
+  S_COMMENT,
+  S_INLINED
+};
 
 static void value_type(cprof__buf_t *b, int field, int type, int unit) {
   size_t s = cprof__pb_start(b);
@@ -240,11 +254,17 @@ int main(void) {
   check_error("", 0, "empty input");
   check_error("heap profile: 1: 2 [3: 4] @ heap/1048576\n", 41, "not profile.proto but text");
   /* A varint of eleven bytes; one whose tenth byte overflows. */
-  check_error(m, one_field(m, "\x48\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12), "bad varint");
+  check_error(m, one_field(m, "\x48\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),
+              "bad varint");
   check_error(m, one_field(m, "\x48\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 11), "bad varint");
   check_error(m, one_field(m, "\x48\xff", 2), "truncated");
   /* A length past the end, and a huge one. */
-  check_error(m, one_field(m, "\x32\x05" "ab", 4), "truncated: field 6 of Profile");
+  check_error(m,
+              one_field(m,
+                        "\x32\x05"
+                        "ab",
+                        4),
+              "truncated: field 6 of Profile");
   check_error(m, one_field(m, "\x32\xff\xff\xff\xff\x0f", 6), "truncated");
   /* A group, which profile.proto never uses; field number 0. */
   check_error(m, one_field(m, "\x33", 1), "wire type 3");
@@ -255,8 +275,7 @@ int main(void) {
   /* A string index past the table: drop_frames = 5 with one string. */
   check_error(m, one_field(m, "\x32\x00\x38\x05", 4), "string index 5 is past the string table");
   /* A sample naming location 9, which is not there (one sample type). */
-  check_error(m,
-              one_field(m, "\x32\x00\x0a\x00\x12\x04\x08\x09\x10\x01", 10),
+  check_error(m, one_field(m, "\x32\x00\x0a\x00\x12\x04\x08\x09\x10\x01", 10),
               "sample 0: location id 9 is not in the profile");
   /* Two values for one sample type. */
   check_error(m, one_field(m, "\x32\x00\x0a\x00\x12\x04\x10\x01\x10\x02", 10),
@@ -277,8 +296,8 @@ int main(void) {
   cprof__pf_t *p;
   char err[256];
   const char sparse[] = "\x32\x00\x0a\x00"
-                        "\x22\x02\x08\x07\x22\x02\x08\x03"     /* locations 7 and 3 */
-                        "\x12\x06\x0a\x02\x03\x07\x10\x01";   /* a sample: 3, 7; value 1 */
+                        "\x22\x02\x08\x07\x22\x02\x08\x03"  /* locations 7 and 3 */
+                        "\x12\x06\x0a\x02\x03\x07\x10\x01"; /* a sample: 3, 7; value 1 */
   CHECK_EQ_INT(cprof__pf_decode(sparse, sizeof sparse - 1, &p, err, sizeof err), 0);
   if (p) {
     CHECK_EQ_INT(p->samples[0].locations[0]->id, 3);

@@ -22,15 +22,18 @@ static const char *renamed(const char *name, const char *sys, cprof__pf_demangle
 int main(void) {
   const cprof__pf_demangle_t S = CPROF_PF_DEMANGLE_SIMPLIFIED;
   /* Demangled by the producer (cprof's own profiles): kept. */
-  CHECK_EQ_STR(renamed("shop::Worker::run(shop::Queue<int>&)", "_ZN4shop6Worker3runERNS_5QueueIiEE", S),
-               "shop::Worker::run(shop::Queue<int>&)");
+  CHECK_EQ_STR(
+      renamed("shop::Worker::run(shop::Queue<int>&)", "_ZN4shop6Worker3runERNS_5QueueIiEE", S),
+      "shop::Worker::run(shop::Queue<int>&)");
   /* Mangled: demangled, then shortened. */
-  CHECK_EQ_STR(renamed("_ZN4shop6Worker3runERNS_5QueueIiEE", "_ZN4shop6Worker3runERNS_5QueueIiEE", S),
-               "shop::Worker::run");
+  CHECK_EQ_STR(
+      renamed("_ZN4shop6Worker3runERNS_5QueueIiEE", "_ZN4shop6Worker3runERNS_5QueueIiEE", S),
+      "shop::Worker::run");
   CHECK_EQ_STR(renamed("", "_ZN4shop6Worker3runERNS_5QueueIiEE", CPROF_PF_DEMANGLE_FULL),
                "shop::Worker::run(shop::Queue<int>&)");
   /* Demangled C++ left as the name: shortened. */
-  CHECK_EQ_STR(renamed("a::B<std::map<int, char>>::f(int) const", "a::B<std::map<int, char>>::f(int) const", S),
+  CHECK_EQ_STR(renamed("a::B<std::map<int, char>>::f(int) const",
+                       "a::B<std::map<int, char>>::f(int) const", S),
                "a::B::f const");
   CHECK_EQ_STR(renamed("a::B<int>::f(int)", "a::B<int>::f(int)", CPROF_PF_DEMANGLE_TEMPLATES),
                "a::B<int>::f");

@@ -110,9 +110,9 @@ int main(void) {
   cprof__pf_free(d);
 
   int matched[CPROF_PF_FILTER_N];
-  CHECK_EQ_INT(cprof__pf_filter(q, &(cprof__pf_filter_t){.tagfocus = "bytes=4kb"}, matched, err,
-                                sizeof err),
-               0);
+  CHECK_EQ_INT(
+      cprof__pf_filter(q, &(cprof__pf_filter_t){.tagfocus = "bytes=4kb"}, matched, err, sizeof err),
+      0);
   CHECK_EQ_INT(q->n_samples, 2);
   CHECK_EQ_INT(cprof__pf_filter(p, &(cprof__pf_filter_t){.ignore = "^\\[lost\\]$"}, matched, err,
                                 sizeof err),

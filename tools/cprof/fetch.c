@@ -80,7 +80,7 @@ int cmd_fetch(int argc, char **argv) {
     return 1;
   }
   int rc = strcmp(output, "-") == 0 ? save_write_all(STDOUT_FILENO, s.data, s.len)
-                                        : save_file(output, s.data, s.len);
+                                    : save_file(output, s.data, s.len);
   source_free(&s);
   if (rc) {
     fprintf(stderr, "cprof fetch: %s: %s\n", output, strerror(-rc));

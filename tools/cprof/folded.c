@@ -35,8 +35,8 @@ static void put_frame(cprof__buf_t *out, const char *name) {
 }
 
 /* Depth first without recursion: stacks run thousands of frames deep. */
-int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
-                  char *err, size_t errlen) {
+int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                  size_t errlen) {
   typedef struct {
     const cprof__pf_tree_node_t *node;
     size_t next_child, prefix_len;

@@ -338,7 +338,8 @@ int graph_dot(const cprof__pf_graph_t *g, const graph_doc_t *d, int entities, ch
     int64_t w = e->weight_div ? e->weight / e->weight_div : e->weight;
     char wv[64], color[8];
     fmt_value(d, w, wv, sizeof wv);
-    cprof__buf_printf(&b, "N%zu -> N%zu [label=\" %s%s\"", from, to, wv, e->inline_ ? "\\n (inline)" : "");
+    cprof__buf_printf(&b, "N%zu -> N%zu [label=\" %s%s\"", from, to, wv,
+                      e->inline_ ? "\\n (inline)" : "");
     if (total != 0) {
       int64_t aw = w * 100 / total;
       aw = aw < 0 ? -aw : aw;
@@ -426,7 +427,8 @@ int graph_save(cprof__pf_t *p, const report_opts_t *o, const char *path, const c
                char *err, size_t errlen) {
   /* report.GetDOT's trimming: pprof's defaults for a graph, 80 nodes
    * unless told, ranked to be drawn. */
-  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
+  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction,
+                           .edgefraction = o->edgefraction,
                            .nodecount = o->nodecount >= 0 ? (size_t)o->nodecount : 80,
                            .visual = 1};
   cprof__pf_trimmed_t dropped;

@@ -10,10 +10,10 @@
 
 /* What the drawing says besides the graph. */
 typedef struct graph_doc {
-  const char *title;        /* the graph's name: the main binary's base name, or NULL */
-  const report_opts_t *o;   /* the value shown (its unit, mean) and the total */
-  const char *unit;         /* the unit values are shown in (report_output_unit) */
-  const char *legend;       /* the legend's lines, '\n' between them */
+  const char *title;      /* the graph's name: the main binary's base name, or NULL */
+  const report_opts_t *o; /* the value shown (its unit, mean) and the total */
+  const char *unit;       /* the unit values are shown in (report_output_unit) */
+  const char *legend;     /* the legend's lines, '\n' between them */
 } graph_doc_t;
 
 /* The graph in DOT, as pprof's ComposeDot writes it; entities: write '&'

@@ -248,8 +248,8 @@ int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char 
   if (report_regex(&rx, arg, err, errlen) != 0)
     return 1;
   /* As pprof: by line, nothing trimmed. */
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = CPROF_PF_LINES,
-                                  .mean = o->mean};
+  cprof__pf_graph_options_t go = {
+      .sample_index = o->index, .granularity = CPROF_PF_LINES, .mean = o->mean};
   cprof__pf_graph_t *g = NULL;
   int rc = 0;
   if (cprof__pf_graph(p, &go, &g) != 0) {

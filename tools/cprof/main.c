@@ -56,8 +56,8 @@ int main(int argc, char **argv) {
       return c->run(argc - 1, argv + 1);
   /* cprof SOURCE: the prompt, as go tool pprof SOURCE. */
   struct stat st;
-  if (strcmp(argv[1], "-") == 0 || source_is_url(argv[1]) ||
-      strncmp(argv[1], "file://", 7) == 0 || stat(argv[1], &st) == 0)
+  if (strcmp(argv[1], "-") == 0 || source_is_url(argv[1]) || strncmp(argv[1], "file://", 7) == 0 ||
+      stat(argv[1], &st) == 0)
     return cmd_prompt(argc, argv);
   fprintf(stderr, "cprof: unknown command %s (cprof --help lists them)\n", argv[1]);
   return 2;

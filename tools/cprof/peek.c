@@ -40,7 +40,8 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
   const char *unit = report_output_unit(o, g);
   report_labels(out, p, o, g, r, unit);
   cprof__buf_puts(out, separator);
-  cprof__buf_puts(out, "      flat  flat%   sum%        cum   cum%   calls calls% + context \t \t \n");
+  cprof__buf_puts(out,
+                  "      flat  flat%   sum%        cum   cum%   calls calls% + context \t \t \n");
   size_t matched = 0;
   int64_t flat_sum = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
@@ -50,7 +51,8 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
     matched++;
     cprof__buf_puts(out, separator);
     for (size_t k = 0; k < n->n_in; k++)
-      edge_line(out, o, unit, n->in[k]->weight, cprof__pf_cum(n), n->in[k]->from, n->in[k]->inline_);
+      edge_line(out, o, unit, n->in[k]->weight, cprof__pf_cum(n), n->in[k]->from,
+                n->in[k]->inline_);
     flat_sum += cprof__pf_flat(n);
     char flat[64], cum[64], flat_pc[32], sum_pc[32], cum_pc[32];
     report_value(flat, sizeof flat, cprof__pf_flat(n), o, unit);
@@ -63,7 +65,8 @@ static size_t peek_write(cprof__buf_t *out, const cprof__pf_t *p, const report_o
     report_put_name(out, n->name);
     cprof__buf_putc(out, '\n');
     for (size_t k = 0; k < n->n_out; k++)
-      edge_line(out, o, unit, n->out[k]->weight, cprof__pf_cum(n), n->out[k]->to, n->out[k]->inline_);
+      edge_line(out, o, unit, n->out[k]->weight, cprof__pf_cum(n), n->out[k]->to,
+                n->out[k]->inline_);
   }
   if (g->n_nodes > 0)
     cprof__buf_puts(out, separator);

@@ -113,12 +113,12 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
             cmd, sym);
     return -1;
   }
-  static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
-                                        "hide",         "show",   "tagfocus", "tagignore"};
+  static const char *const strings[] = {"sample-index", "unit", "focus",    "ignore",
+                                        "hide",         "show", "tagfocus", "tagignore"};
   missing = 0;
-  const char **slots[] = {&o->sample_index,   &o->unit,        &o->filter.focus,
-                          &o->filter.ignore,  &o->filter.hide, &o->filter.show,
-                          &o->filter.tagfocus, &o->filter.tagignore};
+  const char **slots[] = {
+      &o->sample_index, &o->unit,        &o->filter.focus,    &o->filter.ignore,
+      &o->filter.hide,  &o->filter.show, &o->filter.tagfocus, &o->filter.tagignore};
   for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
     const char *v = value_of(strings[k], argc, argv, i, &missing);
     if (v) {
@@ -144,14 +144,14 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
       return -1;
     if (k <= 1) {
       if (x < 0 || x != (double)(long)x) {
-        fprintf(stderr, "cprof %s: --%s wants a whole number of nodes, not %s\n", cmd,
-                numbers[k], v);
+        fprintf(stderr, "cprof %s: --%s wants a whole number of nodes, not %s\n", cmd, numbers[k],
+                v);
         return -1;
       }
       o->nodecount = (long)x;
     } else if (x < 0 || x > 1) {
-      fprintf(stderr, "cprof %s: --%s wants a fraction between 0 and 1, not %s\n", cmd,
-              numbers[k], v);
+      fprintf(stderr, "cprof %s: --%s wants a fraction between 0 and 1, not %s\n", cmd, numbers[k],
+              v);
       return -1;
     } else {
       *(k == 2 ? &o->nodefraction : &o->edgefraction) = x;
@@ -189,8 +189,8 @@ int report_args(const char *cmd, const char *usage, report_opts_t *o, report_ext
   return 0;
 }
 
-int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
-                void *ctx, report_fn fn, int argc, char **argv) {
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra, void *ctx,
+                report_fn fn, int argc, char **argv) {
   report_opts_t local, *o = &local;
   report_opts_init(o);
   if (extra && ctx == NULL)
@@ -284,7 +284,8 @@ int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
   if (!name || !name[0]) {
     *index = p->n_sample_types - 1;
     for (size_t i = 0; i < p->n_sample_types; i++)
-      if (p->default_sample_type[0] && strcmp(p->sample_types[i].type, p->default_sample_type) == 0) {
+      if (p->default_sample_type[0] &&
+          strcmp(p->sample_types[i].type, p->default_sample_type) == 0) {
         *index = i;
         break;
       }
@@ -312,8 +313,7 @@ int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
   cprof__buf_init(&b);
   for (size_t i = 0; i < p->n_sample_types; i++)
     cprof__buf_printf(&b, "%s%s", i ? " " : "", p->sample_types[i].type);
-  snprintf(err, errlen, "sample_index \"%s\" must be one of: [%s]", name,
-           b.failed ? "" : b.data);
+  snprintf(err, errlen, "sample_index \"%s\" must be one of: [%s]", name, b.failed ? "" : b.data);
   cprof__buf_free(&b);
   return -1;
 }
@@ -343,8 +343,7 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
                           o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
   for (int k = 0; k < 6; k++)
     if (values[k] && values[k][0] && !matched[k])
-      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k],
-              values[k]);
+      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k], values[k]);
   return 0;
 }
 
@@ -446,8 +445,11 @@ static void put_escaped(cprof__buf_t *out, const char *s, int tabs) {
   const unsigned char *c = (const unsigned char *)s;
   while (*c) {
     /* A valid UTF-8 sequence passes whole; anything else is escaped. */
-    int n = *c < 0x80 ? 1 : (*c & 0xe0) == 0xc0 ? 2 : (*c & 0xf0) == 0xe0 ? 3
-                                                    : (*c & 0xf8) == 0xf0 ? 4 : 0;
+    int n = *c < 0x80             ? 1
+            : (*c & 0xe0) == 0xc0 ? 2
+            : (*c & 0xf0) == 0xe0 ? 3
+            : (*c & 0xf8) == 0xf0 ? 4
+                                  : 0;
     int ok = n > 0 && !(n == 2 && *c < 0xc2) && !(n == 4 && *c > 0xf4);
     for (int k = 1; ok && k < n; k++)
       ok = (c[k] & 0xc0) == 0x80;
@@ -536,8 +538,8 @@ int report_regex(regex_t *rx, const char *re, char *err, size_t errlen) {
 
 int report_graph(const cprof__pf_t *p, const report_opts_t *o, const cprof__pf_trim_t *t,
                  cprof__pf_graph_t **g, cprof__pf_trimmed_t *r, char *err, size_t errlen) {
-  cprof__pf_graph_options_t go = {.sample_index = o->index, .granularity = o->granularity,
-                                  .mean = o->mean};
+  cprof__pf_graph_options_t go = {
+      .sample_index = o->index, .granularity = o->granularity, .mean = o->mean};
   *g = NULL;
   int rc = cprof__pf_graph(p, &go, g);
   if (rc == 0)

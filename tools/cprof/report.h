@@ -69,8 +69,8 @@ typedef int (*report_fn)(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, co
 /* The whole of a report command: its arguments (with `wants_arg`, a REGEX
  * before the SOURCEs), loading, preparing, the report, standard output.
  * Returns the exit status. */
-int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
-                void *ctx, report_fn fn, int argc, char **argv);
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra, void *ctx,
+                report_fn fn, int argc, char **argv);
 
 /* The reports (top.c, peek.c, list.c, traces.c, folded.c). */
 int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
@@ -79,10 +79,10 @@ int report_peek(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char 
                 size_t errlen);
 int report_list(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                 size_t errlen);
-int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
-                  char *err, size_t errlen);
-int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
-                  char *err, size_t errlen);
+int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                  size_t errlen);
+int report_folded(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                  size_t errlen);
 
 /* Reads and decodes each SOURCE (a file, "-", a URL) and merges them into
  * one profile, as pprof does with several. 0, or 1 after a line on stderr. */

@@ -60,4 +60,3 @@ out:
   free(dup2);
   return rc;
 }
-

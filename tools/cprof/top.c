@@ -61,7 +61,8 @@ static int extra(void *ctx, int argc, char **argv, int *i) {
 int report_top(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
                size_t errlen) {
   (void)arg;
-  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction, .edgefraction = o->edgefraction,
+  cprof__pf_trim_t trim = {.nodefraction = o->nodefraction,
+                           .edgefraction = o->edgefraction,
                            .nodecount = o->nodecount > 0 ? (size_t)o->nodecount : 0,
                            .cum_sort = o->cum_sort};
   cprof__pf_trimmed_t r;

@@ -19,7 +19,8 @@ static const char usage[] = "usage: cprof traces [OPTIONS] SOURCE...\n"
                             "Prints each sample: its labels, its value and its stack, leaf first,\n"
                             "as go tool pprof -traces.\n";
 
-static const char separator[] = "-----------+-------------------------------------------------------\n";
+static const char separator[] =
+    "-----------+-------------------------------------------------------\n";
 
 /* One label line, "%10s:  v1 v2". */
 typedef struct label_line {
@@ -101,8 +102,8 @@ static void write_labels(cprof__buf_t *out, const cprof__pf_t *p, const cprof__p
   }
 }
 
-int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
-                  char *err, size_t errlen) {
+int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg, char *err,
+                  size_t errlen) {
   (void)arg;
   cprof__arena_t *names = cprof__arena_new(0);
   if (!names) {
@@ -124,8 +125,8 @@ int report_traces(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const cha
       const cprof__pf_location_t *l = s->locations[k];
       size_t lines = l->n_lines ? l->n_lines : 1;
       for (size_t j = 0; j < lines; j++) {
-        const char *name = cprof__pf_frame_name(names, l, l->n_lines ? &l->lines[j] : NULL,
-                                                o->granularity);
+        const char *name =
+            cprof__pf_frame_name(names, l, l->n_lines ? &l->lines[j] : NULL, o->granularity);
         char value[64] = "";
         if (first)
           report_value(value, sizeof value, v, o, o->unit);

@@ -140,8 +140,7 @@ int web_serve(const web_page_t *page, const char *spec, int *signo) {
     flags |= MHD_USE_IPv6;
   struct MHD_Daemon *d =
       MHD_start_daemon(flags, 0, NULL, NULL, answer, (void *)page, MHD_OPTION_SOCK_ADDR,
-                       (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-                       MHD_OPTION_END);
+                       (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "cprof web: cannot listen on %s (in use, or not an address of this host?)\n",
             spec);
