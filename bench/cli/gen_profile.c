@@ -33,53 +33,12 @@
 
 #include "../common.h"
 #include "core/buf.h"
+#include "profile/fields.h"
 #include "profile/gzip.h"
 #include "profile/protobuf.h"
 
 static const char usage[] = "gen_profile [--shape deep|cpu] [--size MB] [--seed N] [--raw] -o FILE";
 
-/* Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto). */
-enum {
-  PROFILE_SAMPLE_TYPE = 1,
-  PROFILE_SAMPLE = 2,
-  PROFILE_MAPPING = 3,
-  PROFILE_LOCATION = 4,
-  PROFILE_FUNCTION = 5,
-  PROFILE_STRING_TABLE = 6,
-  PROFILE_TIME_NANOS = 9,
-  PROFILE_DURATION_NANOS = 10,
-  PROFILE_PERIOD_TYPE = 11,
-  PROFILE_PERIOD = 12,
-  VALUE_TYPE_TYPE = 1,
-  VALUE_TYPE_UNIT = 2,
-  SAMPLE_LOCATION_ID = 1,
-  SAMPLE_VALUE = 2,
-  SAMPLE_LABEL = 3,
-  LABEL_KEY = 1,
-  LABEL_STR = 2,
-  LABEL_NUM = 3,
-  LABEL_NUM_UNIT = 4,
-  MAPPING_ID = 1,
-  MAPPING_MEMORY_START = 2,
-  MAPPING_MEMORY_LIMIT = 3,
-  MAPPING_FILENAME = 5,
-  MAPPING_BUILD_ID = 6,
-  MAPPING_HAS_FUNCTIONS = 7,
-  MAPPING_HAS_FILENAMES = 8,
-  MAPPING_HAS_LINE_NUMBERS = 9,
-  MAPPING_HAS_INLINE_FRAMES = 10,
-  LOCATION_ID = 1,
-  LOCATION_MAPPING_ID = 2,
-  LOCATION_ADDRESS = 3,
-  LOCATION_LINE = 4,
-  LINE_FUNCTION_ID = 1,
-  LINE_LINE = 2,
-  FUNCTION_ID = 1,
-  FUNCTION_NAME = 2,
-  FUNCTION_SYSTEM_NAME = 3,
-  FUNCTION_FILENAME = 4,
-  FUNCTION_START_LINE = 5,
-};
 
 /* The call graph's fan-out, and how often a walk takes each edge. */
 #define CALLEES 4

@@ -33,26 +33,10 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "profile/fields.h"
+
 /* Wire types (https://protobuf.dev/programming-guides/encoding/). */
 enum { VARINT = 0, I64 = 1, LEN = 2, SGROUP = 3, EGROUP = 4, I32 = 5 };
-
-/* Top-level fields of Profile. */
-enum {
-  P_SAMPLE_TYPE = 1,
-  P_SAMPLE = 2,
-  P_MAPPING = 3,
-  P_LOCATION = 4,
-  P_FUNCTION = 5,
-  P_STRING_TABLE = 6,
-  P_DROP_FRAMES = 7,
-  P_KEEP_FRAMES = 8,
-  P_TIME_NANOS = 9,
-  P_DURATION_NANOS = 10,
-  P_PERIOD_TYPE = 11,
-  P_PERIOD = 12,
-  P_COMMENT = 13,
-  P_DEFAULT_SAMPLE_TYPE = 14,
-};
 
 /* Bytes of model a byte of profile may cost, and a floor for small inputs. */
 #define BUDGET_PER_BYTE 32
@@ -241,37 +225,37 @@ static int count_fields(decoder_t *d, const uint8_t *data, size_t n) {
   while ((rc = next_field(d, &r, &f, "Profile")) > 0) {
     size_t k;
     switch (f.number) {
-    case P_SAMPLE_TYPE:
-    case P_SAMPLE:
-    case P_MAPPING:
-    case P_LOCATION:
-    case P_FUNCTION:
-    case P_PERIOD_TYPE:
+    case PROFILE_SAMPLE_TYPE:
+    case PROFILE_SAMPLE:
+    case PROFILE_MAPPING:
+    case PROFILE_LOCATION:
+    case PROFILE_FUNCTION:
+    case PROFILE_PERIOD_TYPE:
       if (want_len(d, &f, "Profile") != 0)
         return -1;
-      d->n_sample_types += f.number == P_SAMPLE_TYPE;
-      d->n_samples += f.number == P_SAMPLE;
-      d->n_mappings += f.number == P_MAPPING;
-      d->n_locations += f.number == P_LOCATION;
-      d->n_functions += f.number == P_FUNCTION;
+      d->n_sample_types += f.number == PROFILE_SAMPLE_TYPE;
+      d->n_samples += f.number == PROFILE_SAMPLE;
+      d->n_mappings += f.number == PROFILE_MAPPING;
+      d->n_locations += f.number == PROFILE_LOCATION;
+      d->n_functions += f.number == PROFILE_FUNCTION;
       break;
-    case P_STRING_TABLE:
+    case PROFILE_STRING_TABLE:
       if (want_len(d, &f, "Profile") != 0)
         return -1;
       n_strings++;
       string_bytes += (size_t)(f.body.end - f.body.p) + 1;
       break;
-    case P_COMMENT:
+    case PROFILE_COMMENT:
       if (count_varints(d, &f, &k, "Profile.comment") != 0)
         return -1;
       d->n_comments += k;
       break;
-    case P_DROP_FRAMES:
-    case P_KEEP_FRAMES:
-    case P_TIME_NANOS:
-    case P_DURATION_NANOS:
-    case P_PERIOD:
-    case P_DEFAULT_SAMPLE_TYPE:
+    case PROFILE_DROP_FRAMES:
+    case PROFILE_KEEP_FRAMES:
+    case PROFILE_TIME_NANOS:
+    case PROFILE_DURATION_NANOS:
+    case PROFILE_PERIOD:
+    case PROFILE_DEFAULT_SAMPLE_TYPE:
       if (want_varint(d, &f, "Profile") != 0)
         return -1;
       break;
@@ -289,7 +273,7 @@ static int count_fields(decoder_t *d, const uint8_t *data, size_t n) {
     return no_memory(d);
   r = (reader_t){data, data + n};
   while (next_field(d, &r, &f, "Profile") > 0) {
-    if (f.number != P_STRING_TABLE)
+    if (f.number != PROFILE_STRING_TABLE)
       continue;
     size_t len = (size_t)(f.body.end - f.body.p);
     memcpy(bytes, f.body.p, len);
@@ -316,10 +300,10 @@ static int decode_value_type(decoder_t *d, reader_t r, cprof__value_type_t *vt, 
   int rc;
   uint64_t type = 0, unit = 0;
   while ((rc = next_field(d, &r, &f, msg)) > 0) {
-    if (f.number == 1 || f.number == 2) {
+    if (f.number == VALUE_TYPE_TYPE || f.number == VALUE_TYPE_UNIT) {
       if (want_varint(d, &f, msg) != 0)
         return -1;
-      *(f.number == 1 ? &type : &unit) = f.value;
+      *(f.number == VALUE_TYPE_TYPE ? &type : &unit) = f.value;
     }
   }
   if (rc < 0 || string_at(d, type, &vt->type, msg) != 0 || string_at(d, unit, &vt->unit, msg) != 0)
@@ -330,9 +314,9 @@ static int decode_value_type(decoder_t *d, reader_t r, cprof__value_type_t *vt, 
 static int decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
   field_t f;
   int rc;
-  uint64_t v[6] = {0};
+  uint64_t v[FUNCTION_START_LINE + 1] = {0};
   while ((rc = next_field(d, &r, &f, "Function")) > 0) {
-    if (f.number >= 1 && f.number <= 5) {
+    if (f.number >= FUNCTION_ID && f.number <= FUNCTION_START_LINE) {
       if (want_varint(d, &f, "Function") != 0)
         return -1;
       v[f.number] = f.value;
@@ -340,11 +324,11 @@ static int decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
   }
   if (rc < 0)
     return -1;
-  fn->id = v[1];
-  fn->start_line = (int64_t)v[5];
-  if (string_at(d, v[2], &fn->name, "Function.name") != 0 ||
-      string_at(d, v[3], &fn->system_name, "Function.system_name") != 0 ||
-      string_at(d, v[4], &fn->filename, "Function.filename") != 0)
+  fn->id = v[FUNCTION_ID];
+  fn->start_line = (int64_t)v[FUNCTION_START_LINE];
+  if (string_at(d, v[FUNCTION_NAME], &fn->name, "Function.name") != 0 ||
+      string_at(d, v[FUNCTION_SYSTEM_NAME], &fn->system_name, "Function.system_name") != 0 ||
+      string_at(d, v[FUNCTION_FILENAME], &fn->filename, "Function.filename") != 0)
     return -1;
   return 0;
 }
@@ -352,9 +336,9 @@ static int decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
 static int decode_mapping(decoder_t *d, reader_t r, cprof__pf_mapping_t *m) {
   field_t f;
   int rc;
-  uint64_t v[11] = {0};
+  uint64_t v[MAPPING_HAS_INLINE_FRAMES + 1] = {0};
   while ((rc = next_field(d, &r, &f, "Mapping")) > 0) {
-    if (f.number >= 1 && f.number <= 10) {
+    if (f.number >= MAPPING_ID && f.number <= MAPPING_HAS_INLINE_FRAMES) {
       if (want_varint(d, &f, "Mapping") != 0)
         return -1;
       v[f.number] = f.value;
@@ -362,16 +346,16 @@ static int decode_mapping(decoder_t *d, reader_t r, cprof__pf_mapping_t *m) {
   }
   if (rc < 0)
     return -1;
-  m->id = v[1];
-  m->start = v[2];
-  m->limit = v[3];
-  m->offset = v[4];
-  m->has_functions = !!v[7];
-  m->has_filenames = !!v[8];
-  m->has_line_numbers = !!v[9];
-  m->has_inline_frames = !!v[10];
-  if (string_at(d, v[5], &m->file, "Mapping.filename") != 0 ||
-      string_at(d, v[6], &m->build_id, "Mapping.build_id") != 0)
+  m->id = v[MAPPING_ID];
+  m->start = v[MAPPING_MEMORY_START];
+  m->limit = v[MAPPING_MEMORY_LIMIT];
+  m->offset = v[MAPPING_FILE_OFFSET];
+  m->has_functions = !!v[MAPPING_HAS_FUNCTIONS];
+  m->has_filenames = !!v[MAPPING_HAS_FILENAMES];
+  m->has_line_numbers = !!v[MAPPING_HAS_LINE_NUMBERS];
+  m->has_inline_frames = !!v[MAPPING_HAS_INLINE_FRAMES];
+  if (string_at(d, v[MAPPING_FILENAME], &m->file, "Mapping.filename") != 0 ||
+      string_at(d, v[MAPPING_BUILD_ID], &m->build_id, "Mapping.build_id") != 0)
     return -1;
   return 0;
 }
@@ -404,9 +388,9 @@ static int decode_line(decoder_t *d, reader_t r, cprof__pf_line_t *ln, const ids
                        uint64_t loc_id) {
   field_t f;
   int rc;
-  uint64_t v[4] = {0};
+  uint64_t v[LINE_COLUMN + 1] = {0};
   while ((rc = next_field(d, &r, &f, "Line")) > 0) {
-    if (f.number >= 1 && f.number <= 3) {
+    if (f.number >= LINE_FUNCTION_ID && f.number <= LINE_COLUMN) {
       if (want_varint(d, &f, "Line") != 0)
         return -1;
       v[f.number] = f.value;
@@ -414,14 +398,15 @@ static int decode_line(decoder_t *d, reader_t r, cprof__pf_line_t *ln, const ids
   }
   if (rc < 0)
     return -1;
-  ln->line = (int64_t)v[2];
-  ln->column = (int64_t)v[3];
-  if (v[1] != 0) {
+  ln->line = (int64_t)v[LINE_LINE];
+  ln->column = (int64_t)v[LINE_COLUMN];
+  if (v[LINE_FUNCTION_ID] != 0) {
     cprof__pf_t *p = d->p;
-    ln->function = find_function(p->functions, p->n_functions, v[1], ids->functions_dense);
+    ln->function =
+        find_function(p->functions, p->n_functions, v[LINE_FUNCTION_ID], ids->functions_dense);
     if (!ln->function)
       return fail(d, "location %" PRIu64 ": function id %" PRIu64 " is not in the profile", loc_id,
-                  v[1]);
+                  v[LINE_FUNCTION_ID]);
   }
   return 0;
 }
@@ -434,22 +419,22 @@ static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc, 
   reader_t start = r;
   while ((rc = next_field(d, &r, &f, "Location")) > 0) {
     switch (f.number) {
-    case 1:
-    case 2:
-    case 3:
-    case 5:
+    case LOCATION_ID:
+    case LOCATION_MAPPING_ID:
+    case LOCATION_ADDRESS:
+    case LOCATION_IS_FOLDED:
       if (want_varint(d, &f, "Location") != 0)
         return -1;
-      if (f.number == 1)
+      if (f.number == LOCATION_ID)
         loc->id = f.value;
-      else if (f.number == 2)
+      else if (f.number == LOCATION_MAPPING_ID)
         mapping_id = f.value;
-      else if (f.number == 3)
+      else if (f.number == LOCATION_ADDRESS)
         loc->address = f.value;
       else
         loc->is_folded = !!f.value;
       break;
-    case 4:
+    case LOCATION_LINE:
       if (want_len(d, &f, "Location") != 0)
         return -1;
       n_lines++;
@@ -475,7 +460,7 @@ static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc, 
   r = start;
   size_t i = 0;
   while (next_field(d, &r, &f, "Location") > 0)
-    if (f.number == 4 && decode_line(d, f.body, &lines[i++], ids, loc->id) != 0)
+    if (f.number == LOCATION_LINE && decode_line(d, f.body, &lines[i++], ids, loc->id) != 0)
       return -1;
   loc->lines = lines;
   loc->n_lines = n_lines;
@@ -487,24 +472,25 @@ static int decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc, 
 static int decode_label(decoder_t *d, reader_t r, cprof__label_t *l) {
   field_t f;
   int rc;
-  uint64_t v[5] = {0};
+  uint64_t v[LABEL_NUM_UNIT + 1] = {0};
   while ((rc = next_field(d, &r, &f, "Label")) > 0) {
-    if (f.number >= 1 && f.number <= 4) {
+    if (f.number >= LABEL_KEY && f.number <= LABEL_NUM_UNIT) {
       if (want_varint(d, &f, "Label") != 0)
         return -1;
       v[f.number] = f.value;
     }
   }
-  if (rc < 0 || string_at(d, v[1], &l->key, "Label.key") != 0)
+  if (rc < 0 || string_at(d, v[LABEL_KEY], &l->key, "Label.key") != 0)
     return -1;
   /* As pprof's postDecode: a string makes a string label, else a number
    * or a unit a numeric one, else there is no label. */
-  if (v[2] != 0)
-    return string_at(d, v[2], &l->str, "Label.str");
-  if (v[3] == 0 && v[4] == 0)
+  if (v[LABEL_STR] != 0)
+    return string_at(d, v[LABEL_STR], &l->str, "Label.str");
+  if (v[LABEL_NUM] == 0 && v[LABEL_NUM_UNIT] == 0)
     return 1;
-  l->num = (int64_t)v[3];
-  return v[4] != 0 ? string_at(d, v[4], &l->num_unit, "Label.num_unit") : 0;
+  l->num = (int64_t)v[LABEL_NUM];
+  return v[LABEL_NUM_UNIT] != 0 ? string_at(d, v[LABEL_NUM_UNIT], &l->num_unit, "Label.num_unit")
+                                : 0;
 }
 
 static int decode_sample(decoder_t *d, reader_t r, cprof__pf_sample_t *s, size_t index,
@@ -514,11 +500,11 @@ static int decode_sample(decoder_t *d, reader_t r, cprof__pf_sample_t *s, size_t
   size_t n_locs = 0, n_values = 0, n_labels = 0, k;
   reader_t start = r;
   while ((rc = next_field(d, &r, &f, "Sample")) > 0) {
-    if (f.number == 1 || f.number == 2) {
+    if (f.number == SAMPLE_LOCATION_ID || f.number == SAMPLE_VALUE) {
       if (count_varints(d, &f, &k, "Sample") != 0)
         return -1;
-      *(f.number == 1 ? &n_locs : &n_values) += k;
-    } else if (f.number == 3) {
+      *(f.number == SAMPLE_LOCATION_ID ? &n_locs : &n_values) += k;
+    } else if (f.number == SAMPLE_LABEL) {
       if (want_len(d, &f, "Sample") != 0)
         return -1;
       n_labels++;
@@ -538,7 +524,7 @@ static int decode_sample(decoder_t *d, reader_t r, cprof__pf_sample_t *s, size_t
   size_t il = 0, iv = 0, ib = 0;
   r = start;
   while (next_field(d, &r, &f, "Sample") > 0) {
-    if (f.number == 1) {
+    if (f.number == SAMPLE_LOCATION_ID) {
       EACH_VARINT(d, &f, "Sample.location_id", id, {
         const cprof__pf_location_t *loc =
             find_location(p->locations, p->n_locations, id, ids->locations_dense);
@@ -546,9 +532,9 @@ static int decode_sample(decoder_t *d, reader_t r, cprof__pf_sample_t *s, size_t
           return fail(d, "sample %zu: location id %" PRIu64 " is not in the profile", index, id);
         locs[il++] = loc;
       });
-    } else if (f.number == 2) {
+    } else if (f.number == SAMPLE_VALUE) {
       EACH_VARINT(d, &f, "Sample.value", x, values[iv++] = (int64_t)x);
-    } else if (f.number == 3) {
+    } else if (f.number == SAMPLE_LABEL) {
       int kept = decode_label(d, f.body, &labels[ib]);
       if (kept < 0)
         return -1;
@@ -617,45 +603,45 @@ static int decode_all(decoder_t *d, const uint8_t *data, size_t n) {
   field_t f;
   while (next_field(d, &r, &f, "Profile") > 0) {
     switch (f.number) {
-    case P_SAMPLE_TYPE:
+    case PROFILE_SAMPLE_TYPE:
       if (decode_value_type(d, f.body, &p->sample_types[p->n_sample_types++],
                             "Profile.sample_type") != 0)
         return -1;
       break;
-    case P_PERIOD_TYPE:
+    case PROFILE_PERIOD_TYPE:
       if (decode_value_type(d, f.body, &p->period_type, "Profile.period_type") != 0)
         return -1;
       break;
-    case P_FUNCTION:
+    case PROFILE_FUNCTION:
       if (decode_function(d, f.body, &p->functions[p->n_functions++]) != 0)
         return -1;
       break;
-    case P_MAPPING:
+    case PROFILE_MAPPING:
       if (decode_mapping(d, f.body, &p->mappings[p->n_mappings++]) != 0)
         return -1;
       break;
-    case P_DROP_FRAMES:
+    case PROFILE_DROP_FRAMES:
       if (string_at(d, f.value, &p->drop_frames, "Profile.drop_frames") != 0)
         return -1;
       break;
-    case P_KEEP_FRAMES:
+    case PROFILE_KEEP_FRAMES:
       if (string_at(d, f.value, &p->keep_frames, "Profile.keep_frames") != 0)
         return -1;
       break;
-    case P_DEFAULT_SAMPLE_TYPE:
+    case PROFILE_DEFAULT_SAMPLE_TYPE:
       if (string_at(d, f.value, &p->default_sample_type, "Profile.default_sample_type") != 0)
         return -1;
       break;
-    case P_TIME_NANOS:
+    case PROFILE_TIME_NANOS:
       p->time_nanos = (int64_t)f.value;
       break;
-    case P_DURATION_NANOS:
+    case PROFILE_DURATION_NANOS:
       p->duration_nanos = (int64_t)f.value;
       break;
-    case P_PERIOD:
+    case PROFILE_PERIOD:
       p->period = (int64_t)f.value;
       break;
-    case P_COMMENT:
+    case PROFILE_COMMENT:
       EACH_VARINT(d, &f, "Profile.comment", i, {
         if (string_at(d, i, &p->comments[p->n_comments++], "Profile.comment") != 0)
           return -1;
@@ -672,7 +658,7 @@ static int decode_all(decoder_t *d, const uint8_t *data, size_t n) {
   /* Pass 3: locations. */
   r = (reader_t){data, data + n};
   while (next_field(d, &r, &f, "Profile") > 0)
-    if (f.number == P_LOCATION &&
+    if (f.number == PROFILE_LOCATION &&
         decode_location(d, f.body, &p->locations[p->n_locations++], &ids) != 0)
       return -1;
   CHECK_IDS(d, p->locations, p->n_locations, by_location_id, "location", &ids.locations_dense);
@@ -680,7 +666,7 @@ static int decode_all(decoder_t *d, const uint8_t *data, size_t n) {
   /* Pass 4: samples. */
   r = (reader_t){data, data + n};
   while (next_field(d, &r, &f, "Profile") > 0)
-    if (f.number == P_SAMPLE &&
+    if (f.number == PROFILE_SAMPLE &&
         decode_sample(d, f.body, &p->samples[p->n_samples], p->n_samples, &ids) == 0)
       p->n_samples++;
     else if (d->failed)
