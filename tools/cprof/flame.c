@@ -2,7 +2,6 @@
  * top table, every sample type) with the profile inside, one file that
  * opens in any browser with nothing fetched from anywhere. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -37,39 +36,24 @@ static int output_flag(void *ctx, int argc, char **argv, int *i) {
 
 int cmd_flame(int argc, char **argv) {
   report_opts_t o;
-  report_opts_init(&o);
-  const char *output = "flame.html";
-  char **sources = calloc((size_t)argc, sizeof *sources);
-  int n, rc;
-  if (!sources)
-    return 1;
-  if (report_args("flame", usage, &o, output_flag, &output, argc, argv, sources, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n == 0) {
-    fprintf(stderr, "cprof flame: which profile? (cprof flame --help)\n");
-    goto done;
+  const char *output = "flame.html", *arg;
+  cprof__pf_t *p;
+  int rc = report_open("flame", usage, 0, output_flag, NULL, &output, argc, argv, &o, &arg, &p);
+  if (rc != -1)
+    return rc;
+  cprof__buf_t page;
+  cprof__buf_init(&page);
+  int e = page_build(p, NULL, &page);
+  if (e == 0)
+    e = save_file(output, page.data, page.len);
+  if (e != 0) {
+    fprintf(stderr, "cprof flame: %s: %s\n", output, strerror(-e));
+    rc = 1;
+  } else {
+    fprintf(stderr, "Saved flame graph in %s\n", output);
+    rc = 0;
   }
-  cprof__pf_t *p = NULL;
-  rc = report_load("flame", sources, n, &p);
-  if (rc == 0)
-    rc = report_prepare("flame", p, &o);
-  if (rc == 0) {
-    cprof__buf_t page;
-    cprof__buf_init(&page);
-    int e = page_build(p, NULL, &page);
-    if (e == 0)
-      e = save_file(output, page.data, page.len);
-    if (e != 0) {
-      fprintf(stderr, "cprof flame: %s: %s\n", output, strerror(-e));
-      rc = 1;
-    } else {
-      fprintf(stderr, "Saved flame graph in %s\n", output);
-    }
-    cprof__buf_free(&page);
-  }
+  cprof__buf_free(&page);
   cprof__pf_free(p);
-done:
-  free(sources);
   return rc;
 }

@@ -504,39 +504,34 @@ const char *graph_format_of(const char *path) {
   return NULL;
 }
 
+/* -o is wanted, and a format its name or --format gives. */
+static int check(void *ctx) {
+  graph_args_t *a = ctx;
+  if (!a->output) {
+    fprintf(stderr, "cprof graph: wants -o FILE (cprof graph --help)\n");
+    return 2;
+  }
+  if (!a->format && !(a->format = graph_format_of(a->output))) {
+    fprintf(stderr, "cprof graph: %s: name it .svg, .png or .dot, or say --format\n", a->output);
+    return 2;
+  }
+  return 0;
+}
+
 int cmd_graph(int argc, char **argv) {
   report_opts_t o;
-  report_opts_init(&o);
   graph_args_t a = {NULL, NULL};
-  char **sources = calloc((size_t)argc, sizeof *sources);
-  int n, rc;
-  if (!sources)
-    return 1;
-  if (report_args("graph", usage, &o, extra, &a, argc, argv, sources, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n == 0 || !a.output) {
-    fprintf(stderr, "cprof graph: wants a profile and -o FILE (cprof graph --help)\n");
-    goto done;
-  }
-  const char *format = a.format ? a.format : graph_format_of(a.output);
-  if (!format) {
-    fprintf(stderr, "cprof graph: %s: name it .svg, .png or .dot, or say --format\n", a.output);
-    goto done;
-  }
-  cprof__pf_t *p = NULL;
-  rc = report_load("graph", sources, n, &p);
-  if (rc == 0)
-    rc = report_prepare("graph", p, &o);
-  if (rc == 0) {
-    char err[512];
-    if (graph_save(p, &o, a.output, format, err, sizeof err) != 0) {
-      fprintf(stderr, "cprof graph: %s\n", err);
-      rc = 1;
-    }
+  const char *arg;
+  cprof__pf_t *p;
+  int rc = report_open("graph", usage, 0, extra, check, &a, argc, argv, &o, &arg, &p);
+  if (rc != -1)
+    return rc;
+  char err[512];
+  rc = 0;
+  if (graph_save(p, &o, a.output, a.format, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof graph: %s\n", err);
+    rc = 1;
   }
   cprof__pf_free(p);
-done:
-  free(sources);
   return rc;
 }

@@ -189,10 +189,12 @@ int report_args(const char *cmd, const char *usage, report_opts_t *o, report_ext
   return 0;
 }
 
-int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra, void *ctx,
-                report_fn fn, int argc, char **argv) {
-  report_opts_t local, *o = &local;
+int report_open(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                report_check_fn check, void *ctx, int argc, char **argv, report_opts_t *o,
+                const char **arg, cprof__pf_t **p) {
   report_opts_init(o);
+  *p = NULL;
+  *arg = NULL;
   if (extra && ctx == NULL)
     ctx = o; /* an extra option that only sets report options */
   char **pos = calloc((size_t)argc + 1, sizeof *pos);
@@ -209,31 +211,46 @@ int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_
             wants_arg ? "a REGEX and " : "", cmd);
     goto done;
   }
-  const char *arg = wants_arg ? pos[0] : NULL;
-  cprof__pf_t *p = NULL;
-  rc = report_load(cmd, pos + wants_arg, n - wants_arg, &p);
+  if (check && (rc = check(ctx)) != 0)
+    goto done;
+  *arg = wants_arg ? pos[0] : NULL;
+  rc = report_load(cmd, pos + wants_arg, n - wants_arg, p);
   if (rc == 0)
-    rc = report_prepare(cmd, p, o);
-  if (rc == 0) {
-    cprof__buf_t out;
-    char err[512] = "";
-    cprof__buf_init(&out);
-    rc = fn(&out, p, o, arg, err, sizeof err);
-    /* A report that failed prints nothing of what it wrote, as pprof
-     * (its report goes to a buffer that is dropped on an error): peek's
-     * header without rows would only hide the error line. */
-    if (rc != 0) {
-      fprintf(stderr, "cprof %s: %s\n", cmd, err);
-    } else if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len ||
-               fflush(stdout) != 0) {
-      fprintf(stderr, "cprof %s: writing the report failed\n", cmd);
-      rc = 1;
-    }
-    cprof__buf_free(&out);
-  }
-  cprof__pf_free(p);
+    rc = report_prepare(cmd, *p, o);
+  if (rc == 0)
+    rc = -1;
 done:
+  if (rc != -1) {
+    cprof__pf_free(*p);
+    *p = NULL;
+  }
   free(pos);
+  return rc;
+}
+
+int report_main(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra, void *ctx,
+                report_fn fn, int argc, char **argv) {
+  report_opts_t o;
+  const char *arg;
+  cprof__pf_t *p;
+  int rc = report_open(cmd, usage, wants_arg, extra, NULL, ctx, argc, argv, &o, &arg, &p);
+  if (rc != -1)
+    return rc;
+  cprof__buf_t out;
+  char err[512] = "";
+  cprof__buf_init(&out);
+  rc = fn(&out, p, &o, arg, err, sizeof err);
+  /* A report that failed prints nothing of what it wrote, as pprof (its
+   * report goes to a buffer that is dropped on an error): peek's header
+   * without rows would only hide the error line. */
+  if (rc != 0) {
+    fprintf(stderr, "cprof %s: %s\n", cmd, err);
+  } else if (out.failed || fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+    fprintf(stderr, "cprof %s: writing the report failed\n", cmd);
+    rc = 1;
+  }
+  cprof__buf_free(&out);
+  cprof__pf_free(p);
   return rc;
 }
 

@@ -66,6 +66,20 @@ int report_args(const char *cmd, const char *usage, report_opts_t *o, report_ext
 typedef int (*report_fn)(cprof__buf_t *out, cprof__pf_t *p, report_opts_t *o, const char *arg,
                          char *err, size_t errlen);
 
+/* A command's own check once its arguments are read, before any SOURCE is
+ * (a missing -o): 0, or 2 after a line on stderr. */
+typedef int (*report_check_fn)(void *ctx);
+
+/* The start every report command shares: its arguments (report_args;
+ * with `wants_arg`, a REGEX before the SOURCEs, into *arg), the command's
+ * check (may be NULL), then the SOURCEs loaded and prepared into *p under
+ * *o. Returns -1 with *p ready (cprof__pf_free it), or else the exit
+ * status to end with (0 after --help). An extra option without ctx gets o
+ * as its ctx. */
+int report_open(const char *cmd, const char *usage, int wants_arg, report_extra_fn extra,
+                report_check_fn check, void *ctx, int argc, char **argv, report_opts_t *o,
+                const char **arg, cprof__pf_t **p);
+
 /* The whole of a report command: its arguments (with `wants_arg`, a REGEX
  * before the SOURCEs), loading, preparing, the report, standard output.
  * Returns the exit status. */

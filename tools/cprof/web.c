@@ -164,26 +164,16 @@ int web_serve(const web_page_t *page, const char *spec, int *signo) {
 
 int cmd_web(int argc, char **argv) {
   report_opts_t o;
-  report_opts_init(&o);
   web_args_t a = {"127.0.0.1:6061"};
-  char **sources = calloc((size_t)argc, sizeof *sources);
-  int n, rc;
-  if (!sources)
-    return 1;
-  if (report_args("web", usage, &o, extra, &a, argc, argv, sources, &n, &rc) != 0)
-    goto done;
-  rc = 2;
-  if (n == 0) {
-    fprintf(stderr, "cprof web: which profile? (cprof web --help)\n");
-    goto done;
-  }
-  cprof__pf_t *p = NULL;
-  rc = report_load("web", sources, n, &p);
-  if (rc == 0)
-    rc = report_prepare("web", p, &o);
+  const char *arg;
+  cprof__pf_t *p;
+  int rc = report_open("web", usage, 0, extra, NULL, &a, argc, argv, &o, &arg, &p);
+  if (rc != -1)
+    return rc;
   cprof__buf_t html;
   cprof__buf_init(&html);
-  if (rc == 0 && page_build(p, NULL, &html) != 0) {
+  rc = 0;
+  if (page_build(p, NULL, &html) != 0) {
     fprintf(stderr, "cprof web: out of memory\n");
     rc = 1;
   }
@@ -193,7 +183,5 @@ int cmd_web(int argc, char **argv) {
     rc = web_serve(&page, a.http, NULL);
   }
   cprof__buf_free(&html);
-done:
-  free(sources);
   return rc;
 }
