@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "profile/model.h"
+#include "profile/table.h"
 
 /* An edge as the graph keeps it: the public part, and whether trimming
  * removed it. */
@@ -37,89 +38,39 @@ typedef struct node {
   size_t id;     /* the index in g->nodes, while removing redundant edges */
 } node_t;
 
-/* ---- a hash table of byte strings ---------------------------------------- */
+/* ---- lookups ------------------------------------------------------------- */
 
-typedef struct slot {
-  uint64_t h;
-  const void *key;
+/* Nodes are found by their identity, the bytes key_put writes, and edges
+ * by their two nodes, in the profile library's one hash table (table.h),
+ * whose values index the builder's arrays. */
+typedef struct bytes {
+  const char *p;
   size_t len;
-  void *val;
-} slot_t;
+} bytes_t;
 
-typedef struct table {
-  slot_t *slots;
-  size_t cap, n;
-} table_t;
-
-static uint64_t hash_bytes(const void *p, size_t n) {
-  /* Eight bytes at a time with a multiply-xorshift mix: the edge table's
-   * keys are two pointers, looked up once per frame of every sample, and
-   * this took a tenth off `cprof top` on a 20 MB profile against FNV's
-   * byte loop. */
-  const unsigned char *b = p;
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
-  for (; n >= 8; b += 8, n -= 8) {
-    memcpy(&w, b, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  }
-  w = 0;
-  memcpy(&w, b, n);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 29;
-  return h ? h : 1;
+static uint64_t key_hash(const bytes_t *k) {
+  return cprof__hash_bytes(CPROF_HASH_SEED, k->p, k->len);
 }
 
-static int table_grow(table_t *t) {
-  size_t cap = t->cap ? t->cap * 2 : 64;
-  slot_t *s = calloc(cap, sizeof *s);
-  if (!s)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->cap; i++) {
-    if (!t->slots[i].h)
-      continue;
-    size_t j = t->slots[i].h & (cap - 1);
-    while (s[j].h)
-      j = (j + 1) & (cap - 1);
-    s[j] = t->slots[i];
-  }
-  free(t->slots);
-  t->slots = s;
-  t->cap = cap;
-  return 0;
+static int key_is(const node_t *x, const bytes_t *k) {
+  return x->key_len == k->len && memcmp(x->key, k->p, k->len) == 0;
 }
 
-/* The slot for key: its value, or an empty slot to fill (h set). NULL when
- * out of memory. */
-static slot_t *table_slot(table_t *t, const void *key, size_t len) {
-  if ((t->n + 1) * 2 > t->cap && table_grow(t) < 0)
-    return NULL;
-  uint64_t h = hash_bytes(key, len);
-  size_t j = h & (t->cap - 1);
-  while (t->slots[j].h) {
-    slot_t *s = &t->slots[j];
-    if (s->h == h && s->len == len && memcmp(s->key, key, len) == 0)
-      return s;
-    j = (j + 1) & (t->cap - 1);
-  }
-  t->slots[j].h = h;
-  t->slots[j].key = NULL;
-  return &t->slots[j];
+/* ctx: the builder's node_t *list[]. */
+static int list_key_eq(const void *ctx, uint32_t v, const void *key) {
+  return key_is(((node_t *const *)ctx)[v], key);
 }
 
-static const slot_t *table_find(const table_t *t, const void *key, size_t len) {
-  if (!t->cap)
-    return NULL;
-  uint64_t h = hash_bytes(key, len);
-  size_t j = h & (t->cap - 1);
-  while (t->slots[j].h) {
-    const slot_t *s = &t->slots[j];
-    if (s->h == h && s->len == len && memcmp(s->key, key, len) == 0)
-      return s;
-    j = (j + 1) & (t->cap - 1);
-  }
-  return NULL;
+/* ctx: a graph's nodes, whose node_t each cprof__pf_node_t begins. */
+static int graph_key_eq(const void *ctx, uint32_t v, const void *key) {
+  return key_is((const node_t *)((cprof__pf_node_t *const *)ctx)[v], key);
 }
+
+/* The nodes a rebuilt graph keeps: the keys of nodes[] in index. */
+typedef struct keyset {
+  cprof__table_t index;
+  cprof__pf_node_t *const *nodes;
+} keyset_t;
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -248,12 +199,12 @@ static char *printable_name(cprof__arena_t *a, const node_t *x) {
 typedef struct builder {
   const cprof__pf_t *p;
   const cprof__pf_graph_options_t *o;
-  const table_t *kept; /* NULL: every node */
+  const keyset_t *kept; /* NULL: every node */
   cprof__arena_t *arena;
-  table_t nodes; /* key -> node_t */
+  cprof__table_t nodes; /* key -> index in list */
   node_t **list;
   size_t n_list, cap_list;
-  table_t edges; /* (from, to) -> edge_t */
+  cprof__table_t edges; /* (from, to) -> index in elist */
   edge_t **elist;
   size_t n_elist, cap_elist;
   char *keybuf;
@@ -333,39 +284,26 @@ static int node_for(builder_t *b, const cprof__pf_location_t *l, const cprof__pf
       (rc = key_put(b, &w, &start_line, sizeof start_line)) < 0)
     return rc;
   *out = NULL;
-  if (b->kept && !table_find(b->kept, b->keybuf, w))
+  bytes_t k = {b->keybuf, w};
+  uint64_t h = key_hash(&k);
+  if (b->kept && cprof__table_find(&b->kept->index, h, graph_key_eq, b->kept->nodes, &k) < 0)
     return 0;
-  slot_t *s = table_slot(&b->nodes, b->keybuf, w);
-  if (!s)
-    return -ENOMEM;
-  if (s->key) {
-    *out = s->val;
+  int64_t i = cprof__table_find(&b->nodes, h, list_key_eq, b->list, &k);
+  if (i >= 0) {
+    *out = b->list[i];
     return 0;
   }
   node_t *x = cprof__arena_alloc(b->arena, sizeof *x);
   char *key = x ? cprof__arena_alloc(b->arena, w) : NULL;
-  if (!key) {
-    s->h = 0; /* never filled: the probe chain is still intact */
+  if (!key || cprof__grow((void **)&b->list, &b->cap_list, b->n_list + 1, sizeof *b->list) != 0)
     return -ENOMEM;
-  }
   *x = id;
   memcpy(key, b->keybuf, w);
   x->key = key;
   x->key_len = w;
-  if (!(x->n.name = printable_name(b->arena, x)))
+  if (!(x->n.name = printable_name(b->arena, x)) ||
+      cprof__table_insert(&b->nodes, h, (uint32_t)b->n_list) != 0)
     return -ENOMEM;
-  s->key = key;
-  s->len = w;
-  s->val = x;
-  b->nodes.n++;
-  if (b->n_list == b->cap_list) {
-    size_t cap = b->cap_list ? b->cap_list * 2 : 64;
-    node_t **nl = realloc(b->list, cap * sizeof *nl);
-    if (!nl)
-      return -ENOMEM;
-    b->list = nl;
-    b->cap_list = cap;
-  }
   b->list[b->n_list++] = x;
   *out = x;
   return 0;
@@ -373,13 +311,19 @@ static int node_for(builder_t *b, const cprof__pf_location_t *l, const cprof__pf
 
 /* Node.AddToEdgeDiv: an existing edge is residual if any path through it
  * was, inline only if every one was. */
+/* ctx: the builder's edge_t *elist[]; key: the two nodes. */
+static int edge_eq(const void *ctx, uint32_t v, const void *key) {
+  const edge_t *e = ((edge_t *const *)ctx)[v];
+  node_t *const *pair = key;
+  return e->e.from == &pair[0]->n && e->e.to == &pair[1]->n;
+}
+
 static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t w, int residual,
                     int inline_, size_t stamp) {
   node_t *pair[2] = {from, to};
-  slot_t *s = table_slot(&b->edges, pair, sizeof pair);
-  if (!s)
-    return -ENOMEM;
-  edge_t *e = s->key ? s->val : NULL;
+  uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, (uintptr_t)from), (uintptr_t)to);
+  int64_t i = cprof__table_find(&b->edges, h, edge_eq, b->elist, pair);
+  edge_t *e = i >= 0 ? b->elist[i] : NULL;
   if (e) {
     if (e->stamp == stamp)
       return 0; /* once per sample */
@@ -391,30 +335,16 @@ static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t 
       e->e.inline_ = 0;
   } else {
     e = cprof__arena_alloc(b->arena, sizeof *e);
-    node_t **key = e ? cprof__arena_alloc(b->arena, sizeof pair) : NULL;
-    if (!key) {
-      s->h = 0;
+    if (!e ||
+        cprof__grow((void **)&b->elist, &b->cap_elist, b->n_elist + 1, sizeof *b->elist) != 0 ||
+        cprof__table_insert(&b->edges, h, (uint32_t)b->n_elist) != 0)
       return -ENOMEM;
-    }
-    memcpy(key, pair, sizeof pair);
     e->e.from = &from->n;
     e->e.to = &to->n;
     e->e.weight = w;
     e->e.weight_div = dw;
     e->e.residual = residual;
     e->e.inline_ = inline_;
-    s->key = key;
-    s->len = sizeof pair;
-    s->val = e;
-    b->edges.n++;
-    if (b->n_elist == b->cap_elist) {
-      size_t cap = b->cap_elist ? b->cap_elist * 2 : 64;
-      edge_t **el = realloc(b->elist, cap * sizeof *el);
-      if (!el)
-        return -ENOMEM;
-      b->elist = el;
-      b->cap_elist = cap;
-    }
     b->elist[b->n_elist++] = e;
   }
   e->stamp = stamp;
@@ -666,7 +596,7 @@ typedef struct graph_priv {
 
 /* graph.newGraph with report.newGraph's options, kept NULL or a set of
  * node keys. */
-static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const table_t *kept,
+static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const keyset_t *kept,
                  cprof__pf_graph_t **out) {
   *out = NULL;
   if (!p || !o || (p->n_sample_types && o->sample_index >= p->n_sample_types) ||
@@ -707,8 +637,8 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
     qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
     rc = link_edges(g);
   }
-  free(b.nodes.slots);
-  free(b.edges.slots);
+  cprof__table_free(&b.nodes);
+  cprof__table_free(&b.edges);
   free(b.list);
   free(b.elist);
   free(b.keybuf);
@@ -735,27 +665,23 @@ void cprof__pf_graph_free(cprof__pf_graph_t *g) {
 
 /* ---- trimming ---------------------------------------------------------------- */
 
-/* The set of g's first n nodes' keys (the nodes live in g's arena). */
-static int keep_set(const cprof__pf_graph_t *g, size_t n, int64_t cutoff, table_t *t) {
+/* The set of g's first n nodes with cum at least cutoff (the nodes live in
+ * g's arena, which outlives the set). Keys are distinct: one per node. */
+static int keep_set(const cprof__pf_graph_t *g, size_t n, int64_t cutoff, keyset_t *t) {
+  cprof__table_init(&t->index);
+  t->nodes = g->nodes;
   for (size_t i = 0; i < n; i++) {
     const node_t *x = (const node_t *)g->nodes[i];
-    if (abs64(x->n.cum) < cutoff)
-      continue;
-    slot_t *s = table_slot(t, x->key, x->key_len);
-    if (!s)
+    bytes_t k = {x->key, x->key_len};
+    if (abs64(x->n.cum) >= cutoff && cprof__table_insert(&t->index, key_hash(&k), (uint32_t)i) != 0)
       return -ENOMEM;
-    if (!s->key) {
-      s->key = x->key;
-      s->len = x->key_len;
-      t->n++;
-    }
   }
   return 0;
 }
 
 /* Builds g again with only the nodes in kept, putting the new graph's
  * contents in g's place. */
-static int rebuild(cprof__pf_graph_t *g, const table_t *kept) {
+static int rebuild(cprof__pf_graph_t *g, const keyset_t *kept) {
   graph_priv_t *gp = (graph_priv_t *)g;
   cprof__pf_graph_t *ng;
   int rc = build(gp->p, &gp->o, kept, &ng);
@@ -854,13 +780,13 @@ int cprof__pf_graph_trim(cprof__pf_graph_t *g, const cprof__pf_trim_t *t, cprof_
   int64_t edge_cutoff = abs64((int64_t)((double)total_value * t->edgefraction));
   int rc;
   if (node_cutoff > 0) {
-    table_t kept = {0};
+    keyset_t kept;
     rc = keep_set(g, g->n_nodes, node_cutoff, &kept);
-    if (rc == 0 && kept.n != g->n_nodes) {
-      r->dropped_nodes = g->n_nodes - kept.n;
+    if (rc == 0 && kept.index.n != g->n_nodes) {
+      r->dropped_nodes = g->n_nodes - kept.index.n;
       rc = rebuild(g, &kept);
     }
-    free(kept.slots);
+    cprof__table_free(&kept.index);
     if (rc < 0)
       return rc;
   }
@@ -872,11 +798,11 @@ int cprof__pf_graph_trim(cprof__pf_graph_t *g, const cprof__pf_trim_t *t, cprof_
       return rc;
     size_t n = t->nodecount < g->n_nodes ? t->nodecount : g->n_nodes;
     if (n != g->n_nodes) {
-      table_t kept = {0};
+      keyset_t kept;
       rc = keep_set(g, n, 0, &kept);
       if (rc == 0)
         rc = rebuild(g, &kept);
-      free(kept.slots);
+      cprof__table_free(&kept.index);
       if (rc < 0)
         return rc;
       sort_nodes(g, t->visual, t->cum_sort);
