@@ -98,6 +98,10 @@ typedef struct cprof__pf {
 
 void cprof__pf_free(cprof__pf_t *p);
 
+/* pprof's default sample type (SampleIndexByName("")): the index of the
+ * one default_sample_type names, else the last; 0 with none. (tree.c) */
+size_t cprof__pf_default_index(const cprof__pf_t *p);
+
 /* ---- decode.c ---------------------------------------------------------- */
 
 /* Decodes profile.proto from data[0..n), gzip-compressed (RFC 1952, as

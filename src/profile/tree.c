@@ -308,8 +308,7 @@ static int heavier_first(const void *x, const void *y, void *ctx) {
   return r ? r : strcmp(a->file, b->file);
 }
 
-/* pprof's default sample index: the default_sample_type's, else the last. */
-static size_t default_index(const cprof__pf_t *p) {
+size_t cprof__pf_default_index(const cprof__pf_t *p) {
   if (p->default_sample_type && *p->default_sample_type)
     for (size_t i = 0; i < p->n_sample_types; i++)
       if (p->sample_types[i].type && !strcmp(p->sample_types[i].type, p->default_sample_type))
@@ -382,7 +381,7 @@ fail:
 }
 
 int cprof__pf_tree(const cprof__pf_t *p, cprof__pf_tree_t **out) {
-  sort_ctx_t sc = {{default_index(p), 0}, 1};
+  sort_ctx_t sc = {{cprof__pf_default_index(p), 0}, 1};
   return build(&p, 1, &sc, out);
 }
 
@@ -399,7 +398,7 @@ int cprof__pf_tree_diff(const cprof__pf_t *base, const cprof__pf_t *new_, cprof_
   }
   /* NEW's weight orders the children, BASE's breaks ties, so that what
    * went away entirely still comes in a fixed order. */
-  size_t d = default_index(new_);
+  size_t d = cprof__pf_default_index(new_);
   sort_ctx_t sc = {{d, nt + d}, 2};
   const cprof__pf_t *ps[2] = {new_, base};
   return build(ps, 2, &sc, out);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/table.h"
 #include "ui/viewer_assets.h"
 
 /* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte
@@ -112,90 +113,36 @@ void cprof__viewer_json_string(cprof__buf_t *out, const char *str) {
 /* ---- the string table: each distinct name or file once ---------------- */
 
 typedef struct strtab {
-  const char **keys; /* open addressing, NULL for an empty slot */
-  size_t *ids;
-  size_t cap; /* a power of two */
-  size_t n;
-  const char **order; /* by id */
-  size_t order_cap;
+  cprof__table_t index; /* a string's hash -> its id */
+  const char **order;   /* by id */
+  size_t n, cap;
 } strtab_t;
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static int strtab_grow(strtab_t *t) {
-  size_t cap = t->cap ? t->cap * 2 : 1024;
-  const char **keys = calloc(cap, sizeof *keys);
-  size_t *ids = calloc(cap, sizeof *ids);
-  if (!keys || !ids) {
-    free(keys);
-    free(ids);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < t->cap; i++) {
-    if (!t->keys[i])
-      continue;
-    size_t j = hash_str(t->keys[i]) & (cap - 1);
-    while (keys[j])
-      j = (j + 1) & (cap - 1);
-    keys[j] = t->keys[i];
-    ids[j] = t->ids[i];
-  }
-  free(t->keys);
-  free(t->ids);
-  t->keys = keys;
-  t->ids = ids;
-  t->cap = cap;
-  return 0;
+static int str_eq(const void *ctx, uint32_t id, const void *key) {
+  return strcmp(((const strtab_t *)ctx)->order[id], key) == 0;
 }
 
 /* The id of s, added if new; -1 when out of memory. */
 static long strtab_id(strtab_t *t, const char *s) {
   if (!s)
     s = "";
-  if ((t->n + 1) * 2 > t->cap && strtab_grow(t) != 0)
+  uint64_t h = cprof__hash_bytes(CPROF_HASH_SEED, s, strlen(s));
+  int64_t id = cprof__table_find(&t->index, h, str_eq, t, s);
+  if (id >= 0)
+    return (long)id;
+  if (cprof__grow((void **)&t->order, &t->cap, t->n + 1, sizeof *t->order) != 0 ||
+      cprof__table_insert(&t->index, h, (uint32_t)t->n) != 0)
     return -1;
-  size_t j = hash_str(s) & (t->cap - 1);
-  while (t->keys[j]) {
-    if (strcmp(t->keys[j], s) == 0)
-      return (long)t->ids[j];
-    j = (j + 1) & (t->cap - 1);
-  }
-  if (t->n == t->order_cap) {
-    size_t cap = t->order_cap ? t->order_cap * 2 : 1024;
-    const char **o = realloc(t->order, cap * sizeof *o);
-    if (!o)
-      return -1;
-    t->order = o;
-    t->order_cap = cap;
-  }
-  t->keys[j] = s;
-  t->ids[j] = t->n;
   t->order[t->n] = s;
   return (long)t->n++;
 }
 
 static void strtab_free(strtab_t *t) {
-  free(t->keys);
-  free(t->ids);
+  cprof__table_free(&t->index);
   free(t->order);
 }
 
 /* ---- the JSON ---------------------------------------------------------- */
-
-/* pprof's default sample type: the one the profile names, else the last
- * (internal/driver's sampleIndex). */
-static size_t default_index(const cprof__pf_t *p) {
-  if (p->default_sample_type && *p->default_sample_type)
-    for (size_t i = 0; i < p->n_sample_types; i++)
-      if (p->sample_types[i].type && strcmp(p->sample_types[i].type, p->default_sample_type) == 0)
-        return i;
-  return p->n_sample_types ? p->n_sample_types - 1 : 0;
-}
 
 typedef struct frame {
   const cprof__pf_tree_node_t *node;
@@ -277,7 +224,8 @@ int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const ch
   cprof__buf_printf(out,
                     "],\n\"default\":%zu,\"diff\":%s,\"time_nanos\":%" PRId64
                     ",\"duration_nanos\":%" PRId64 ",\n\"strings\":[",
-                    default_index(p), diff ? "true" : "false", p->time_nanos, p->duration_nanos);
+                    cprof__pf_default_index(p), diff ? "true" : "false", p->time_nanos,
+                    p->duration_nanos);
   for (size_t i = 0; i < st.n; i++) {
     if (i)
       cprof__buf_puts(out, i % 16 ? "," : ",\n");

@@ -299,13 +299,7 @@ int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
     return -1;
   }
   if (!name || !name[0]) {
-    *index = p->n_sample_types - 1;
-    for (size_t i = 0; i < p->n_sample_types; i++)
-      if (p->default_sample_type[0] &&
-          strcmp(p->sample_types[i].type, p->default_sample_type) == 0) {
-        *index = i;
-        break;
-      }
+    *index = cprof__pf_default_index(p);
     return 0;
   }
   char *end;
