@@ -34,9 +34,6 @@ void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
   cprof__buf_printf(out, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
   for (size_t i = 0; i < g->n_nodes; i++) {
     const cprof__pf_node_t *n = g->nodes[i];
-    int inline_in = 0, call_in = 0;
-    for (size_t k = 0; k < n->n_in; k++)
-      *(n->in[k]->inline_ ? &inline_in : &call_in) = 1;
     flat_sum += cprof__pf_flat(n);
     char flat_pc[32], sum_pc[32], cum_pc[32];
     report_value(a, sizeof a, cprof__pf_flat(n), o, unit);
@@ -46,8 +43,8 @@ void top_write(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t *o,
     cprof__measure_percentage(cprof__pf_cum(n), total, cum_pc, sizeof cum_pc);
     cprof__buf_printf(out, "%10s %s %s %10s %s  ", a, flat_pc, sum_pc, b, cum_pc);
     report_put_name(out, n->name);
-    if (inline_in)
-      cprof__buf_puts(out, call_in ? " (partial-inline)" : " (inline)");
+    if (n->inlined)
+      cprof__buf_puts(out, n->inlined == 2 ? " (partial-inline)" : " (inline)");
     cprof__buf_putc(out, '\n');
   }
 }
