@@ -6,9 +6,11 @@
 #include <time.h>
 
 #include "http/auth.h"
+#include "http/metrics.h"
 #include "http/query.h"
 #include "http/rates.h"
 #include "http/response.h"
+#include "metrics/sampler.h"
 #include "registry/registry.h"
 #include "sample/heap.h"
 #include "ui/index.h"
@@ -165,6 +167,15 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
       cprof__auth_refused(req->path);
     return;
   }
+  /* Where Prometheus looks by default, under the prefix as the rest. */
+  if (strcmp(path, "/metrics") == 0) {
+    cprof__serve_metrics(req, cfg, resp);
+    return;
+  }
+  if (strcmp(path, "/debug/charts/data") == 0) {
+    cprof__serve_charts_data(req, cfg, resp);
+    return;
+  }
   static const char root[] = "/debug/pprof/";
   if (strcmp(path, "/debug/pprof") == 0) { /* as Go's ServeMux: redirect to the directory */
     char loc[300];
@@ -207,6 +218,10 @@ int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
   /* Serving a profile allocates; the program's thread that asked must not
    * see those allocations in its own heap profile. */
   cprof__heap_guard_enter();
+  /* The CPU time serving takes, for the metrics (not the wall time: a
+   * 30-second profile mostly waits). */
+  struct timespec t0, t1;
+  int timed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0) == 0;
   int rc = 0;
   if (cprof__resp_init(resp) != 0) {
     cprof_response_free(resp);
@@ -216,6 +231,9 @@ int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
     cprof__config_get(&cfg);
     route(req, &cfg, resp);
   }
+  if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1) == 0)
+    cprof__metrics_serve_add((int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
+                             (t1.tv_nsec - t0.tv_nsec));
   cprof__heap_guard_leave();
   return rc;
 }
