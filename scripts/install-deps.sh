@@ -33,7 +33,8 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   redis-server redis-tools sqlite3 python3 nginx libc6-dev
   graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
-  chromium chromium-driver) # tests/ui/viewer_browser.sh: the viewer page in a headless browser
+  chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
+  prometheus) # tests/integration/metrics.sh: promtool check metrics reads /metrics
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
