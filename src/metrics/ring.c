@@ -212,10 +212,8 @@ void cprof__metrics_prometheus(const cprof__metrics_point_t *p, const cprof__met
   }
   if (p->faults_minor >= 0 && p->faults_major >= 0) {
     header(b, "cprof_page_faults_total", "counter", "Page faults of every thread.");
-    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"minor\"} %" PRId64 "\n",
-                      p->faults_minor);
-    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"major\"} %" PRId64 "\n",
-                      p->faults_major);
+    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"minor\"} %" PRId64 "\n", p->faults_minor);
+    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"major\"} %" PRId64 "\n", p->faults_major);
   }
   metric(b, "cprof_io_read_bytes_total", "counter",
          "Bytes read through system calls: files, sockets, pipes (/proc/self/io rchar).",

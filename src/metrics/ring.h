@@ -13,26 +13,26 @@
  * process started; the JSON turns them into rates. -1: not known (the
  * figure's file could not be read, or nothing counts it). */
 typedef struct cprof__metrics_point {
-  int64_t t_ms;                 /* unix ms */
-  int64_t cpu_user_us;          /* cumulative, every thread */
-  int64_t cpu_system_us;        /* cumulative */
-  int64_t rss_bytes;            /* VmRSS */
-  int64_t rss_peak_bytes;       /* VmHWM */
-  int64_t vm_bytes;             /* VmSize */
-  int64_t heap_inuse_bytes;     /* heap profile's estimate, else mallinfo2 */
-  int64_t heap_alloc_bytes;     /* cumulative: the heap profile's estimate; -1 without it */
+  int64_t t_ms;             /* unix ms */
+  int64_t cpu_user_us;      /* cumulative, every thread */
+  int64_t cpu_system_us;    /* cumulative */
+  int64_t rss_bytes;        /* VmRSS */
+  int64_t rss_peak_bytes;   /* VmHWM */
+  int64_t vm_bytes;         /* VmSize */
+  int64_t heap_inuse_bytes; /* heap profile's estimate, else mallinfo2 */
+  int64_t heap_alloc_bytes; /* cumulative: the heap profile's estimate; -1 without it */
   int64_t threads;
   int64_t open_fds;
-  int64_t ctx_voluntary;        /* cumulative, every thread */
-  int64_t ctx_involuntary;      /* cumulative */
-  int64_t faults_minor;         /* cumulative */
-  int64_t faults_major;         /* cumulative */
-  int64_t read_bytes;           /* cumulative: /proc/self/io rchar */
-  int64_t write_bytes;          /* cumulative: wchar */
-  int64_t cprof_samples;        /* cumulative: CPU profile samples taken */
-  int64_t cprof_dropped;        /* cumulative: of them, dropped */
-  int64_t cprof_memory_bytes;   /* cprof's own tables and this ring */
-  int64_t cprof_serve_ns;       /* cumulative: CPU time serving requests */
+  int64_t ctx_voluntary;      /* cumulative, every thread */
+  int64_t ctx_involuntary;    /* cumulative */
+  int64_t faults_minor;       /* cumulative */
+  int64_t faults_major;       /* cumulative */
+  int64_t read_bytes;         /* cumulative: /proc/self/io rchar */
+  int64_t write_bytes;        /* cumulative: wchar */
+  int64_t cprof_samples;      /* cumulative: CPU profile samples taken */
+  int64_t cprof_dropped;      /* cumulative: of them, dropped */
+  int64_t cprof_memory_bytes; /* cprof's own tables and this ring */
+  int64_t cprof_serve_ns;     /* cumulative: CPU time serving requests */
 } cprof__metrics_point_t;
 
 /* A fixed ring: cap points in memory the caller provides, the oldest

@@ -31,6 +31,9 @@ static struct {
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t serve_ns; /* atomic */
+/* Bytes cprof read from /proc for the figures: /proc/self/io's rchar
+ * counts them, and they are ours, not the program's. Atomic. */
+static int64_t own_read;
 
 void cprof__metrics_serve_add(int64_t ns) {
   if (ns > 0)
@@ -56,6 +59,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len) {
   }
   close(fd);
   buf[n] = '\0';
+  __atomic_add_fetch(&own_read, (int64_t)n, __ATOMIC_RELAXED);
   return (ssize_t)n;
 }
 
@@ -186,8 +190,12 @@ static void read_proc(cprof__metrics_point_t *p) {
     p->rss_bytes = p->vm_bytes = p->threads = -1;
   }
   p->open_fds = count_fds();
+  /* Before the read, so that every read of ours rchar counts is in it. */
+  int64_t ours = __atomic_load_n(&own_read, __ATOMIC_RELAXED);
   if (read_small("/proc/self/io", buf, sizeof buf) > 0) {
     p->read_bytes = field(buf, "rchar:");
+    if (p->read_bytes >= ours)
+      p->read_bytes -= ours;
     p->write_bytes = field(buf, "wchar:");
   } else {
     p->read_bytes = p->write_bytes = -1;
@@ -392,9 +400,8 @@ int cprof__metrics_exposition(cprof__buf_t *out, const char **reason) {
   cprof__metrics_read(&now);
   struct rlimit nofile, as;
   int64_t max_fds = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? (int64_t)nofile.rlim_cur : -1;
-  int64_t max_vm = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY
-                       ? (int64_t)as.rlim_cur
-                       : -1;
+  int64_t max_vm =
+      getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY ? (int64_t)as.rlim_cur : -1;
   cprof__metrics_prometheus(&now, &meta, max_fds, max_vm, out);
   return 0;
 }
@@ -411,6 +418,7 @@ void cprof__metrics_atfork_child(void) {
   m.ring.n = m.ring.next = 0;
   m.start_ms = 0; /* the child's own start */
   __atomic_store_n(&serve_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&own_read, 0, __ATOMIC_RELAXED); /* the child's rchar starts at 0 */
   init_cond();
   pthread_mutex_unlock(&m.lock);
 }

@@ -15,7 +15,9 @@
  * - Figures: getrusage(RUSAGE_SELF) for CPU, context switches and page
  *   faults (every thread's: /proc/self/status counts the main thread's
  *   switches only); /proc/self/status for VmRSS, VmHWM, VmSize and
- *   Threads; /proc/self/io rchar and wchar (unreadable: absent); the heap
+ *   Threads; /proc/self/io rchar and wchar (unreadable: absent), less
+ *   the bytes of the /proc files cprof read for these figures (the
+ *   server's own socket traffic, a few kB a request, stays in); the heap
  *   profile's estimates when it is on, else mallinfo2's bytes in use;
  *   cpu.c's samples taken and dropped; the stack tables' memory and the
  *   ring's; the CPU time requests took (cprof__metrics_serve_add).

@@ -88,12 +88,25 @@ static void test_json(void) {
   CHECK_EQ_STR(series(b.data, "cprof_serve_ms_per_s", s, sizeof s), "0,2,2,2");
   CHECK_EQ_STR(series(b.data, "read_bytes_per_s", s, sizeof s), "null,null,null,null");
   CHECK_EQ_STR(series(b.data, "cprof_memory_bytes", s, sizeof s), "65536,65536,65536,65536");
-  const char *names[] = {"cpu_user_pct", "cpu_system_pct", "rss_bytes", "rss_peak_bytes",
-                         "vm_bytes", "heap_inuse_bytes", "alloc_bytes_per_s", "threads",
-                         "open_fds", "ctx_voluntary_per_s", "ctx_involuntary_per_s",
-                         "faults_minor_per_s", "faults_major_per_s", "read_bytes_per_s",
-                         "write_bytes_per_s", "cprof_samples_per_s", "cprof_dropped_per_s",
-                         "cprof_memory_bytes", "cprof_serve_ms_per_s"};
+  const char *names[] = {"cpu_user_pct",
+                         "cpu_system_pct",
+                         "rss_bytes",
+                         "rss_peak_bytes",
+                         "vm_bytes",
+                         "heap_inuse_bytes",
+                         "alloc_bytes_per_s",
+                         "threads",
+                         "open_fds",
+                         "ctx_voluntary_per_s",
+                         "ctx_involuntary_per_s",
+                         "faults_minor_per_s",
+                         "faults_major_per_s",
+                         "read_bytes_per_s",
+                         "write_bytes_per_s",
+                         "cprof_samples_per_s",
+                         "cprof_dropped_per_s",
+                         "cprof_memory_bytes",
+                         "cprof_serve_ms_per_s"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     CHECK(strcmp(series(b.data, names[i], s, sizeof s), "(absent)") != 0);
   cprof__buf_free(&b);
@@ -141,7 +154,8 @@ static void test_prometheus(void) {
   cprof__buf_init(&b);
   cprof__metrics_prometheus(&p, &m, 1024, -1, &b);
   cprof__buf_putc(&b, '\0');
-  CHECK(strstr(b.data, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 2.4\n"));
+  CHECK(
+      strstr(b.data, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 2.4\n"));
   CHECK(strstr(b.data, "\nprocess_resident_memory_bytes 1004\n"));
   CHECK(strstr(b.data, "\nprocess_max_fds 1024\n"));
   CHECK(strstr(b.data, "\nprocess_virtual_memory_max_bytes -1\n"));

@@ -17,8 +17,8 @@ int main(void) {
   CHECK_EQ_INT(duration("1m", 10, 60000), 60000);
   CHECK_EQ_INT(duration("10m", 10000, 86400000), 600000);
   CHECK_EQ_INT(duration("1h", 10000, 86400000), 3600000);
-  CHECK_EQ_INT(duration("5ms", 10, 60000), -1);  /* below the minimum */
-  CHECK_EQ_INT(duration("2m", 10, 60000), -1);   /* above the maximum */
+  CHECK_EQ_INT(duration("5ms", 10, 60000), -1); /* below the minimum */
+  CHECK_EQ_INT(duration("2m", 10, 60000), -1);  /* above the maximum */
   CHECK_EQ_INT(duration("1x", 10, 60000), -1);
   CHECK_EQ_INT(duration("", 10, 60000), -1);
   CHECK_EQ_INT(duration("-1s", 10, 60000), -1);
