@@ -125,7 +125,7 @@ typedef struct cprof_options {
   const char *metrics;          /* CPROF_METRICS: "0" turns the metrics sampler off */
   const char *metrics_interval; /* CPROF_METRICS_INTERVAL: "1s", "500ms" */
   const char *metrics_window;   /* CPROF_METRICS_WINDOW: "600s", "10m" */
-  const void *reserved_[29];   /* zero */
+  const void *reserved_[29];    /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.

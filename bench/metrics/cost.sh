@@ -19,7 +19,10 @@ DURATION=${DURATION:-60}
 T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
 cleanup() {
   local p
-  for p in $(jobs -p); do kill -9 "$p" 2>/dev/null || true; done
+  for p in $(jobs -p); do
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
   rm -rf "$T"
 }
 trap cleanup EXIT

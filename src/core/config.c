@@ -485,19 +485,19 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
-                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE,
-                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY,
-                                  .max_depth = CPROF_DEFAULT_DEPTH,
-                                  .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
-                                  .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
-                                  .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
-                                  .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
-                                  .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
-                                  .metrics = 1,
-                                  .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
-                                  .metrics_window_s =
-                                      CPROF_DEFAULT_METRICS_WINDOW_S}; /* no prefix, no auth, dwarf */
+static cprof__config_t current = {
+    .cpu_hz = CPROF_DEFAULT_CPU_HZ,
+    .heap_rate = CPROF_DEFAULT_HEAP_RATE,
+    .max_memory = CPROF_DEFAULT_MAX_MEMORY,
+    .max_depth = CPROF_DEFAULT_DEPTH,
+    .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
+    .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
+    .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
+    .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
+    .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
+    .metrics = 1,
+    .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
+    .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

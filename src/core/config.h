@@ -34,9 +34,9 @@ typedef struct cprof__config {
   long idle_timeout;           /* CPROF_IDLE_TIMEOUT: s a connection may stay silent */
   long max_profiles;           /* CPROF_MAX_PROFILES: expensive requests at once */
   /* The metrics sampler (metrics/sampler.c) */
-  int metrics;                 /* CPROF_METRICS: 0 off, 1 on (with the server) */
-  long metrics_interval_ms;    /* CPROF_METRICS_INTERVAL */
-  long metrics_window_s;       /* CPROF_METRICS_WINDOW */
+  int metrics;              /* CPROF_METRICS: 0 off, 1 on (with the server) */
+  long metrics_interval_ms; /* CPROF_METRICS_INTERVAL */
+  long metrics_window_s;    /* CPROF_METRICS_WINDOW */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
