@@ -72,7 +72,7 @@ def check_page(wd, base, out):
     external = re.findall(r"""(?i)\b(?:src|href|action|srcset|poster)\s*=\s*["']?\s*(?:[a-z][a-z0-9+.-]*:|//)""", html)
     check("the page's markup names no external URL", not external, external[:3])
     check("the page imports no stylesheet and no url()",
-          not re.search(r"(?i)@import|url\(\s*['\"]?(?!data:)", html))
+          not re.search(r"(?i)@import|(?<![\w.])url\(\s*['\"]?(?!data:)", html))
     check("the page holds Chart.js", "Chart.js v3" in html)
 
     wd.call("POST", "/url", {"url": page_url})

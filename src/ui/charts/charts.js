@@ -103,6 +103,28 @@
     return 3600 * 1000;
   }
 
+  // Byte axes step in round binary amounts (256 kB, 2 MB), not in decimal
+  // ones that read as 76.3 MB.
+  function byteStep(scale) {
+    const range = scale.max - scale.min;
+    if (!(range > 0)) return;
+    let unit = 1;
+    while (unit * 1024 <= Math.max(Math.abs(scale.max), Math.abs(scale.min))) unit *= 1024;
+    const raw = range / 5 / unit;
+    const nice = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000]
+      .find((n) => n >= raw) || 1000;
+    scale.options.ticks.stepSize = nice * unit;
+  }
+
+  // Time ticks on round seconds or minutes of the clock, whatever the
+  // window's ends: Chart.js would start them at the axis's minimum.
+  function timeTicks(scale) {
+    const s = step(state.windowS);
+    const ticks = [];
+    for (let v = Math.ceil(scale.min / s) * s; v <= scale.max; v += s) ticks.push({value: v});
+    if (ticks.length) scale.ticks = ticks;
+  }
+
   // ---- the page ----------------------------------------------------------
 
   function el(tag, cls, text) {
@@ -170,6 +192,7 @@
         scales: {
           x: {
             type: "linear",
+            afterBuildTicks: timeTicks,
             ticks: {
               callback: (v) => clock(v),
               stepSize: step(state.windowS),
@@ -182,6 +205,7 @@
             type: "linear",
             beginAtZero: true,
             suggestedMax: g.unit === "pct" ? 1 : undefined,
+            afterDataLimits: g.unit === "bytes" || g.unit === "bytes_s" ? byteStep : undefined,
             ticks: {callback: (v) => format(g.unit, v), maxTicksLimit: 6},
           },
         },
