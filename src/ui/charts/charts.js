@@ -289,6 +289,8 @@
   }
 
   function poll() {
+    // Called by the timer or when the page shows again: one loop at a time.
+    if (state.timer !== null) clearTimeout(state.timer);
     state.timer = null;
     if (document.hidden || state.busy) return;
     state.busy = true;
@@ -301,7 +303,7 @@
       .then(apply)
       .catch((e) => {
         state.errors.push(String(e && e.message ? e.message : e));
-        status("cannot reach the process (" + String(e && e.message ? e.message : e) + "); retrying", true);
+        status("cannot read the data (" + String(e && e.message ? e.message : e) + "); retrying", true);
       })
       .finally(() => {
         state.busy = false;
