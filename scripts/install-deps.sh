@@ -7,8 +7,10 @@ set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
 # Graphviz's libgvc lays out call graphs, libedit gives the prompt.
+# libjs-chart.js: the charts page draws with it, embedded at build time.
 build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev
-  libcurl4-gnutls-dev libgraphviz-dev libedit-dev)
+  libcurl4-gnutls-dev libgraphviz-dev libedit-dev
+  libjs-chart.js)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.

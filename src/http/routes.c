@@ -13,6 +13,7 @@
 #include "metrics/sampler.h"
 #include "registry/registry.h"
 #include "sample/heap.h"
+#include "ui/charts.h"
 #include "ui/index.h"
 
 /* The endpoints under /debug/pprof/ that are not profiles of the registry,
@@ -138,6 +139,15 @@ static void serve_index(cprof_response_t *resp) {
   cprof__resp_body(resp, CPROF_HTML, &b);
 }
 
+/* /debug/charts/: the live charts page, the same bytes every time. */
+static void serve_charts(cprof_response_t *resp) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__charts_page(&b);
+  cprof__resp_body(resp, CPROF_HTML, &b);
+  cprof__resp_header(resp, "Content-Security-Policy", CPROF_CHARTS_CSP);
+}
+
 static int is_post(const cprof_request_t *req) {
   return req->method && strcmp(req->method, "POST") == 0;
 }
@@ -180,6 +190,17 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   if (strcmp(path, "/debug/pprof") == 0) { /* as Go's ServeMux: redirect to the directory */
     char loc[300];
     snprintf(loc, sizeof loc, "%s/debug/pprof/", cfg->prefix);
+    cprof__resp_error(resp, 301, "Moved Permanently");
+    cprof__resp_header(resp, "Location", loc);
+    return;
+  }
+  if (strcmp(path, "/debug/charts/") == 0) {
+    serve_charts(resp);
+    return;
+  }
+  if (strcmp(path, "/debug/charts") == 0) {
+    char loc[300];
+    snprintf(loc, sizeof loc, "%s/debug/charts/", cfg->prefix);
     cprof__resp_error(resp, 301, "Moved Permanently");
     cprof__resp_header(resp, "Location", loc);
     return;

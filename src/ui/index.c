@@ -67,6 +67,8 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     }
     cprof__buf_puts(b, "</li>\n");
   }
-  cprof__buf_puts(b, "</ul>\n</p>\n<p>Read any profile with <code>go tool pprof "
-                      "http://HOST:PORT/debug/pprof/NAME</code>.</p>\n</body>\n</html>\n");
+  cprof__buf_puts(b, "</ul>\n</p>\n<p><a href='../charts/'>Live charts</a> of this process: CPU, "
+                     "memory, threads, open files, I/O and cprof's own cost.</p>\n");
+  cprof__buf_puts(b, "<p>Read any profile with <code>go tool pprof "
+                     "http://HOST:PORT/debug/pprof/NAME</code>.</p>\n</body>\n</html>\n");
 }
