@@ -3,7 +3,8 @@
 # chromedriver's WebDriver API by tests/ui/charts_browser.py, opens the page
 # tests/ui/charts_page.c wrote (the library's bytes) as
 # tests/ui/charts_fixture.py serves it beside a made-up metrics ring that
-# grows a point a second, and checks that every chart fills and follows the
+# grows a point a second, then as the demo server serves it with its own
+# sampler's data, and checks that every chart fills and follows the
 # data, the window selector, the units, that nothing comes from elsewhere,
 # and a phone's layout. The screenshot is kept as
 # $CPROF_BUILD_DIR/artifacts/charts.png.
@@ -24,8 +25,15 @@ python3 "$CPROF_SOURCE_DIR/tests/ui/charts_fixture.py" "$T/charts.html" "$T/port
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
 [ -s "$T/port" ] || { cat "$T/fixture.log" >&2; fail "the fixture server started"; finish; }
 
-check "Chromium shows live charts" \
-  python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://127.0.0.1:$(cat "$T/port")" "$T/out"
+check "Chromium shows live charts (made-up data)" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://127.0.0.1:$(cat "$T/port")" "$T/fixture-out"
+
+# The same against a running program: its own sampler's data, the RSS
+# chart's last value equal to /debug/charts/data's.
+start demo -- "$B/examples/demo_server" --seconds 60
+check "Chromium shows live charts of a running program" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://$ADDR" "$T/out"
+stop
 mkdir -p "$B/artifacts"
 cp "$T/out/charts.png" "$T/out/charts-phone.png" "$B/artifacts/" 2>/dev/null || true
 finish
