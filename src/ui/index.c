@@ -50,8 +50,8 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     cprof__buf_puts(b, "</td></tr>\n");
   }
   cprof__buf_puts(b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
-                      "<a href='ui/'>flame graphs in the browser</a>\n<br>\n"
-                      "<p>\nProfile Descriptions:\n<ul>\n");
+                     "<a href='ui/'>flame graphs in the browser</a>\n<br>\n"
+                     "<p>\nProfile Descriptions:\n<ul>\n");
   for (int i = 0; i < n; i++) {
     cprof__buf_puts(b, "<li><div class=profile-name>");
     escape(b, rows[i].name);

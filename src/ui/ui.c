@@ -76,8 +76,7 @@ static int param_secs(const cprof_request_t *req, cprof_response_t *resp, const 
 /* One registry profile, now or its change over seconds, into out. */
 static int take(const cprof__profile_t *p, const cprof_request_t *req, long seconds,
                 cprof_response_t *resp, cprof__buf_t *out) {
-  cprof__collect_t c = {
-      .seconds = seconds, .wait = wait_for, .ctx = (void *)req};
+  cprof__collect_t c = {.seconds = seconds, .wait = wait_for, .ctx = (void *)req};
   int err = cprof__profile_collect(p, &c, out);
   if (err == -ECANCELED)
     cprof__resp_error(resp, 500, "request cancelled");
@@ -157,7 +156,8 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
   cprof__pf_t *pa = NULL, *pb = NULL;
   if (strcmp(name, CPU_NAME) == 0) {
     if (diff) {
-      cprof__resp_error(resp, 400, "diff is for snapshots (heap, allocs, ...), not the CPU profile");
+      cprof__resp_error(resp, 400,
+                        "diff is for snapshots (heap, allocs, ...), not the CPU profile");
       return;
     }
     if (!seconds)
