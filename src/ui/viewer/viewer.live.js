@@ -63,8 +63,9 @@
   var isCpu = function () { return name.value === 'profile'; };
   function sync() {
     var p = profiles[name.value];
-    modeLabel.hidden = isCpu();
-    seconds.parentNode.hidden = !isCpu() && mode.value === 'now';
+    // style, not the hidden attribute, which the css's .field display beats.
+    modeLabel.style.display = isCpu() ? 'none' : '';
+    seconds.parentNode.style.display = !isCpu() && mode.value === 'now' ? 'none' : '';
     note.textContent = p && p.off ? p.off : p ? p.desc : '';
     var s = Math.max(1, parseInt(seconds.value, 10) || 1);
     // The raw profile, at the endpoints go tool pprof reads.
