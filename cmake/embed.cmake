@@ -1,10 +1,11 @@
 # Writes a page's assets into a C file as byte arrays, at build time:
 #   cmake -DOUT=viewer_assets.c -DNAMES="html;css;js" -DDIR=src/ui/viewer -P embed.cmake
-# Asset NAME is DIR/PREFIX.NAME and becomes cprof__PREFIX_NAME[] and
-# cprof__PREFIX_NAME_len (declared in ui/PREFIX_assets.h). PREFIX is viewer
-# unless given. A NAME written NAME=PATH takes its bytes from PATH instead
-# (a file another package installs: the charts' Chart.js). A CMake script
-# rather than xxd, which a build machine may lack.
+# Asset NAME is DIR/PREFIX.NAME and becomes cprof__PREFIX_ID[] and
+# cprof__PREFIX_ID_len (declared in ui/PREFIX_assets.h), ID being NAME as a
+# C identifier (live.js: live_js). PREFIX is viewer unless given. A NAME
+# written NAME=PATH takes its bytes from PATH instead (a file another
+# package installs: the charts' Chart.js). A CMake script rather than xxd,
+# which a build machine may lack.
 #
 # The css and js are inlined into <style> and <script> elements, which end at
 # the first "</style" or "</script" whatever surrounds it: an asset holding
@@ -24,6 +25,7 @@ foreach(name ${NAMES})
   if(NOT EXISTS ${file})
     message(FATAL_ERROR "${file}, an asset of the ${PREFIX} page, is missing")
   endif()
+  string(MAKE_C_IDENTIFIER "${name}" id)
   file(READ ${file} content)
   string(TOLOWER "${content}" lower)
   if(NOT name STREQUAL "html")
@@ -39,7 +41,7 @@ foreach(name ${NAMES})
   # Sixteen bytes a line, each as 0xNN.
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
   string(REGEX REPLACE "((0x..,){16})" "\\1\n" hex "${hex}")
-  string(APPEND text "const unsigned char cprof__${PREFIX}_${name}[] = {\n${hex}0};\n")
-  string(APPEND text "const size_t cprof__${PREFIX}_${name}_len = ${size};\n")
+  string(APPEND text "const unsigned char cprof__${PREFIX}_${id}[] = {\n${hex}0};\n")
+  string(APPEND text "const size_t cprof__${PREFIX}_${id}_len = ${size};\n")
 endforeach()
 file(WRITE ${OUT} "${text}")

@@ -15,6 +15,7 @@
 #include "sample/heap.h"
 #include "ui/charts.h"
 #include "ui/index.h"
+#include "ui/ui.h"
 
 /* The endpoints under /debug/pprof/ that are not profiles of the registry,
  * as the index lists them beside the profiles. */
@@ -212,6 +213,15 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   const char *name = path + sizeof root - 1;
   if (name[0] == '\0') {
     serve_index(resp);
+    return;
+  }
+  if (strcmp(name, "ui") == 0) { /* the viewer's links are relative to ui/ */
+    cprof__resp_error(resp, 301, "Moved Permanently");
+    cprof__resp_header(resp, "Location", "ui/");
+    return;
+  }
+  if (strncmp(name, "ui/", 3) == 0) {
+    cprof__ui_serve(name + 3, req, cfg, resp);
     return;
   }
   for (int i = 0; i < NENDPOINTS; i++) {
