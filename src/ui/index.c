@@ -49,23 +49,13 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     link(b, &rows[i]);
     cprof__buf_puts(b, "</td></tr>\n");
   }
-  cprof__buf_puts(b, "</table>
-<a href='goroutine?debug=2'>full thread stack dump</a>
-<br>
-"
-                     "<a href='ui/'>flame graphs in the browser</a>
-<br>
-");
+  cprof__buf_puts(b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
+                     "<a href='ui/'>flame graphs in the browser</a>\n<br>\n");
   /* Relative, as every link here: /metrics is two levels up, beside the
    * prefix's /debug. */
   cprof__buf_puts(b, "<a href='../../metrics'>/metrics</a> (the process's figures for "
-                     "Prometheus)
-<br>
-");
-  cprof__buf_puts(b, "<p>
-Profile Descriptions:
-<ul>
-");
+                     "Prometheus)\n<br>\n");
+  cprof__buf_puts(b, "<p>\nProfile Descriptions:\n<ul>\n");
   for (int i = 0; i < n; i++) {
     cprof__buf_puts(b, "<li><div class=profile-name>");
     escape(b, rows[i].name);
