@@ -31,6 +31,13 @@ check "Chromium shows live charts (made-up data)" \
 # The same against a running program: its own sampler's data, the RSS
 # chart's last value equal to /debug/charts/data's.
 start demo -- "$B/examples/demo_server" --seconds 60
+# Ten seconds of points first, so that the screenshot's lines are long
+# enough to count.
+for _ in $(seq 1 150); do
+  n=$(curl -s "http://$ADDR/debug/charts/data" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["t"]))' 2>/dev/null || echo 0)
+  [ "$n" -ge 10 ] && break
+  sleep 0.1
+done
 check "Chromium shows live charts of a running program" \
   python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://$ADDR" "$T/out"
 stop
