@@ -121,7 +121,11 @@ typedef struct cprof_options {
   const char *read_timeout;    /* CPROF_READ_TIMEOUT */
   const char *idle_timeout;    /* CPROF_IDLE_TIMEOUT */
   const char *max_profiles;    /* CPROF_MAX_PROFILES */
-  const void *reserved_[32];   /* zero */
+  /* Since 0.3.0 */
+  const char *metrics;          /* CPROF_METRICS: "0" turns the metrics sampler off */
+  const char *metrics_interval; /* CPROF_METRICS_INTERVAL: "1s", "500ms" */
+  const char *metrics_window;   /* CPROF_METRICS_WINDOW: "600s", "10m" */
+  const void *reserved_[29];    /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.

@@ -7,8 +7,10 @@ set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
 # Graphviz's libgvc lays out call graphs, libedit gives the prompt.
+# libjs-chart.js: the charts page draws with it, embedded at build time.
 build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev
-  libcurl4-gnutls-dev libgraphviz-dev libedit-dev)
+  libcurl4-gnutls-dev libgraphviz-dev libedit-dev
+  libjs-chart.js)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.
@@ -33,7 +35,8 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   redis-server redis-tools sqlite3 python3 nginx libc6-dev
   graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
-  chromium chromium-driver) # tests/ui/viewer_browser.sh: the viewer page in a headless browser
+  chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
+  prometheus) # tests/integration/metrics.sh: promtool check metrics reads /metrics
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -213,6 +213,81 @@ int cprof__parse_limit(const char *s, long min, long max, const char *what, long
   return 0;
 }
 
+int cprof__parse_duration_ms(const char *s, long min_ms, long max_ms, long *out, char *err,
+                             size_t errlen) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  long long unit = 0;
+  if (*s >= '0' && *s <= '9' && !errno) {
+    if (strcmp(end, "ms") == 0)
+      unit = 1;
+    else if (strcmp(end, "s") == 0 || *end == '\0')
+      unit = 1000;
+    else if (strcmp(end, "m") == 0)
+      unit = 60000;
+    else if (strcmp(end, "h") == 0)
+      unit = 3600000;
+  }
+  if (!unit || v > max_ms / unit || v * unit < min_ms) {
+    snprintf(err, errlen, "expected a duration from %ldms to %lds, such as 500ms, 1s or 10m",
+             min_ms, max_ms / 1000);
+    return -EINVAL;
+  }
+  *out = (long)(v * unit);
+  return 0;
+}
+
+/* CPROF_METRICS, CPROF_METRICS_INTERVAL, CPROF_METRICS_WINDOW. A bad value
+ * leaves the sampler on with its defaults: it only reads. */
+static int load_metrics(const cprof_options_t *opts, cprof__config_t *cfg) {
+  char err[160];
+  int bad = 0;
+  const char *v;
+  long ms;
+  cfg->metrics = 1;
+  cfg->metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS;
+  cfg->metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S;
+  if ((v = pick(opts->metrics, "CPROF_METRICS"))) {
+    if (strcmp(v, "0") == 0) {
+      cfg->metrics = 0;
+    } else if (strcmp(v, "1") != 0) {
+      cprof__log("CPROF_METRICS=\"%s\": expected 0 (off) or 1 (on); the metrics sampler is on", v);
+      bad = 1;
+    }
+  }
+  if ((v = pick(opts->metrics_interval, "CPROF_METRICS_INTERVAL"))) {
+    if (cprof__parse_duration_ms(v, CPROF_MIN_METRICS_INTERVAL_MS, CPROF_MAX_METRICS_INTERVAL_MS,
+                                 &ms, err, sizeof err) != 0) {
+      cprof__log("CPROF_METRICS_INTERVAL=\"%s\": %s; using 1s", v, err);
+      bad = 1;
+    } else {
+      cfg->metrics_interval_ms = ms;
+    }
+  }
+  if ((v = pick(opts->metrics_window, "CPROF_METRICS_WINDOW"))) {
+    ms = 0;
+    if (cprof__parse_duration_ms(v, CPROF_MIN_METRICS_WINDOW_S * 1000L,
+                                 CPROF_MAX_METRICS_WINDOW_S * 1000L, &ms, err, sizeof err) != 0 ||
+        ms % 1000 != 0) {
+      cprof__log("CPROF_METRICS_WINDOW=\"%s\": %s; using 600s", v,
+                 ms % 1000 ? "expected whole seconds" : err);
+      bad = 1;
+    } else {
+      cfg->metrics_window_s = ms / 1000;
+    }
+  }
+  if (cfg->metrics_window_s * 1000 / cfg->metrics_interval_ms > CPROF_MAX_METRICS_POINTS) {
+    cprof__log("CPROF_METRICS_WINDOW=%lds at CPROF_METRICS_INTERVAL=%ldms is more than %d points; "
+               "using %lds",
+               cfg->metrics_window_s, cfg->metrics_interval_ms, CPROF_MAX_METRICS_POINTS,
+               CPROF_MAX_METRICS_POINTS * cfg->metrics_interval_ms / 1000);
+    cfg->metrics_window_s = CPROF_MAX_METRICS_POINTS * cfg->metrics_interval_ms / 1000;
+    bad = 1;
+  }
+  return bad ? -EINVAL : 0;
+}
+
 int cprof__parse_memory(const char *s, size_t *out, char *err, size_t errlen) {
   static const char form[] = "expected a size in bytes of at least 1M, such as 33554432, 32M or 1G";
   char *end;
@@ -404,20 +479,25 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   }
   if (load_limits(opts, cfg) != 0)
     bad = 1;
+  if (load_metrics(opts, cfg) != 0)
+    bad = 1;
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
-                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE,
-                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY,
-                                  .max_depth = CPROF_DEFAULT_DEPTH,
-                                  .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
-                                  .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
-                                  .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
-                                  .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
-                                  .max_profiles =
-                                      CPROF_DEFAULT_MAX_PROFILES}; /* no prefix, no auth, dwarf */
+static cprof__config_t current = {
+    .cpu_hz = CPROF_DEFAULT_CPU_HZ,
+    .heap_rate = CPROF_DEFAULT_HEAP_RATE,
+    .max_memory = CPROF_DEFAULT_MAX_MEMORY,
+    .max_depth = CPROF_DEFAULT_DEPTH,
+    .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
+    .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
+    .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
+    .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
+    .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
+    .metrics = 1,
+    .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
+    .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

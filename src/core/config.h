@@ -33,6 +33,10 @@ typedef struct cprof__config {
   long read_timeout;           /* CPROF_READ_TIMEOUT: s for a whole request to arrive */
   long idle_timeout;           /* CPROF_IDLE_TIMEOUT: s a connection may stay silent */
   long max_profiles;           /* CPROF_MAX_PROFILES: expensive requests at once */
+  /* The metrics sampler (metrics/sampler.c) */
+  int metrics;              /* CPROF_METRICS: 0 off, 1 on (with the server) */
+  long metrics_interval_ms; /* CPROF_METRICS_INTERVAL */
+  long metrics_window_s;    /* CPROF_METRICS_WINDOW */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -50,6 +54,13 @@ typedef struct cprof__config {
 #define CPROF_LIMIT_MAX_CONNECTIONS 1024
 #define CPROF_LIMIT_MAX_PROFILES 64
 #define CPROF_LIMIT_TIMEOUT 3600 /* s */
+#define CPROF_DEFAULT_METRICS_INTERVAL_MS 1000
+#define CPROF_DEFAULT_METRICS_WINDOW_S 600
+#define CPROF_MIN_METRICS_INTERVAL_MS 10
+#define CPROF_MAX_METRICS_INTERVAL_MS 60000
+#define CPROF_MIN_METRICS_WINDOW_S 10
+#define CPROF_MAX_METRICS_WINDOW_S 86400
+#define CPROF_MAX_METRICS_POINTS 100000 /* window / interval */
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -84,6 +95,12 @@ int cprof__parse_max_depth(const char *s, int *out, char *err, size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+
+/* A duration, a whole number with a unit (ms, s, m, h; none: seconds),
+ * from min_ms to max_ms, in milliseconds: CPROF_METRICS_INTERVAL and
+ * CPROF_METRICS_WINDOW. */
+int cprof__parse_duration_ms(const char *s, long min_ms, long max_ms, long *out, char *err,
+                             size_t errlen);
 
 /* Fills cfg from opts (may be NULL) and the environment. A bad value is
  * reported on stderr and its feature stays off; a bad credential turns the

@@ -16,6 +16,7 @@
 #include "core/output.h"
 #include "cprof.h"
 #include "http/server.h"
+#include "metrics/sampler.h"
 #include "interpose/creds.h"
 #include "interpose/malloc.h"
 #include "interpose/thread_start.h"
@@ -35,6 +36,7 @@ static int serving;
 static char bound[300];
 static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
+static long metrics_interval_ms, metrics_window_s; /* 0: no sampler (with the server) */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* fork: every lock of cprof's is held across it, so that the child finds
@@ -55,11 +57,13 @@ static void atfork_prepare(void) {
   cprof__symbolizer_atfork_prepare();
   cprof__debuginfod_atfork_prepare();
   cprof__server_atfork_prepare();
+  cprof__metrics_atfork_prepare();
   cprof__config_atfork_prepare();
 }
 
 static void atfork_parent(void) {
   cprof__config_atfork_parent();
+  cprof__metrics_atfork_parent();
   cprof__server_atfork_parent();
   cprof__debuginfod_atfork_parent();
   cprof__symbolizer_atfork_parent();
@@ -73,6 +77,7 @@ static void atfork_child(void) {
    * flight stayed in the parent. Start the child clean; it may call
    * cprof_start again. */
   cprof__config_atfork_child();
+  cprof__metrics_atfork_child();
   cprof__server_atfork_child();
   cprof__debuginfod_atfork_child();
   cprof__symbolizer_atfork_child();
@@ -83,6 +88,7 @@ static void atfork_child(void) {
   running = 0;
   serving = 0;
   server_parked = 0;
+  metrics_interval_ms = metrics_window_s = 0;
   bound[0] = '\0';
   pthread_mutex_unlock(&life_lock);
 }
@@ -153,6 +159,12 @@ static int start(const cprof_options_t *opts) {
       if (cfg.addr.port == 0) /* the user asked for any free port: say which */
         cprof__log("serving %s://%s%s/debug/pprof/", cfg.tls_cert[0] ? "https" : "http", bound,
                    cfg.prefix);
+      /* The sampler serves nothing but through the server: it runs with it. */
+      metrics_interval_ms = metrics_window_s = 0;
+      if (cfg.metrics && cprof__metrics_start(cfg.metrics_interval_ms, cfg.metrics_window_s) == 0) {
+        metrics_interval_ms = cfg.metrics_interval_ms;
+        metrics_window_s = cfg.metrics_window_s;
+      }
     } else if (serr != -ENOTSUP) { /* -ENOTSUP: the server has said why */
       const char *v = opts && opts->addr ? opts->addr : getenv("CPROF_ADDR");
       cprof__log("CPROF_ADDR=%s: cannot listen: %s; the profiling server is off",
@@ -176,6 +188,8 @@ void cprof_stop(void) {
   pthread_mutex_lock(&life_lock);
   if (serving)
     cprof__server_stop();
+  cprof__metrics_stop();
+  metrics_interval_ms = metrics_window_s = 0;
   serving = 0;
   running = 0;
   bound[0] = '\0';
@@ -195,6 +209,7 @@ static void park_locked(void) {
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
+    cprof__metrics_stop();
     serving = 0;
     server_parked = 1;
   }
@@ -204,6 +219,8 @@ static void unpark_locked(void) {
   if (server_parked) {
     server_parked = 0;
     int err = cprof__server_start(&served, bound, sizeof bound);
+    if (err == 0 && metrics_interval_ms)
+      cprof__metrics_start(metrics_interval_ms, metrics_window_s);
     if (err == 0)
       serving = 1;
     else

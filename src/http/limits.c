@@ -217,7 +217,10 @@ static int is_cheap(const char *method, const char *path) {
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return 0; /* a body, or a setting changed */
   const char *name = profile_name(path);
-  return !name || name[0] == '\0' || strcmp(name, "cmdline") == 0 || strcmp(name, "symbol") == 0;
+  /* The viewer's page and its list of profiles are cheap; its data
+   * (ui/data) takes a profile. */
+  return !name || name[0] == '\0' || strcmp(name, "cmdline") == 0 || strcmp(name, "symbol") == 0 ||
+         strcmp(name, "ui") == 0 || strcmp(name, "ui/") == 0 || strcmp(name, "ui/profiles") == 0;
 }
 
 /* How long the request should take, in ms, for Retry-After. */
@@ -227,7 +230,12 @@ static long long expected_ms(const char *path, const char *query) {
   long seconds = 0;
   if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
     cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
-  else if ((name = profile_name(path)) && strcmp(name, "profile") == 0)
+  else if (cprof__query_get(query, "diff", v, sizeof v) == 1) /* ui/data: two snapshots */
+    cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
+  else if ((name = profile_name(path)) &&
+           (strcmp(name, "profile") == 0 ||
+            (strcmp(name, "ui/data") == 0 && cprof__query_get(query, "name", v, sizeof v) == 1 &&
+             strcmp(v, "profile") == 0)))
     seconds = 30; /* the CPU profile's default */
   return seconds * 1000LL + 1000;
 }

@@ -34,17 +34,14 @@ static void log_once(const char *why) {
     cprof__log("the CPU profile is off: %s", why);
 }
 
-void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg,
-                          cprof_response_t *resp) {
-  long seconds = DEFAULT_SECONDS;
-  if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
-    return;
+int cprof__cpu_profile_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds,
+                            cprof_response_t *resp, cprof__buf_t *out) {
   cprof__cpu_recording_t *rec;
   char why[256];
   int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &rec);
   if (err == -ENOMEM) {
     cprof__resp_error(resp, 500, "out of memory");
-    return;
+    return -1;
   }
   if (err) {
     if (why[0]) { /* no thread can be sampled: an empty profile would look like an idle program */
@@ -58,7 +55,7 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
                         "(its own setitimer(ITIMER_PROF) or another profiler)");
     else
       cprof__resp_error(resp, 500, "Could not enable CPU profiling: %s", cprof_strerror(err));
-    return;
+    return -1;
   }
 
   /* A deadline on the monotonic clock: draining takes time of its own. */
@@ -74,14 +71,25 @@ void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg
   if (cancelled) {
     cprof__cpu_recording_stop(rec, NULL);
     cprof__resp_error(resp, 500, "request cancelled");
-    return;
+    return -1;
   }
+  err = cprof__cpu_recording_stop(rec, out);
+  if (err) {
+    cprof__resp_error(resp, 500, "could not write the profile: %s", cprof_strerror(err));
+    return -1;
+  }
+  return 0;
+}
+
+void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg,
+                          cprof_response_t *resp) {
+  long seconds = DEFAULT_SECONDS;
+  if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
+    return;
   cprof__buf_t out;
   cprof__buf_init(&out);
-  err = cprof__cpu_recording_stop(rec, &out);
-  if (err) {
+  if (cprof__cpu_profile_take(req, cfg, seconds, resp, &out) != 0) {
     cprof__buf_free(&out);
-    cprof__resp_error(resp, 500, "could not write the profile: %s", cprof_strerror(err));
     return;
   }
   cprof__resp_attachment(resp, "profile", &out);

@@ -6,12 +6,16 @@
 #include <time.h>
 
 #include "http/auth.h"
+#include "http/metrics.h"
 #include "http/query.h"
 #include "http/rates.h"
 #include "http/response.h"
+#include "metrics/sampler.h"
 #include "registry/registry.h"
 #include "sample/heap.h"
+#include "ui/charts.h"
 #include "ui/index.h"
+#include "ui/ui.h"
 
 /* The endpoints under /debug/pprof/ that are not profiles of the registry,
  * as the index lists them beside the profiles. */
@@ -136,6 +140,15 @@ static void serve_index(cprof_response_t *resp) {
   cprof__resp_body(resp, CPROF_HTML, &b);
 }
 
+/* /debug/charts/: the live charts page, the same bytes every time. */
+static void serve_charts(cprof_response_t *resp) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__charts_page(&b);
+  cprof__resp_body(resp, CPROF_HTML, &b);
+  cprof__resp_header(resp, "Content-Security-Policy", CPROF_CHARTS_CSP);
+}
+
 static int is_post(const cprof_request_t *req) {
   return req->method && strcmp(req->method, "POST") == 0;
 }
@@ -165,10 +178,30 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
       cprof__auth_refused(req->path);
     return;
   }
+  /* Where Prometheus looks by default, under the prefix as the rest. */
+  if (strcmp(path, "/metrics") == 0) {
+    cprof__serve_metrics(req, cfg, resp);
+    return;
+  }
+  if (strcmp(path, "/debug/charts/data") == 0) {
+    cprof__serve_charts_data(req, cfg, resp);
+    return;
+  }
   static const char root[] = "/debug/pprof/";
   if (strcmp(path, "/debug/pprof") == 0) { /* as Go's ServeMux: redirect to the directory */
     char loc[300];
     snprintf(loc, sizeof loc, "%s/debug/pprof/", cfg->prefix);
+    cprof__resp_error(resp, 301, "Moved Permanently");
+    cprof__resp_header(resp, "Location", loc);
+    return;
+  }
+  if (strcmp(path, "/debug/charts/") == 0) {
+    serve_charts(resp);
+    return;
+  }
+  if (strcmp(path, "/debug/charts") == 0) {
+    char loc[300];
+    snprintf(loc, sizeof loc, "%s/debug/charts/", cfg->prefix);
     cprof__resp_error(resp, 301, "Moved Permanently");
     cprof__resp_header(resp, "Location", loc);
     return;
@@ -180,6 +213,15 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   const char *name = path + sizeof root - 1;
   if (name[0] == '\0') {
     serve_index(resp);
+    return;
+  }
+  if (strcmp(name, "ui") == 0) { /* the viewer's links are relative to ui/ */
+    cprof__resp_error(resp, 301, "Moved Permanently");
+    cprof__resp_header(resp, "Location", "ui/");
+    return;
+  }
+  if (strncmp(name, "ui/", 3) == 0) {
+    cprof__ui_serve(name + 3, req, cfg, resp);
     return;
   }
   for (int i = 0; i < NENDPOINTS; i++) {
@@ -207,6 +249,10 @@ int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
   /* Serving a profile allocates; the program's thread that asked must not
    * see those allocations in its own heap profile. */
   cprof__heap_guard_enter();
+  /* The CPU time serving takes, for the metrics (not the wall time: a
+   * 30-second profile mostly waits). */
+  struct timespec t0, t1;
+  int timed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0) == 0;
   int rc = 0;
   if (cprof__resp_init(resp) != 0) {
     cprof_response_free(resp);
@@ -216,6 +262,9 @@ int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
     cprof__config_get(&cfg);
     route(req, &cfg, resp);
   }
+  if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1) == 0)
+    cprof__metrics_serve_add((int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
+                             (t1.tv_nsec - t0.tv_nsec));
   cprof__heap_guard_leave();
   return rc;
 }

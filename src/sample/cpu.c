@@ -78,6 +78,7 @@ typedef struct record {
 static record_t *ring;
 static uint64_t ring_next;
 static uint64_t lost;
+static uint64_t lost_total; /* lost, never reset: the metrics sampler's */
 static unsigned epoch;
 static int inside[2]; /* handlers in flight, by the epoch's parity they began in */
 static cprof__unwinder_t unwinder;
@@ -155,6 +156,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
       __atomic_store_n(&r[i].state, FULL, __ATOMIC_RELEASE);
     } else {
       __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&lost_total, 1, __ATOMIC_RELAXED);
     }
   }
   handler_leave_sigsafe(e);
@@ -442,6 +444,7 @@ static void lose(int64_t ns) {
   long period = __atomic_load_n(&period_ns, __ATOMIC_RELAXED);
   uint64_t n = period > 0 ? (uint64_t)((ns + period / 2) / period) : 1;
   __atomic_add_fetch(&lost, n ? n : 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&lost_total, n ? n : 1, __ATOMIC_RELAXED);
 }
 
 /* Under lock: records what the owner counted for a slot's thread, without
@@ -949,4 +952,9 @@ void cprof__cpu_atfork_child(void) {
   my_tid = 0;
   my_slot = NULL;
   cprof__unload_atfork_child();
+}
+
+void cprof__cpu_totals(uint64_t *taken, uint64_t *dropped) {
+  *taken = __atomic_load_n(&ring_next, __ATOMIC_RELAXED);
+  *dropped = __atomic_load_n(&lost_total, __ATOMIC_RELAXED);
 }

@@ -55,6 +55,9 @@ uint64_t cprof__cpu_stop(cprof__cpu_sink_fn sink, void *arg);
 
 /* Whether a CPU profile is running (a plain load). */
 int cprof__cpu_running(void);
+/* Samples taken (every timer signal of ours) and dropped, since the
+ * process started: for the metrics sampler. */
+void cprof__cpu_totals(uint64_t *taken, uint64_t *dropped);
 /* Gives the calling thread its timer, if a CPU profile is running: called
  * first thing in threads created while one runs (src/interpose/thread_start.c). */
 void cprof__cpu_thread_started(void);

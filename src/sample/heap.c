@@ -41,6 +41,10 @@ static uint8_t *filter_counts;
 #define FILTER_BYTES (FILTER_SLOTS / 8 + FILTER_SLOTS) /* the bits, then the counts */
 
 static long rate;    /* atomic; 0: off */
+/* Estimated bytes allocated and freed since the process started, summed
+ * over every sample (their weighted bytes): the metrics sampler's heap
+ * figures, read without walking the table. Atomic. */
+static uint64_t total_alloc_wbytes, total_free_wbytes;
 static int unwinder; /* atomic; a cprof__unwinder_t */
 static uint64_t seed;
 
@@ -301,6 +305,7 @@ void cprof__heap_release_sample(const cprof__heap_sample_t *smp) {
   __atomic_add_fetch(&s->free_weight, smp->weight, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->free_wbytes, weighted_bytes(smp), __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->frees, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&total_free_wbytes, weighted_bytes(smp), __ATOMIC_RELAXED);
 }
 
 static void free_locked(size_t i) {
@@ -374,6 +379,7 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
     slot->alloc_bytes += size;
     slot->alloc_weight += out->weight;
     slot->alloc_wbytes += weighted_bytes(out);
+    __atomic_add_fetch(&total_alloc_wbytes, weighted_bytes(out), __ATOMIC_RELAXED);
   }
   unlock_table();
   s->guard--;
@@ -471,4 +477,9 @@ size_t cprof__heap_records(void) {
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s) {
   cprof__pages_unmap(s->v, s->n * sizeof *s->v);
   memset(s, 0, sizeof *s);
+}
+
+void cprof__heap_totals(uint64_t *allocated, uint64_t *freed) {
+  *freed = __atomic_load_n(&total_free_wbytes, __ATOMIC_RELAXED);
+  *allocated = __atomic_load_n(&total_alloc_wbytes, __ATOMIC_RELAXED);
 }

@@ -184,5 +184,8 @@ int cprof__heap_snapshot(cprof__heap_snapshot_t *out);
 void cprof__heap_snapshot_free(cprof__heap_snapshot_t *s);
 /* The number of records of a heap profile, without a copy. */
 size_t cprof__heap_records(void);
+/* Estimated bytes allocated and freed (cumulative) over every sample
+ * taken since the process started: cheap, for the metrics sampler. */
+void cprof__heap_totals(uint64_t *allocated, uint64_t *freed);
 
 #endif

@@ -50,7 +50,12 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     cprof__buf_puts(b, "</td></tr>\n");
   }
   cprof__buf_puts(b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
-                      "<p>\nProfile Descriptions:\n<ul>\n");
+                     "<a href='ui/'>flame graphs in the browser</a>\n<br>\n");
+  /* Relative, as every link here: /metrics is two levels up, beside the
+   * prefix's /debug. */
+  cprof__buf_puts(b, "<a href='../../metrics'>/metrics</a> (the process's figures for "
+                     "Prometheus)\n<br>\n");
+  cprof__buf_puts(b, "<p>\nProfile Descriptions:\n<ul>\n");
   for (int i = 0; i < n; i++) {
     cprof__buf_puts(b, "<li><div class=profile-name>");
     escape(b, rows[i].name);
@@ -63,6 +68,8 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     }
     cprof__buf_puts(b, "</li>\n");
   }
-  cprof__buf_puts(b, "</ul>\n</p>\n<p>Read any profile with <code>go tool pprof "
-                      "http://HOST:PORT/debug/pprof/NAME</code>.</p>\n</body>\n</html>\n");
+  cprof__buf_puts(b, "</ul>\n</p>\n<p><a href='../charts/'>Live charts</a> of this process: CPU, "
+                     "memory, threads, open files, I/O and cprof's own cost.</p>\n");
+  cprof__buf_puts(b, "<p>Read any profile with <code>go tool pprof "
+                     "http://HOST:PORT/debug/pprof/NAME</code>.</p>\n</body>\n</html>\n");
 }

@@ -273,9 +273,10 @@ static void html_text(cprof__buf_t *out, const char *str) {
   }
 }
 
-int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf_t *out) {
-  if (memchr(json, '<', n))
-    return -EINVAL;
+/* The page, with more script (the live page's picker) after the viewer's
+ * in the same element, or none. */
+static int page(const char *json, size_t n, const char *title, const unsigned char *more,
+                size_t more_len, cprof__buf_t *out) {
   /* The template's {{name}} marks say where each part goes; anything else
    * between braces is copied as it is. */
   const char *h = (const char *)cprof__viewer_html, *end = h + cprof__viewer_html_len;
@@ -295,6 +296,10 @@ int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf
       h = mark + 7;
     } else if (left >= 6 && memcmp(mark, "{{js}}", 6) == 0) {
       cprof__buf_append(out, cprof__viewer_js, cprof__viewer_js_len);
+      if (more) {
+        cprof__buf_putc(out, '\n');
+        cprof__buf_append(out, more, more_len);
+      }
       h = mark + 6;
     } else if (left >= 8 && memcmp(mark, "{{data}}", 8) == 0) {
       cprof__buf_append(out, json, n);
@@ -305,4 +310,14 @@ int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf
     }
   }
   return out->failed ? -ENOMEM : 0;
+}
+
+int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf_t *out) {
+  if (memchr(json, '<', n))
+    return -EINVAL;
+  return page(json, n, title, NULL, 0, out);
+}
+
+int cprof__viewer_page_live(const char *title, cprof__buf_t *out) {
+  return page("", 0, title, cprof__viewer_live_js, cprof__viewer_live_js_len, out);
 }

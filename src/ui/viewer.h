@@ -59,4 +59,9 @@ int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const ch
  * if it holds a `<`, which could end the script element. 0 or -ENOMEM. */
 int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf_t *out);
 
+/* The page without data and with the picker (viewer/viewer.live.js) after
+ * the viewer's script, which then draws what the picker fetches: the page
+ * of /debug/pprof/ui/ (ui/ui.h). 0 or -ENOMEM. */
+int cprof__viewer_page_live(const char *title, cprof__buf_t *out);
+
 #endif

@@ -55,7 +55,7 @@ stop
 # The top view people type first, as in Go's docs.
 start target --ready -- "$P/stacks_linked"
 pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top"
-check "-top counts one sample per thread (8: main, reader, spinner, sleeper, blocker, cprof-server, MHD-listen, MHD-connection)" \
-  has "$T/top" 'of 8 total'
+check "-top counts one sample per thread (9: main, reader, spinner, sleeper, blocker, cprof-server, MHD-listen, MHD-connection, cprof-metrics)" \
+  has "$T/top" 'of 9 total'
 check "-top names block_in_read" has "$T/top" 'block_in_read'
 finish

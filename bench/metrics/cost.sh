@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The metrics sampler's own cost: the CPU time of the cprof-metrics thread
+# per second of wall time, read from /proc/PID/task/TID/schedstat (ns on a
+# CPU; the stat file's utime+stime in clock ticks where schedstat is
+# missing) at the start and the end of DURATION seconds, for a program
+# under cprof (LD_PRELOAD) at the default interval (1s) and at 10ms, which
+# magnifies the per-point cost a hundredfold. Both run at once.
+#
+#   bench/metrics/cost.sh                 60 s
+#   DURATION=10 bench/metrics/cost.sh
+#   CPROF_BUILD=/path/to/build bench/metrics/cost.sh
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
+[ -f "$CPROF_BUILD/libcprof.so" ] || make -s -C "$BENCH" lib
+LIB=$CPROF_BUILD/libcprof.so
+DURATION=${DURATION:-60}
+T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
+cleanup() {
+  local p
+  for p in $(jobs -p); do
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+# cpu_ns PID TID: the thread's CPU time so far, ns.
+cpu_ns() {
+  local f=/proc/$1/task/$2
+  if [ -r "$f/schedstat" ]; then
+    awk '{print $1}' "$f/schedstat"
+  else
+    local s
+    read -r -a s <<<"$(sed 's/.*) //' "$f/stat")"
+    echo $(((s[11] + s[12]) * 1000000000 / $(getconf CLK_TCK)))
+  fi
+}
+
+# sampler_tid PID: the cprof-metrics thread's id, once it runs.
+sampler_tid() {
+  local t
+  for _ in $(seq 1 100); do
+    for t in /proc/"$1"/task/*; do
+      if [ "$(cat "$t/comm" 2>/dev/null)" = cprof-metrics ]; then
+        basename "$t"
+        return 0
+      fi
+    done
+    sleep 0.1
+  done
+  echo "no cprof-metrics thread in $1" >&2
+  return 1
+}
+
+echo "# The metrics sampler's cost: CPU time of the cprof-metrics thread over $DURATION s"
+echo "# $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+intervals=(1s 10ms)
+declare -A pid tid before
+for i in "${intervals[@]}"; do
+  env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_METRICS_INTERVAL="$i" \
+    CPROF_METRICS_WINDOW=600s sleep $((DURATION + 60)) 2>"$T/$i.err" &
+  pid[$i]=$!
+done
+for i in "${intervals[@]}"; do
+  tid[$i]=$(sampler_tid "${pid[$i]}")
+  before[$i]=$(cpu_ns "${pid[$i]}" "${tid[$i]}")
+done
+t0=$(date +%s%N)
+sleep "$DURATION"
+t1=$(date +%s%N)
+printf '%-9s %14s %14s %16s\n' interval "CPU ns/s" "% of one core" "us per point"
+for i in "${intervals[@]}"; do
+  after=$(cpu_ns "${pid[$i]}" "${tid[$i]}")
+  python3 - "$i" "${before[$i]}" "$after" "$t0" "$t1" <<'PY'
+import sys
+interval, b, a, t0, t1 = sys.argv[1], *map(int, sys.argv[2:])
+wall = (t1 - t0) / 1e9
+ns_per_s = (a - b) / wall
+ms = float(interval[:-2]) if interval.endswith("ms") else float(interval[:-1]) * 1000
+points = wall * 1000 / ms
+print("%-9s %14.0f %13.5f%% %16.1f" % (interval, ns_per_s, ns_per_s / 1e7, (a - b) / points / 1e3))
+PY
+done

@@ -1,0 +1,49 @@
+/* /metrics and /debug/charts/data: the metrics sampler's figures
+ * (metrics/sampler.h), for Prometheus and for the charts page. While the
+ * sampler is off both answer 404 with the reason. */
+#include "http/metrics.h"
+
+#include <errno.h>
+
+#include "http/query.h"
+#include "http/response.h"
+#include "metrics/sampler.h"
+
+#define PROMETHEUS_TEXT "text/plain; version=0.0.4; charset=utf-8"
+
+void cprof__serve_metrics(const cprof_request_t *req, const cprof__config_t *cfg,
+                          cprof_response_t *resp) {
+  (void)req;
+  (void)cfg;
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  const char *why = "";
+  if (cprof__metrics_exposition(&b, &why) != 0) {
+    cprof__buf_free(&b);
+    cprof__resp_error(resp, 404, "%s", why);
+    return;
+  }
+  cprof__resp_body(resp, PROMETHEUS_TEXT, &b);
+}
+
+void cprof__serve_charts_data(const cprof_request_t *req, const cprof__config_t *cfg,
+                              cprof_response_t *resp) {
+  (void)cfg;
+  char v[32];
+  long since = 0;
+  int got = cprof__query_get(req->query, "since", v, sizeof v);
+  if (got < 0 || (got == 1 && v[0] && cprof__query_int(v, 0, 1L << 53, &since) != 0)) {
+    cprof__resp_error(resp, 400, "invalid value for \"since\" - must be unix time in milliseconds");
+    return;
+  }
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  const char *why = "";
+  if (cprof__metrics_charts_json(since, &b, &why) != 0) {
+    cprof__buf_free(&b);
+    cprof__resp_error(resp, 404, "%s", why);
+    return;
+  }
+  cprof__resp_header(resp, "Cache-Control", "no-store");
+  cprof__resp_body(resp, "application/json", &b);
+}

@@ -1,0 +1,424 @@
+#include "metrics/sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fds.h"
+#include "core/log.h"
+#include "core/pages.h"
+#include "sample/cpu.h"
+#include "sample/heap.h"
+#include "sample/stack_table.h"
+
+static struct {
+  pthread_mutex_t lock; /* the ring, the state; never held across a read of /proc */
+  pthread_cond_t cond;  /* on CLOCK_MONOTONIC: stop, for the thread; started, for its creator */
+  pthread_t thread;
+  int running, started, stop, table_err, atexit_set, exiting;
+  int on; /* the thread records: the endpoints answer */
+  long interval_ms, window_s;
+  cprof__metrics_ring_t ring;
+  size_t ring_bytes;
+  int64_t start_ms; /* the process's start, unix ms; 0: not read yet */
+} m = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int64_t serve_ns; /* atomic */
+/* Bytes cprof read from /proc for the figures: /proc/self/io's rchar
+ * counts them, and they are ours, not the program's. Atomic. */
+static int64_t own_read;
+
+void cprof__metrics_serve_add(int64_t ns) {
+  if (ns > 0)
+    __atomic_add_fetch(&serve_ns, ns, __ATOMIC_RELAXED);
+}
+
+/* ---- reading the figures ---- */
+
+/* The whole of a small /proc file into buf, NUL-terminated: its length,
+ * or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t n = 0;
+  while (n + 1 < len) {
+    ssize_t r = read(fd, buf + n, len - 1 - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = '\0';
+  __atomic_add_fetch(&own_read, (int64_t)n, __ATOMIC_RELAXED);
+  return (ssize_t)n;
+}
+
+/* The number after "\nkey" in text (key includes its ':'), or -1. */
+static int64_t field(const char *text, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
+    if (strncmp(s, key, kl) == 0)
+      return strtoll(s + kl, NULL, 10);
+  }
+  return -1;
+}
+
+static int64_t kb(int64_t v) { return v < 0 ? -1 : v * 1024; }
+
+/* Entries of /proc/self/fd but . and ..: the thread group leader's table,
+ * the program's. getdents64 into the stack: opendir would allocate. */
+static int64_t count_fds(void) {
+  int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int64_t n = 0;
+  char buf[4096] __attribute__((aligned(8)));
+  for (;;) {
+    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got < 0)
+        n = -1;
+      break;
+    }
+    for (long off = 0; off < got;) {
+      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
+      unsigned short reclen;
+      memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char *name = buf + off + 19;
+      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+        n++;
+      off += reclen;
+    }
+  }
+  close(fd);
+  return n;
+}
+
+/* The process's start, unix ms: its start in clock ticks after boot
+ * (/proc/self/stat field 22) and the boot time (/proc/stat btime). */
+static int64_t read_start_ms(void) {
+  char buf[4096];
+  if (read_small("/proc/self/stat", buf, sizeof buf) <= 0)
+    return 0;
+  const char *s = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+  if (!s)
+    return 0;
+  /* After ") ": field 3 (state) on; starttime is field 22. */
+  s += 2;
+  for (int f = 3; f < 22 && s; f++) {
+    s = strchr(s, ' ');
+    if (s)
+      s++;
+  }
+  if (!s)
+    return 0;
+  long long ticks = strtoll(s, NULL, 10);
+  if (read_small("/proc/stat", buf, sizeof buf) <= 0)
+    return 0;
+  int64_t btime = field(buf, "btime ");
+  long hz = sysconf(_SC_CLK_TCK);
+  if (btime < 0 || hz <= 0)
+    return 0;
+  return btime * 1000 + ticks * 1000 / hz;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The figures that need no descriptor, for any thread. */
+static void read_direct(cprof__metrics_point_t *p) {
+  p->t_ms = now_ms();
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    p->cpu_user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+    p->cpu_system_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+    p->ctx_voluntary = ru.ru_nvcsw;
+    p->ctx_involuntary = ru.ru_nivcsw;
+    p->faults_minor = ru.ru_minflt;
+    p->faults_major = ru.ru_majflt;
+    p->rss_peak_bytes = (int64_t)ru.ru_maxrss * 1024;
+  } else {
+    p->cpu_user_us = p->cpu_system_us = p->ctx_voluntary = p->ctx_involuntary = -1;
+    p->faults_minor = p->faults_major = p->rss_peak_bytes = -1;
+  }
+  if (cprof__heap_rate() > 0) {
+    uint64_t a, f;
+    cprof__heap_totals(&a, &f);
+    p->heap_alloc_bytes = (int64_t)a;
+    p->heap_inuse_bytes = a > f ? (int64_t)(a - f) : 0;
+  } else {
+    /* glibc's figures, walking its free lists under each arena's lock:
+     * once a second is cheap for ordinary heaps. */
+    struct mallinfo2 mi = mallinfo2();
+    p->heap_inuse_bytes = (int64_t)(mi.uordblks + mi.hblkhd);
+    p->heap_alloc_bytes = -1;
+  }
+  uint64_t taken, dropped;
+  cprof__cpu_totals(&taken, &dropped);
+  p->cprof_samples = (int64_t)taken;
+  p->cprof_dropped = (int64_t)dropped;
+  p->cprof_memory_bytes = (int64_t)(cprof__stack_memory_used() + m.ring_bytes);
+  p->cprof_serve_ns = __atomic_load_n(&serve_ns, __ATOMIC_RELAXED);
+}
+
+/* The figures from /proc: only in cprof's own descriptor table. */
+static void read_proc(cprof__metrics_point_t *p) {
+  char buf[4096];
+  if (read_small("/proc/self/status", buf, sizeof buf) > 0) {
+    p->rss_bytes = kb(field(buf, "VmRSS:"));
+    int64_t hwm = kb(field(buf, "VmHWM:"));
+    if (hwm >= 0)
+      p->rss_peak_bytes = hwm;
+    p->vm_bytes = kb(field(buf, "VmSize:"));
+    p->threads = field(buf, "Threads:");
+  } else {
+    p->rss_bytes = p->vm_bytes = p->threads = -1;
+  }
+  p->open_fds = count_fds();
+  /* Before the read, so that every read of ours rchar counts is in it. */
+  int64_t ours = __atomic_load_n(&own_read, __ATOMIC_RELAXED);
+  if (read_small("/proc/self/io", buf, sizeof buf) > 0) {
+    p->read_bytes = field(buf, "rchar:");
+    if (p->read_bytes >= ours)
+      p->read_bytes -= ours;
+    p->write_bytes = field(buf, "wchar:");
+  } else {
+    p->read_bytes = p->write_bytes = -1;
+  }
+}
+
+void cprof__metrics_read(cprof__metrics_point_t *p) {
+  read_direct(p);
+  if (cprof__fds_in_own_table()) {
+    read_proc(p);
+    return;
+  }
+  /* A program's thread (cprof_handle_request called by the program):
+   * opening a file would take one of its descriptor numbers. */
+  pthread_mutex_lock(&m.lock);
+  if (m.ring.n) {
+    const cprof__metrics_point_t *last = cprof__metrics_ring_at(&m.ring, m.ring.n - 1);
+    p->rss_bytes = last->rss_bytes;
+    p->vm_bytes = last->vm_bytes;
+    p->threads = last->threads;
+    p->open_fds = last->open_fds;
+    p->read_bytes = last->read_bytes;
+    p->write_bytes = last->write_bytes;
+  } else {
+    p->rss_bytes = p->vm_bytes = p->threads = p->open_fds = p->read_bytes = p->write_bytes = -1;
+  }
+  pthread_mutex_unlock(&m.lock);
+}
+
+/* ---- the thread ---- */
+
+static void add_ms(struct timespec *t, long ms) {
+  t->tv_sec += ms / 1000;
+  t->tv_nsec += (ms % 1000) * 1000000L;
+  if (t->tv_nsec >= 1000000000L) {
+    t->tv_sec++;
+    t->tv_nsec -= 1000000000L;
+  }
+}
+
+static void *sampler(void *unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), "cprof-metrics");
+  int table = cprof__fds_unshare();
+  int64_t start = table == 0 && !m.start_ms ? read_start_ms() : 0;
+  pthread_mutex_lock(&m.lock);
+  m.table_err = table;
+  if (start)
+    m.start_ms = start;
+  m.started = 1;
+  pthread_cond_broadcast(&m.cond);
+  if (table != 0) {
+    pthread_mutex_unlock(&m.lock);
+    return NULL;
+  }
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  while (!m.stop) {
+    pthread_mutex_unlock(&m.lock);
+    cprof__metrics_point_t p;
+    read_direct(&p);
+    read_proc(&p);
+    pthread_mutex_lock(&m.lock);
+    cprof__metrics_ring_push(&m.ring, &p);
+    /* On a grid, not after each read: the points stay interval_ms apart
+     * however long a read takes. A late wake (a stopped process) skips
+     * ahead rather than catching up. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    add_ms(&next, m.interval_ms);
+    if (next.tv_sec < now.tv_sec || (next.tv_sec == now.tv_sec && next.tv_nsec < now.tv_nsec)) {
+      next = now;
+      add_ms(&next, m.interval_ms);
+    }
+    while (!m.stop && pthread_cond_timedwait(&m.cond, &m.lock, &next) != ETIMEDOUT)
+      ;
+  }
+  pthread_mutex_unlock(&m.lock);
+  return NULL;
+}
+
+static void stop_at_exit(void);
+
+static void init_cond(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&m.cond, &ca);
+  pthread_condattr_destroy(&ca);
+}
+
+int cprof__metrics_start(long interval_ms, long window_s) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init_cond);
+  pthread_mutex_lock(&m.lock);
+  if (m.running || m.exiting) {
+    pthread_mutex_unlock(&m.lock);
+    return m.running ? -EALREADY : -ESHUTDOWN;
+  }
+  size_t cap = (size_t)(window_s * 1000 / interval_ms);
+  if (cap < 2)
+    cap = 2;
+  if (m.ring.cap != cap) { /* the first start, or other settings: a new ring */
+    cprof__pages_unmap(m.ring.v, m.ring_bytes);
+    m.ring_bytes = cap * sizeof(cprof__metrics_point_t);
+    cprof__metrics_point_t *v = cprof__pages_map(m.ring_bytes);
+    if (!v) {
+      m.ring_bytes = 0;
+      cprof__metrics_ring_init(&m.ring, NULL, 0);
+      pthread_mutex_unlock(&m.lock);
+      cprof__log("the metrics sampler is off: cannot map %zu bytes for its ring", cap * sizeof *v);
+      return -ENOMEM;
+    }
+    cprof__metrics_ring_init(&m.ring, v, cap);
+  }
+  m.interval_ms = interval_ms;
+  m.window_s = window_s;
+  m.stop = m.started = 0;
+  /* Created as cprof's own: every signal blocked, nothing sampled. */
+  cprof__heap_guard_enter();
+  int err = pthread_create(&m.thread, NULL, sampler, NULL);
+  cprof__heap_guard_leave();
+  if (err != 0) {
+    pthread_mutex_unlock(&m.lock);
+    cprof__log("the metrics sampler is off: cannot start its thread: %s", strerror(err));
+    return -err;
+  }
+  /* Until the thread has a table of its own it shares ours (fds.c). */
+  while (!m.started)
+    pthread_cond_wait(&m.cond, &m.lock);
+  if (m.table_err) {
+    pthread_mutex_unlock(&m.lock);
+    pthread_join(m.thread, NULL);
+    cprof__log("the metrics sampler is off: it needs a descriptor table of its own: %s",
+               strerror(-m.table_err));
+    return m.table_err;
+  }
+  m.running = m.on = 1;
+  if (!m.atexit_set)
+    m.atexit_set = atexit(stop_at_exit) == 0;
+  pthread_mutex_unlock(&m.lock);
+  return 0;
+}
+
+void cprof__metrics_stop(void) {
+  pthread_mutex_lock(&m.lock);
+  if (!m.running) {
+    pthread_mutex_unlock(&m.lock);
+    return;
+  }
+  m.stop = 1;
+  m.on = 0;
+  pthread_cond_broadcast(&m.cond);
+  pthread_mutex_unlock(&m.lock);
+  pthread_join(m.thread, NULL);
+  pthread_mutex_lock(&m.lock);
+  m.running = 0;
+  pthread_mutex_unlock(&m.lock);
+}
+
+/* At exit the thread ends before the libraries' destructors run: it reads
+ * through glibc (mallinfo2) to the last. For good: nothing starts it
+ * again. */
+static void stop_at_exit(void) {
+  pthread_mutex_lock(&m.lock);
+  m.exiting = 1;
+  pthread_mutex_unlock(&m.lock);
+  cprof__metrics_stop();
+}
+
+/* ---- the answers ---- */
+
+static const char *off_reason(void) {
+  return "the metrics sampler is off (CPROF_METRICS=0, or it could not start: see stderr)";
+}
+
+int cprof__metrics_charts_json(int64_t since_ms, cprof__buf_t *out, const char **reason) {
+  pthread_mutex_lock(&m.lock);
+  if (!m.on) {
+    pthread_mutex_unlock(&m.lock);
+    *reason = off_reason();
+    return -ENOENT;
+  }
+  cprof__metrics_meta_t meta = {m.interval_ms, m.window_s, m.start_ms};
+  cprof__metrics_json(&m.ring, &meta, since_ms, out);
+  pthread_mutex_unlock(&m.lock);
+  return 0;
+}
+
+int cprof__metrics_exposition(cprof__buf_t *out, const char **reason) {
+  pthread_mutex_lock(&m.lock);
+  int on = m.on;
+  cprof__metrics_meta_t meta = {m.interval_ms, m.window_s, m.start_ms};
+  pthread_mutex_unlock(&m.lock);
+  if (!on) {
+    *reason = off_reason();
+    return -ENOENT;
+  }
+  /* Fresh, as the client libraries' process collectors read at scrape
+   * time. */
+  cprof__metrics_point_t now;
+  cprof__metrics_read(&now);
+  struct rlimit nofile, as;
+  int64_t max_fds = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? (int64_t)nofile.rlim_cur : -1;
+  int64_t max_vm =
+      getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY ? (int64_t)as.rlim_cur : -1;
+  cprof__metrics_prometheus(&now, &meta, max_fds, max_vm, out);
+  return 0;
+}
+
+/* ---- fork ---- */
+
+/* The lock is held across fork (start.c's handlers): the child finds it its
+ * own. The thread stayed in the parent, and the points are the parent's. */
+void cprof__metrics_atfork_prepare(void) { pthread_mutex_lock(&m.lock); }
+void cprof__metrics_atfork_parent(void) { pthread_mutex_unlock(&m.lock); }
+
+void cprof__metrics_atfork_child(void) {
+  m.running = m.on = m.started = m.stop = 0;
+  m.ring.n = m.ring.next = 0;
+  m.start_ms = 0; /* the child's own start */
+  __atomic_store_n(&serve_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&own_read, 0, __ATOMIC_RELAXED); /* the child's rchar starts at 0 */
+  init_cond();
+  pthread_mutex_unlock(&m.lock);
+}
