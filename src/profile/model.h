@@ -14,6 +14,7 @@
  *   decode.c   profile.proto (gzip or not) -> model, bounded, one-line errors
  *   merge.c    merge profiles of one type; diff (NEW minus BASE)
  *   filter.c   focus, ignore, hide, show, tagfocus, tagignore
+ *   tagroot.c  labels as frames: tagroot, tagleaf
  *   graph.c    nodes (flat/cum by function, file, line or address) and edges
  *   tree.c     the call tree, root first, for flame graphs and folded stacks
  *
@@ -185,6 +186,21 @@ enum {
  * "Focus expression matched no samples". */
 int cprof__pf_filter(cprof__pf_t *p, const cprof__pf_filter_t *f, int *matched, char *err,
                      size_t errlen);
+
+/* ---- tagroot.c --------------------------------------------------------- */
+
+/* pprof's -tagroot and -tagleaf: labels as frames. root_keys and leaf_keys
+ * are comma-separated label keys (NULL or "" for none); each key adds one
+ * frame to every sample, at the root (the first key outermost) or at the
+ * leaf (the last key innermost), whose function is named by the sample's
+ * values for the key joined by "," ("" when it has none; numeric values
+ * scaled to unit as pprof's ScaledLabel, "minimum" by default) and whose
+ * file is the key. Do it before filtering, as pprof does, so that the
+ * filters see the new frames. *root_matched and *leaf_matched say whether
+ * any sample had a value for the keys (pprof's "TagRoot expression
+ * matched no samples"). 0, -EINVAL for more than 32 keys, or -ENOMEM. */
+int cprof__pf_tagroot(cprof__pf_t *p, const char *root_keys, const char *leaf_keys,
+                      const char *unit, int *root_matched, int *leaf_matched);
 
 /* ---- graph.c ----------------------------------------------------------- */
 

@@ -100,11 +100,22 @@ static cprof__pf_t *decode(const cprof__buf_t *b, cprof_response_t *resp) {
   return p;
 }
 
-/* The viewer's JSON of new_ (against base when not NULL) as the answer. */
-static void answer(const cprof__pf_t *base, const cprof__pf_t *new_, const char *title,
+/* The viewer's JSON of new_ (against base when not NULL) as the answer,
+ * with the labels keys in tagroot (comma-separated, "" for none) as frames
+ * at the root, as pprof's -tagroot. */
+static void answer(cprof__pf_t *base, cprof__pf_t *new_, const char *tagroot, const char *title,
                    cprof_response_t *resp) {
+  int m;
+  int err = cprof__pf_tagroot(new_, tagroot, NULL, "minimum", &m, &m);
+  if (!err && base)
+    err = cprof__pf_tagroot(base, tagroot, NULL, "minimum", &m, &m);
+  if (err) {
+    cprof__resp_error(resp, err == -EINVAL ? 400 : 500, "cannot root by \"tagroot\": %s",
+                      err == -EINVAL ? "more than 32 label keys" : cprof_strerror(err));
+    return;
+  }
   cprof__pf_tree_t *t = NULL;
-  int err = base ? cprof__pf_tree_diff(base, new_, &t) : cprof__pf_tree(new_, &t);
+  err = base ? cprof__pf_tree_diff(base, new_, &t) : cprof__pf_tree(new_, &t);
   if (err) {
     cprof__resp_error(resp, 500, "cannot build the call tree: %s", cprof_strerror(err));
     return;
@@ -148,6 +159,12 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
     cprof__resp_error(resp, 400, "seconds and diff params are incompatible");
     return;
   }
+  char tagroot[256] = "";
+  if (cprof__query_get(req->query, "tagroot", tagroot, sizeof tagroot) < 0) {
+    cprof__resp_error(resp, 400, "invalid value for \"tagroot\" - label keys, at most %zu bytes",
+                      sizeof tagroot - 1);
+    return;
+  }
   const char *prog = program_name();
   char title[300];
   cprof__buf_t a, b;
@@ -164,7 +181,7 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
       seconds = CPU_DEFAULT_SECONDS;
     snprintf(title, sizeof title, "CPU profile of %s, %ld s", prog, seconds);
     if (cprof__cpu_profile_take(req, cfg, seconds, resp, &a) == 0 && (pa = decode(&a, resp)))
-      answer(NULL, pa, title, resp);
+      answer(NULL, pa, tagroot, title, resp);
     goto done;
   }
   const cprof__profile_t *p = cprof__registry_lookup(name);
@@ -186,7 +203,7 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
       goto done;
     }
     if (take(p, req, 0, resp, &b) == 0 && (pa = decode(&a, resp)) && (pb = decode(&b, resp)))
-      answer(pa, pb, title, resp);
+      answer(pa, pb, tagroot, title, resp);
   } else {
     if (seconds)
       snprintf(title, sizeof title, "%s profile of %s: the change over %ld s", p->name, prog,
@@ -194,7 +211,7 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
     else
       snprintf(title, sizeof title, "%s profile of %s", p->name, prog);
     if (take(p, req, seconds, resp, &a) == 0 && (pa = decode(&a, resp)))
-      answer(NULL, pa, title, resp);
+      answer(NULL, pa, tagroot, title, resp);
   }
 done:
   cprof__pf_free(pa);

@@ -26,6 +26,10 @@
  *                                                the first is BASE, the
  *                                                second NEW; "compare two
  *                                                moments" on the page.
+ *                     &tagroot=KEY[,KEY]: those labels as frames at the
+ *                     root (cprof__pf_tagroot, pprof's -tagroot), so that
+ *                     the graph splits by thread name or by a label of
+ *                     cprof_do; the JSON's "labels" lists the keys.
  *                     A bad name or value is a 400 with a one-line reason.
  *
  * The picker asks for a profile, counts down while it records, and draws

@@ -194,6 +194,34 @@ static int write_nodes(const cprof__pf_tree_t *t, strtab_t *st, cprof__buf_t *b)
   return rc;
 }
 
+static int by_string(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "labels": the label keys p's samples carry, sorted (diff's pprof::base
+ * left out): what the live page offers to root the graph by. */
+static void write_label_keys(const cprof__pf_t *p, cprof__buf_t *out) {
+  const char *keys[CPROF_VIEWER_MAX_LABEL_KEYS];
+  size_t n = 0;
+  for (size_t i = 0; i < p->n_samples; i++)
+    for (size_t k = 0; k < p->samples[i].n_labels; k++) {
+      const char *key = p->samples[i].labels[k].key;
+      size_t j = 0;
+      while (j < n && strcmp(keys[j], key) != 0)
+        j++;
+      if (j == n && n < CPROF_VIEWER_MAX_LABEL_KEYS && strcmp(key, "pprof::base") != 0)
+        keys[n++] = key;
+    }
+  qsort(keys, n, sizeof *keys, by_string);
+  cprof__buf_puts(out, ",\n\"labels\":[");
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      cprof__buf_putc(out, ',');
+    cprof__viewer_json_string(out, keys[i]);
+  }
+  cprof__buf_putc(out, ']');
+}
+
 int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const char *title, int diff,
                        cprof__buf_t *out) {
   if (!t || !t->root || !p || t->n_values != p->n_sample_types * (diff ? 2 : 1))
@@ -223,9 +251,11 @@ int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const ch
   }
   cprof__buf_printf(out,
                     "],\n\"default\":%zu,\"diff\":%s,\"time_nanos\":%" PRId64
-                    ",\"duration_nanos\":%" PRId64 ",\n\"strings\":[",
+                    ",\"duration_nanos\":%" PRId64,
                     cprof__pf_default_index(p), diff ? "true" : "false", p->time_nanos,
                     p->duration_nanos);
+  write_label_keys(p, out);
+  cprof__buf_puts(out, ",\n\"strings\":[");
   for (size_t i = 0; i < st.n; i++) {
     if (i)
       cprof__buf_puts(out, i % 16 ? "," : ",\n");

@@ -13,6 +13,8 @@
  *                                       default_sample_type, else the last
  *    "diff": false,
  *    "time_nanos": 0, "duration_nanos": 0,
+ *    "labels": ["thread", ...],         the samples' label keys, sorted
+ *                                       (at most 64; pprof::base left out)
  *    "strings": ["", "main", "main.c", ...],
  *    "nodes": [parent, name, file, total..., self..., parent, ...]}
  *
@@ -42,6 +44,8 @@
 
 #include "core/buf.h"
 #include "profile/model.h"
+
+#define CPROF_VIEWER_MAX_LABEL_KEYS 64
 
 /* Appends s as a JSON string literal, quotes included, escaped as above. */
 void cprof__viewer_json_string(cprof__buf_t *out, const char *s);

@@ -61,6 +61,10 @@ compare "cprof heap --unit kB" "$T/heap.pb.gz" --unit kB
 compare "cprof cpu --focus" "$T/cpu.pb.gz" --focus 'hold_lock|fill'
 compare "cprof heap --mean" "$T/heap.pb.gz" --mean
 compare "cprof block --mean" "$T/block.pb.gz" --mean --sample_index=0
+compare "cprof cpu --tagroot thread" "$T/cpu.pb.gz" --tagroot thread
+compare "cprof goroutine --tagleaf thread,nosuch" "$T/goroutine.pb.gz" --tagleaf thread,nosuch
+compare "cprof cpu --tagroot thread --tagleaf thread --focus worker" "$T/cpu.pb.gz" \
+  --tagroot thread --tagleaf thread --focus worker
 
 # --- profiles Go wrote.
 go_profiles
@@ -70,6 +74,8 @@ done
 compare "go cpu --lines" "$GOPROF/cpu.pb.gz" --lines
 compare "go cpu --addresses" "$GOPROF/cpu.pb.gz" --addresses
 compare "go heap --cum -n 5" "$GOPROF/heap.pb.gz" --cum -n 5
+compare "go heap --tagroot bytes (numeric labels)" "$GOPROF/heap.pb.gz" --tagroot bytes
+compare "go heap --tagroot bytes --unit kB" "$GOPROF/heap.pb.gz" --tagroot bytes --unit kB
 
 # --- generated profiles (bench/cli/gen_profile) whose C++ names are the
 # producer's (name = system_name): pprof shortens them by default, and so

@@ -1,7 +1,8 @@
 # /metrics and /debug/charts/data on a program under cprof (LD_PRELOAD):
 # promtool accepts the exposition, its figures agree with /proc/PID, the
 # charts' JSON has the documented format, and CPROF_METRICS=0 turns both
-# off with no cprof-metrics thread left.
+# off with no cprof-metrics thread left; the sampler stops and starts with
+# cprof_stop and cprof_start, and a forked child's is its own.
 . "$(dirname "$0")/lib.sh"
 
 P=$B/tests/integration
@@ -108,6 +109,15 @@ check "since=garbage: 400" [ "$(http "http://$ADDR/debug/charts/data?since=x")" 
 http "http://$ADDR/debug/pprof/" >/dev/null
 check "the index links /metrics" has "$T/body" "href='../../metrics'"
 stop
+
+# ---- across cprof_stop, cprof_start and fork ----
+run restart -- "$P/metrics_restart"
+if [ "$(cat "$T/restart.rc")" = 0 ]; then
+  pass "the sampler stops with cprof_stop, starts again on a fresh ring, and a forked child's is its own"
+else
+  fail "the sampler across cprof_stop, cprof_start and fork"
+  cat "$T/restart.out" "$T/restart.err" >&2
+fi
 
 # ---- behind the prefix and the credentials, as everything ----
 start guarded --ready LD_PRELOAD="$LIB" CPROF_PREFIX=/ops CPROF_TOKEN=tok123 -- "$P/stacks_plain"

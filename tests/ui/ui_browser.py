@@ -19,6 +19,9 @@ import viewer_browser as vb  # noqa: E402
 check = vb.check
 CPP = "void names::spin<names::Box<std::pair<int, char> > >(names::Box<std::pair<int, char> >&)"
 WEIRD = "w<tag>&'\ufffd\\x1bx"
+# names.cpp's thread: pthread_setname_np(t, "<tag>&\"\n\xff\x1b'xyz"), as the
+# viewer shows it (control characters escaped, 0xff as U+FFFD).
+THREAD = "<tag>&\"\\n\ufffd\\x1b'xyz"
 
 
 def wait(wd, script, what, limit=90):
@@ -138,6 +141,22 @@ def check_names(wd, url):
     check("the escaped symbol is drawn on the flame graph", len(frames) >= 1, frames)
     injected = wd.run("return [document.scripts.length, document.querySelectorAll('#top b, #top tag').length]")
     check("no name became markup", injected == [2, 0], injected)
+
+    # Rooted by the thread label: the thread's name, which holds '<tag>&', a
+    # quote, a newline, 0xff and ESC, is a frame of its own, shown as text.
+    keys = wd.run("return Array.from(document.querySelectorAll('#ui-root option'), o => o.value)")
+    check("Root by offers the CPU profile's thread label", "thread" in keys, keys)
+    wd.run("document.getElementById('ui-root').value = 'thread'")
+    before = pick(wd, "profile", seconds=1)
+    check("the CPU profile rooted by thread is drawn", drawn(wd, before, "names: rooted by thread"),
+          wd.run("return document.body.dataset.uiError || ''"))
+    top = names(wd)
+    check("the thread's name is a row, shown as text", THREAD in top, top[:8])
+    frames = wd.run("return window.cprofViewer.frames(arguments[0])", THREAD)
+    check("the thread's name is a frame right under the root", any(f["depth"] == 1 for f in frames),
+          frames)
+    injected = wd.run("return [document.scripts.length, document.querySelectorAll('#top tag, #graph tag').length]")
+    check("the thread's name became no markup", injected == [2, 0], injected)
 
 
 def main():

@@ -27,6 +27,7 @@ const char report_flags_help[] =
     "  --functions --files --lines --addresses   what a row stands for (default: functions)\n"
     "  --focus RE --ignore RE --hide RE --show RE   keep / drop samples or frames by name\n"
     "  --tagfocus RE --tagignore RE   keep / drop samples by label (key=value, or key=1kb:)\n"
+    "  --tagroot KEYS --tagleaf KEYS   labels as frames at the root / leaf (thread,request)\n"
     "  --nodecount N --nodefraction F --edgefraction F   how much to show\n"
     "  --symbolize=none     names as the profile has them (default: C++ names shortened,\n"
     "                       as pprof; demangle=templates or demangle=full for more)\n";
@@ -113,12 +114,14 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
             cmd, sym);
     return -1;
   }
-  static const char *const strings[] = {"sample-index", "unit", "focus",    "ignore",
-                                        "hide",         "show", "tagfocus", "tagignore"};
+  static const char *const strings[] = {"sample-index", "unit",     "focus",     "ignore",
+                                        "hide",         "show",     "tagfocus",  "tagignore",
+                                        "tagroot",      "tagleaf"};
   missing = 0;
-  const char **slots[] = {
-      &o->sample_index, &o->unit,        &o->filter.focus,    &o->filter.ignore,
-      &o->filter.hide,  &o->filter.show, &o->filter.tagfocus, &o->filter.tagignore};
+  const char **slots[] = {&o->sample_index,     &o->unit,        &o->filter.focus,
+                          &o->filter.ignore,    &o->filter.hide, &o->filter.show,
+                          &o->filter.tagfocus,  &o->filter.tagignore, &o->tagroot,
+                          &o->tagleaf};
   for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
     const char *v = value_of(strings[k], argc, argv, i, &missing);
     if (v) {
@@ -344,6 +347,18 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   /* Percentages are of everything, the filters' leavings included. */
   cprof__pf_graph_options_t go = {.sample_index = o->index, .mean = o->mean};
   o->total = cprof__pf_total(p, &go);
+  /* Label frames before the filters, as pprof, so that they see them. */
+  int rootm, leafm;
+  int rc = cprof__pf_tagroot(p, o->tagroot, o->tagleaf, o->unit, &rootm, &leafm);
+  if (rc != 0) {
+    fprintf(stderr, "cprof %s: %s\n", cmd,
+            rc == -EINVAL ? "--tagroot and --tagleaf take at most 32 keys" : "out of memory");
+    return 1;
+  }
+  if (o->tagroot && o->tagroot[0] && !rootm)
+    fprintf(stderr, "cprof %s: TagRoot expression matched no samples\n", cmd);
+  if (o->tagleaf && o->tagleaf[0] && !leafm)
+    fprintf(stderr, "cprof %s: TagLeaf expression matched no samples\n", cmd);
   int matched[CPROF_PF_FILTER_N];
   if (cprof__pf_filter(p, &o->filter, matched, err, sizeof err) != 0) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);

@@ -28,6 +28,7 @@ typedef struct report_opts {
    * above a top or peek table. */
   int compact_labels;
   cprof__pf_filter_t filter;
+  const char *tagroot, *tagleaf; /* label keys as frames at the root / leaf (pprof's) */
   /* Set by report_prepare. */
   size_t index;
   int64_t total; /* what percentages are of: all samples, before filtering, as pprof */

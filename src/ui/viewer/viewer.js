@@ -776,7 +776,7 @@
       frames: function (name) {
         var b = canvas.getBoundingClientRect(), out = [];
         rects.forEach(function (r) {
-          if (nodeName(r.n) === name) out.push({ node: r.n, x: b.left + r.x, y: b.top + rowY(r.d), w: r.w, h: ROW - 1, collapsed: r.c });
+          if (nodeName(r.n) === name) out.push({ node: r.n, depth: r.d, x: b.left + r.x, y: b.top + rowY(r.d), w: r.w, h: ROW - 1, collapsed: r.c });
         });
         return out;
       },

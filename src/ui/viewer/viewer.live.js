@@ -3,7 +3,9 @@
  * (ui/profiles), fetches the one picked as the viewer's JSON (ui/data),
  * counts down while a CPU profile or a comparison records, and hands the
  * JSON to the viewer (window.cprofView, viewer.js) on a fresh copy of the
- * page's markup. Links and requests are relative to the page, so any
+ * page's markup. "Root by" offers the profile's label keys (the JSON's
+ * labels: "thread", and those of cprof_do), asked for as tagroot=KEY, so
+ * that the graph splits by thread or by label first. Links and requests are relative to the page, so any
  * CPROF_PREFIX or proxy path works. Names reach the page as text only.
  *
  * For tests: body's data-loaded counts the profiles drawn, data-loading is
@@ -36,6 +38,8 @@
   mode.appendChild(el('option', { value: 'delta' }, 'the change over N s'));
   var seconds = el('input', { id: 'ui-seconds', type: 'number', min: '1', max: '3600', value: '10', size: '5' });
   seconds.style.width = '5em';
+  var root = el('select', { id: 'ui-root', title: 'Split the graph by a label first (pprof\'s tagroot)' });
+  root.appendChild(el('option', { value: '' }, 'functions'));
   var go = el('button', { id: 'ui-load', type: 'submit' }, 'Show');
   var countdown = el('span', { id: 'ui-countdown', 'aria-live': 'polite' });
   var download = el('a', { id: 'ui-download', href: '#' }, 'download');
@@ -52,6 +56,9 @@
   form.appendChild(lbl('Profile', name));
   form.appendChild(modeLabel);
   form.appendChild(lbl('Seconds', seconds));
+  var rootLabel = lbl('Root by', root);
+  rootLabel.style.display = 'none';
+  form.appendChild(rootLabel);
   form.appendChild(go);
   form.appendChild(countdown);
   form.appendChild(download);
@@ -88,6 +95,7 @@
     busy = ctl;
     setError('');
     var q = 'name=' + encodeURIComponent(name.value), wait = 0;
+    if (root.value) q += '&tagroot=' + encodeURIComponent(root.value);
     var s = parseInt(seconds.value, 10);
     if (isCpu() || mode.value !== 'now') {
       if (!(s >= 1 && s <= 3600)) {
@@ -116,6 +124,7 @@
       Array.prototype.forEach.call(document.querySelectorAll('body > p.error'), function (p) { p.remove(); });
       delete document.body.dataset.ready;
       window.cprofView(data);
+      offerLabels(data.labels || []);
       document.body.dataset.loaded = String(++loaded);
     }).catch(function (e) {
       if (e.name !== 'AbortError') setError(String(e.message || e));
@@ -127,6 +136,17 @@
       delete document.body.dataset.loading;
     });
   }
+  // The label keys of the profile drawn, the current choice kept.
+  function offerLabels(keys) {
+    var keep = root.value;
+    while (root.options.length > 1) root.remove(1);
+    keys.forEach(function (k) { root.appendChild(el('option', { value: k }, k)); });
+    if (keep && keys.indexOf(keep) < 0) root.appendChild(el('option', { value: keep }, keep));
+    root.value = keep;
+    rootLabel.style.display = root.options.length > 1 ? '' : 'none';
+  }
+  // A snapshot redraws at once; a recording waits for Show.
+  root.addEventListener('change', function () { if (!isCpu() && mode.value === 'now') load(); });
   form.addEventListener('submit', function (ev) {
     ev.preventDefault();
     load();
