@@ -200,15 +200,18 @@ int main(int argc, char **argv) {
 
   const char *prefix = getenv("CPROF_PREFIX") ? getenv("CPROF_PREFIX") : "";
   printf("cprof demo: pid %d, serving http://%s%s/debug/pprof/\n\n"
-         "Try, in another terminal:\n"
+         "Open in a browser:\n"
+         "  http://%s%s/debug/charts/      live charts of CPU, memory, threads...\n"
+         "  http://%s%s/debug/pprof/ui/    flame graphs of every profile\n"
+         "Or try, in another terminal:\n"
          "  go tool pprof -top http://%s%s/debug/pprof/goroutine\n"
          "  curl 'http://%s%s/debug/pprof/goroutine?debug=2'\n"
          "  go tool pprof -top 'http://%s%s/debug/pprof/profile?seconds=5'\n"
          "  go tool pprof -top http://%s%s/debug/pprof/heap\n"
-         "  go tool pprof -top http://%s%s/debug/pprof/mutex\n"
-         "or open http://%s%s/debug/pprof/ in a browser.\n\n",
+         "  build/cprof top http://%s%s/debug/pprof/mutex\n"
+         "  curl http://%s%s/metrics\n\n",
          (int)getpid(), addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr, prefix, addr,
-         prefix, addr, prefix);
+         prefix, addr, prefix, addr, prefix, addr, prefix);
   if (seconds)
     printf("Stopping by itself after %ld s.\n", seconds);
   else

@@ -58,6 +58,8 @@ top5 -cum
 flame -o flame-test.html
 cum
 top 4
+tagroot=thread
+top 10
 top 1
 quit
 CMDS
@@ -89,6 +91,9 @@ check "flame -o writes the page" grep -q '^<!DOCTYPE html>' flame-test.html
 check "flame says where" has "$S/014.out" '^Saved flame graph in flame-test.html$'
 rm -f flame-test.html
 same_as "cum, then top 4" "$S/016.out" top -n 4 --cum --sample_index=0 --focus msort "$P"
+same_as "tagroot=thread, then top 10" "$S/018.out" top -n 10 --cum --sample_index=0 --focus msort \
+  --tagroot thread "$P"
+check "tagroot=thread makes the thread's name a row" grep -Eq ' (cpu-burner|lock-worker-[12])$' "$S/018.out"
 # libedit's file writes a space as \040.
 check "history in ~/.cprof_history" grep -Eqx 'top( |\\040)2' "$HOME/.cprof_history"
 

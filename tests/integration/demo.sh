@@ -3,8 +3,14 @@
 . "$(dirname "$0")/lib.sh"
 
 start demo CPROF_ADDR=127.0.0.1:0 DEMO_SECONDS=60 -- make -s -C "$CPROF_SOURCE_DIR" BUILD="$B" demo
-for _ in $(seq 1 100); do has "$T/demo.out" 'Try, in another terminal' && break; sleep 0.1; done
+for _ in $(seq 1 100); do has "$T/demo.out" 'Or try, in another terminal' && break; sleep 0.1; done
 check "make demo prints the commands to try" has "$T/demo.out" "go tool pprof -top http://$ADDR/debug/pprof/goroutine"
+# The pages it says to open (tests/ui/charts_browser.sh and ui_browser.sh
+# look at them in Chromium).
+for page in debug/charts/ debug/pprof/ui/; do
+  check "make demo names http://ADDR/$page" has "$T/demo.out" "^  http://$ADDR/$page "
+  check "... which is a page" [ "$(http "http://$ADDR/$page")" = 200 ]
+done
 pprof -top "http://$ADDR/debug/pprof/goroutine" >"$T/top" || fail "go tool pprof -top on the demo"
 for f in burn_cpu allocate_buffers contend_on_lock wait_for_jobs; do
   check "-top names the demo's $f" has "$T/top" " $f\$"

@@ -70,6 +70,8 @@ enum {
   F_SORT,
   F_TAGFOCUS,
   F_TAGIGNORE,
+  F_TAGLEAF,
+  F_TAGROOT,
   F_UNIT,
   F_N
 };
@@ -127,6 +129,14 @@ static const field_t fields[F_N] = {
      "Use name=value syntax to limit the matching to a specific tag.\n"
      "Numeric tag filter examples: 1kb, 1kb:10kb, memory=32mb:\n"
      "String tag filter examples: foo, foo.*bar, mytag=foo.*bar\n"},
+    {"tagleaf", K_STRING, NULL, "",
+     "Adds pseudo stack frames for labels key/value pairs at the callstack leaf.\n"
+     "A comma-separated list of label keys.\n"
+     "The last key creates frames at the new leaf.\n"},
+    {"tagroot", K_STRING, NULL, "",
+     "Adds pseudo stack frames for labels key/value pairs at the callstack root.\n"
+     "A comma-separated list of label keys.\n"
+     "The first key creates frames at the new root.\n"},
     {"unit", K_STRING, NULL, "minimum",
      "Measurement units to display\n"
      "Scale the sample values to this unit.\n"
@@ -599,6 +609,8 @@ static void make_opts(const prompt_t *ps, const request_t *r, report_opts_t *o) 
   o->filter.show = STR(F_SHOW);
   o->filter.tagfocus = STR(F_TAGFOCUS);
   o->filter.tagignore = STR(F_TAGIGNORE);
+  o->tagroot = STR(F_TAGROOT);
+  o->tagleaf = STR(F_TAGLEAF);
 #undef STR
 }
 
@@ -947,6 +959,8 @@ int cmd_prompt(int argc, char **argv) {
   given[F_SHOW] = o.filter.show;
   given[F_TAGFOCUS] = o.filter.tagfocus;
   given[F_TAGIGNORE] = o.filter.tagignore;
+  given[F_TAGROOT] = o.tagroot;
+  given[F_TAGLEAF] = o.tagleaf;
   given[F_SORT] = o.cum_sort ? "cum" : NULL;
   given[F_MEAN] = o.mean ? "true" : NULL;
   given[F_GRANULARITY] = granularities[o.granularity == CPROF_PF_ADDRESSES ? 0
