@@ -15,16 +15,12 @@ go to OUT_DIR (charts.png, charts-phone.png). Prints one line per check
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from viewer_browser import WebDriver, free_port, png_pixels  # noqa: E402
-
-passes = 0
-fails = 0
+from viewer_browser import check, drive, png_pixels  # noqa: E402
 
 # The JSON's series, each of which a chart must show.
 SERIES = ["cpu_user_pct", "cpu_system_pct", "rss_bytes", "rss_peak_bytes", "vm_bytes",
@@ -32,16 +28,6 @@ SERIES = ["cpu_user_pct", "cpu_system_pct", "rss_bytes", "rss_peak_bytes", "vm_b
           "ctx_involuntary_per_s", "faults_minor_per_s", "faults_major_per_s", "read_bytes_per_s",
           "write_bytes_per_s", "cprof_samples_per_s", "cprof_dropped_per_s", "cprof_memory_bytes",
           "cprof_serve_ms_per_s"]
-
-
-def check(what, ok, detail=""):
-    global passes, fails
-    if ok:
-        passes += 1
-        print("ok   " + what)
-    else:
-        fails += 1
-        print("FAIL " + what + (": " + str(detail) if detail != "" else ""), file=sys.stderr)
 
 
 def fetch(url):
@@ -175,36 +161,7 @@ def check_page(wd, base, out):
 def main():
     base, out = sys.argv[1].rstrip("/"), sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    port = free_port()
-    log = open(os.path.join(out, "chromedriver.log"), "w")
-    drv = subprocess.Popen(["chromedriver", "--port=%d" % port], stdout=log, stderr=subprocess.STDOUT)
-    wd = WebDriver(port)
-    profile = os.path.join(out, "chromium-profile")
-    try:
-        for _ in range(100):
-            try:
-                if wd.call("GET", "/status").get("ready"):
-                    break
-            except (OSError, RuntimeError):
-                pass
-            time.sleep(0.1)
-        caps = {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-                     "--user-data-dir=" + profile, "--force-device-scale-factor=1"]}}
-        wd.session = wd.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
-        try:
-            check_page(wd, base, out)
-        finally:
-            wd.call("DELETE", "")
-    except (RuntimeError, OSError) as e:
-        check("WebDriver", False, e)
-    finally:
-        drv.terminate()
-        drv.wait(10)
-        subprocess.run(["rm", "-rf", profile])
-    print("charts_browser: %d passed, %d failed" % (passes, fails))
-    return 1 if fails else 0
+    return drive("charts_browser", out, lambda wd: check_page(wd, base, out))
 
 
 if __name__ == "__main__":

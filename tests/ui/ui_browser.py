@@ -9,7 +9,6 @@ heap grows); NAMES is tests/cli/names.cpp (names with '<', '>', '&', quotes,
 0xff and ESC). Prints one line per check and exits 1 if any failed.
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -161,35 +160,8 @@ def check_names(wd, url):
 
 def main():
     d, target, names_url, shot = sys.argv[1:5]
-    port = vb.free_port()
-    log = open(os.path.join(d, "chromedriver.log"), "w")
-    drv = subprocess.Popen(["chromedriver", "--port=%d" % port], stdout=log, stderr=subprocess.STDOUT)
-    wd = vb.WebDriver(port)
-    try:
-        for _ in range(100):
-            try:
-                if wd.call("GET", "/status").get("ready"):
-                    break
-            except (OSError, RuntimeError):
-                pass
-            time.sleep(0.1)
-        caps = {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-                     "--user-data-dir=" + os.path.join(d, "profile"), "--force-device-scale-factor=1"]}}
-        wd.session = wd.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
-        try:
-            check_target(wd, target, shot)
-            check_names(wd, names_url)
-        finally:
-            wd.call("DELETE", "")
-    except RuntimeError as e:
-        check("WebDriver", False, e)
-    finally:
-        drv.terminate()
-        drv.wait(10)
-    print("ui_browser: %d passed, %d failed" % (vb.passes, vb.fails))
-    return 1 if vb.fails else 0
+    return vb.drive("ui_browser", d, lambda wd: check_target(wd, target, shot),
+                    lambda wd: check_names(wd, names_url))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Prints one line per check ("ok ..." or "FAIL ...") and exits 1 if any failed.
 import base64
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -284,38 +285,47 @@ def check_big(wd, d):
     print("     (big.html loaded in %.1f s)" % (time.time() - start))
 
 
+def drive(name, d, *steps):
+    """Runs each step (called with the WebDriver) in one headless Chromium
+    session, with chromedriver's log and the browser's profile in d; prints
+    the tally as "NAME: N passed, M failed" and returns the exit code."""
+    port = free_port()
+    profile = os.path.join(d, "chromium-profile")
+    with open(os.path.join(d, "chromedriver.log"), "w") as log:
+        drv = subprocess.Popen(["chromedriver", "--port=%d" % port], stdout=log, stderr=subprocess.STDOUT)
+        wd = WebDriver(port)
+        try:
+            for _ in range(100):
+                try:
+                    if wd.call("GET", "/status").get("ready"):
+                        break
+                except (OSError, RuntimeError):
+                    pass
+                time.sleep(0.1)
+            caps = {"browserName": "chrome", "goog:chromeOptions": {
+                "binary": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+                         "--user-data-dir=" + profile, "--force-device-scale-factor=1"]}}
+            wd.session = wd.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
+            try:
+                for step in steps:
+                    step(wd)
+            finally:
+                wd.call("DELETE", "")
+        except (RuntimeError, OSError) as e:
+            check("WebDriver", False, e)
+        finally:
+            drv.terminate()
+            drv.wait(10)
+            shutil.rmtree(profile, ignore_errors=True)
+    print("%s: %d passed, %d failed" % (name, passes, fails))
+    return 1 if fails else 0
+
+
 def main():
     d = sys.argv[1]
-    port = free_port()
-    log = open(os.path.join(d, "chromedriver.log"), "w")
-    drv = subprocess.Popen(["chromedriver", "--port=%d" % port], stdout=log, stderr=subprocess.STDOUT)
-    wd = WebDriver(port)
-    try:
-        for _ in range(100):
-            try:
-                if wd.call("GET", "/status").get("ready"):
-                    break
-            except (OSError, RuntimeError):
-                pass
-            time.sleep(0.1)
-        caps = {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-                     "--user-data-dir=" + os.path.join(d, "profile"), "--force-device-scale-factor=1"]}}
-        wd.session = wd.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
-        try:
-            check_page(wd, d)
-            check_diff(wd, d)
-            check_big(wd, d)
-        finally:
-            wd.call("DELETE", "")
-    except RuntimeError as e:
-        check("WebDriver", False, e)
-    finally:
-        drv.terminate()
-        drv.wait(10)
-    print("viewer_browser: %d passed, %d failed" % (passes, fails))
-    return 1 if fails else 0
+    return drive("viewer_browser", d, lambda wd: check_page(wd, d), lambda wd: check_diff(wd, d),
+                 lambda wd: check_big(wd, d))
 
 
 if __name__ == "__main__":
