@@ -49,6 +49,12 @@
  *   CPROF_MAX_CONNECTIONS (64), CPROF_MAX_CONNECTIONS_PER_IP (16),
  *   CPROF_READ_TIMEOUT (10 s), CPROF_IDLE_TIMEOUT (30 s),
  *   CPROF_MAX_PROFILES (4)  the server's limits; see the README.
+ *   CPROF_METRICS  0: no metrics sampler (/metrics, /debug/charts/). Default
+ *                 1: a thread of cprof's records the process's figures, from
+ *                 the server's start, or without a server from the first
+ *                 request for them through cprof_handle_request().
+ *   CPROF_METRICS_INTERVAL  a point every "1s" (default), 10ms..60s.
+ *   CPROF_METRICS_WINDOW    the points kept: "600s" (default), 10s..24h.
  *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
  *                 start cprof too. Default 0. (Environment only.)
  *

@@ -36,7 +36,12 @@ static int serving;
 static char bound[300];
 static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
-static long metrics_interval_ms, metrics_window_s; /* 0: no sampler (with the server) */
+/* The metrics sampler's settings (0: no sampler), whether it runs, and
+ * whether park_locked stopped it. It starts with the server; without one
+ * (a program serving cprof_handle_request itself) at the first request
+ * for its figures (metrics_demand). */
+static long metrics_interval_ms, metrics_window_s;
+static int metrics_on, metrics_parked;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* fork: every lock of cprof's is held across it, so that the child finds
@@ -89,6 +94,7 @@ static void atfork_child(void) {
   serving = 0;
   server_parked = 0;
   metrics_interval_ms = metrics_window_s = 0;
+  metrics_on = metrics_parked = 0;
   bound[0] = '\0';
   pthread_mutex_unlock(&life_lock);
 }
@@ -102,6 +108,7 @@ static void register_atfork(void) {
 
 static void follow_credentials(void);
 static void last_program_thread_gone(void);
+static void metrics_demand(void);
 
 /* Everything cprof_start does, and every thread it starts (which inherit
  * the guard, see thread_start.c), allocates without being sampled. */
@@ -145,6 +152,7 @@ static int start(const cprof_options_t *opts) {
   cprof__config_set(&cfg);
   __atomic_store_n(&cprof__follow_credentials_hook, follow_credentials, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
+  __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
   running = 1;
   cprof__output_start(&cfg);
 
@@ -159,12 +167,6 @@ static int start(const cprof_options_t *opts) {
       if (cfg.addr.port == 0) /* the user asked for any free port: say which */
         cprof__log("serving %s://%s%s/debug/pprof/", cfg.tls_cert[0] ? "https" : "http", bound,
                    cfg.prefix);
-      /* The sampler serves nothing but through the server: it runs with it. */
-      metrics_interval_ms = metrics_window_s = 0;
-      if (cfg.metrics && cprof__metrics_start(cfg.metrics_interval_ms, cfg.metrics_window_s) == 0) {
-        metrics_interval_ms = cfg.metrics_interval_ms;
-        metrics_window_s = cfg.metrics_window_s;
-      }
     } else if (serr != -ENOTSUP) { /* -ENOTSUP: the server has said why */
       const char *v = opts && opts->addr ? opts->addr : getenv("CPROF_ADDR");
       cprof__log("CPROF_ADDR=%s: cannot listen: %s; the profiling server is off",
@@ -175,8 +177,26 @@ static int start(const cprof_options_t *opts) {
       err = serr;
     }
   }
+  metrics_interval_ms = cfg.metrics ? cfg.metrics_interval_ms : 0;
+  metrics_window_s = cfg.metrics ? cfg.metrics_window_s : 0;
+  if (serving && metrics_interval_ms)
+    metrics_on = cprof__metrics_start(metrics_interval_ms, metrics_window_s) == 0;
   pthread_mutex_unlock(&life_lock);
   return err;
+}
+
+/* A request for the sampler's figures (http/metrics.c): starts it if it
+ * should run and does not. Never waits for the lock: cprof_stop holds it
+ * while it waits for requests in flight, and a later request will do. */
+static void metrics_demand(void) {
+  if (pthread_mutex_trylock(&life_lock) != 0)
+    return;
+  if (running && metrics_interval_ms && !metrics_on && !metrics_parked) {
+    metrics_on = cprof__metrics_start(metrics_interval_ms, metrics_window_s) == 0;
+    if (!metrics_on) /* it said why; once is enough */
+      metrics_interval_ms = metrics_window_s = 0;
+  }
+  pthread_mutex_unlock(&life_lock);
 }
 
 void cprof_stop(void) {
@@ -190,6 +210,7 @@ void cprof_stop(void) {
     cprof__server_stop();
   cprof__metrics_stop();
   metrics_interval_ms = metrics_window_s = 0;
+  metrics_on = metrics_parked = 0;
   serving = 0;
   running = 0;
   bound[0] = '\0';
@@ -209,9 +230,13 @@ static void park_locked(void) {
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
-    cprof__metrics_stop();
     serving = 0;
     server_parked = 1;
+  }
+  if (metrics_on) {
+    cprof__metrics_stop();
+    metrics_on = 0;
+    metrics_parked = 1;
   }
 }
 
@@ -219,13 +244,15 @@ static void unpark_locked(void) {
   if (server_parked) {
     server_parked = 0;
     int err = cprof__server_start(&served, bound, sizeof bound);
-    if (err == 0 && metrics_interval_ms)
-      cprof__metrics_start(metrics_interval_ms, metrics_window_s);
     if (err == 0)
       serving = 1;
     else
       cprof__log("cannot listen again on %s after the program changed its credentials: %s; "
                  "the profiling server is off", bound, cprof_strerror(err));
+  }
+  if (metrics_parked) {
+    metrics_parked = 0;
+    metrics_on = cprof__metrics_start(metrics_interval_ms, metrics_window_s) == 0;
   }
   cprof__cpu_recording_unpark();
 }

@@ -1,6 +1,9 @@
 /* /metrics and /debug/charts/data: the metrics sampler's figures
  * (metrics/sampler.h), for Prometheus and for the charts page. While the
- * sampler is off both answer 404 with the reason. */
+ * sampler is off both answer 404 with the reason. Without cprof's server
+ * (a program that serves cprof_handle_request itself) the first request
+ * starts the sampler: the exposition is whole from then on, the charts'
+ * ring fills from then. */
 #include "http/metrics.h"
 
 #include <errno.h>
@@ -15,6 +18,7 @@ void cprof__serve_metrics(const cprof_request_t *req, const cprof__config_t *cfg
                           cprof_response_t *resp) {
   (void)req;
   (void)cfg;
+  cprof__metrics_demand();
   cprof__buf_t b;
   cprof__buf_init(&b);
   const char *why = "";
@@ -36,6 +40,7 @@ void cprof__serve_charts_data(const cprof_request_t *req, const cprof__config_t 
     cprof__resp_error(resp, 400, "invalid value for \"since\" - must be unix time in milliseconds");
     return;
   }
+  cprof__metrics_demand();
   cprof__buf_t b;
   cprof__buf_init(&b);
   const char *why = "";

@@ -368,6 +368,14 @@ static void stop_at_exit(void) {
 
 /* ---- the answers ---- */
 
+void (*cprof__metrics_demand_hook)(void);
+
+void cprof__metrics_demand(void) {
+  void (*hook)(void) = __atomic_load_n(&cprof__metrics_demand_hook, __ATOMIC_ACQUIRE);
+  if (hook)
+    hook();
+}
+
 static const char *off_reason(void) {
   return "the metrics sampler is off (CPROF_METRICS=0, or it could not start: see stderr)";
 }

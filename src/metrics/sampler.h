@@ -50,8 +50,9 @@
 #include "core/buf.h"
 #include "metrics/ring.h"
 
-/* Starts the thread (start.c, with the server, under its lock). Returns 0,
- * -EALREADY, or a negative errno (it then logs why). */
+/* Starts the thread (core/start.c, under its lock: with the server, or
+ * without one at the first cprof__metrics_demand). Returns 0, -EALREADY,
+ * or a negative errno (it then logs why). */
 int cprof__metrics_start(long interval_ms, long window_s);
 /* Ends the thread; its points stay for a later start. */
 void cprof__metrics_stop(void);
@@ -60,6 +61,11 @@ void cprof__metrics_stop(void);
  * thread in cprof's own descriptor table; elsewhere the descriptor-free
  * figures, the rest from the last point. */
 void cprof__metrics_read(cprof__metrics_point_t *p);
+
+/* Set by core/start.c: starts the sampler if it should run and does not.
+ * cprof__metrics_demand calls it, from each request for the answers. */
+extern void (*cprof__metrics_demand_hook)(void);
+void cprof__metrics_demand(void);
 
 /* The two answers. -ENOENT: the sampler is off (reason gets why). */
 int cprof__metrics_charts_json(int64_t since_ms, cprof__buf_t *out, const char **reason);

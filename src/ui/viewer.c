@@ -249,11 +249,9 @@ int cprof__viewer_json(const cprof__pf_tree_t *t, const cprof__pf_t *p, const ch
     cprof__viewer_json_string(out, p->sample_types[i].unit ? p->sample_types[i].unit : "");
     cprof__buf_putc(out, '}');
   }
-  cprof__buf_printf(out,
-                    "],\n\"default\":%zu,\"diff\":%s,\"time_nanos\":%" PRId64
-                    ",\"duration_nanos\":%" PRId64,
-                    cprof__pf_default_index(p), diff ? "true" : "false", p->time_nanos,
-                    p->duration_nanos);
+  cprof__buf_printf(
+      out, "],\n\"default\":%zu,\"diff\":%s,\"time_nanos\":%" PRId64 ",\"duration_nanos\":%" PRId64,
+      cprof__pf_default_index(p), diff ? "true" : "false", p->time_nanos, p->duration_nanos);
   write_label_keys(p, out);
   cprof__buf_puts(out, ",\n\"strings\":[");
   for (size_t i = 0; i < st.n; i++) {

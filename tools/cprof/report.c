@@ -114,14 +114,14 @@ int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i
             cmd, sym);
     return -1;
   }
-  static const char *const strings[] = {"sample-index", "unit",     "focus",     "ignore",
-                                        "hide",         "show",     "tagfocus",  "tagignore",
+  static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
+                                        "hide",         "show",   "tagfocus", "tagignore",
                                         "tagroot",      "tagleaf"};
   missing = 0;
-  const char **slots[] = {&o->sample_index,     &o->unit,        &o->filter.focus,
-                          &o->filter.ignore,    &o->filter.hide, &o->filter.show,
-                          &o->filter.tagfocus,  &o->filter.tagignore, &o->tagroot,
-                          &o->tagleaf};
+  const char **slots[] = {
+      &o->sample_index, &o->unit,        &o->filter.focus,    &o->filter.ignore,
+      &o->filter.hide,  &o->filter.show, &o->filter.tagfocus, &o->filter.tagignore,
+      &o->tagroot,      &o->tagleaf};
   for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
     const char *v = value_of(strings[k], argc, argv, i, &missing);
     if (v) {

@@ -5,7 +5,8 @@
  * adding to the same ring (the history kept, with a gap); a forked child
  * has neither thread nor server until it calls cprof_start, and then a
  * sampler and a ring of its own, from its start, while the parent's goes
- * on. Exit code 1 when a check failed (the child's too). */
+ * on. Without cprof's server, the first request for the figures through
+ * cprof_handle_request starts it. Exit code 1 when a check failed (the child's too). */
 #include <cprof.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@
 
 static const cprof_options_t opts = {
     .addr = "127.0.0.1:0", .metrics_interval = "50ms", .metrics_window = "60s"};
+static const cprof_options_t no_server = {
+    .addr = "0", .metrics_interval = "50ms", .metrics_window = "60s"};
 
 /* Whether one of this process's threads is called cprof-metrics. */
 static int sampler_thread_now(void) {
@@ -53,6 +56,16 @@ static int sampler_thread(int want) {
     got = sampler_thread_now();
   }
   return got;
+}
+
+static int status_of(const char *path) {
+  cprof_request_t req = {.method = "GET", .path = path};
+  cprof_response_t r;
+  if (cprof_handle_request(&req, &r) != 0)
+    abort();
+  int status = r.status;
+  cprof_response_free(&r);
+  return status;
 }
 
 /* /debug/charts/data's status; *points, and the first and last point's
@@ -133,5 +146,17 @@ int main(void) {
   CHECK(sampler_thread_now());
   CHECK(wait_points(before + 2, t1) >= before + 2);
   cprof_stop();
+
+  /* No server of cprof's (the program serves cprof_handle_request): no
+   * thread until the first request for the figures starts it. */
+  CHECK_EQ_INT(cprof_start(&no_server), 0);
+  CHECK(!sampler_thread(0));
+  CHECK_EQ_INT(status_of("/debug/pprof/heap"), 200);
+  CHECK(!sampler_thread_now());
+  CHECK_EQ_INT(status_of("/metrics"), 200);
+  CHECK(sampler_thread(1));
+  CHECK(wait_points(3, t1) >= 3);
+  cprof_stop();
+  CHECK(!sampler_thread(0));
   return check_result("metrics_restart");
 }
