@@ -2,14 +2,17 @@
  * records a point of the process's figures every CPROF_METRICS_INTERVAL
  * (default 1s) into a fixed ring holding CPROF_METRICS_WINDOW (default
  * 600s), for /debug/charts/data and /metrics. CPROF_METRICS=0 turns it
- * off. It runs while the profiling server does.
+ * off. It runs while the profiling server does, and without one from the
+ * first request for its figures (cprof__metrics_demand).
  *
  * - Created under the heap guard, as debuginfod.c's fetcher: every signal
  *   blocked, never sampled, never counted as the program's thread. It
  *   opens /proc files in a descriptor table of its own (core/fds.c), so
  *   the program never sees a descriptor number of ours, and counts the
  *   program's descriptors in /proc/self/fd (the thread group leader's
- *   table, which is the program's).
+ *   table, which is the program's): at every point while that costs less
+ *   than 0.01 % of its time, less often past some 300 descriptors, the
+ *   points between repeating the last count. /metrics counts afresh.
  * - The ring is mapped once (core/pages.h), never through the program's
  *   malloc; the thread allocates nothing.
  * - Figures: getrusage(RUSAGE_SELF) for CPU, context switches and page
