@@ -276,9 +276,9 @@ static void *sampler(void *unused) {
   m.table_err = table;
   if (start)
     m.start_ms = start;
-  m.started = 1;
-  pthread_cond_broadcast(&m.cond);
   if (table != 0) {
+    m.started = 1;
+    pthread_cond_broadcast(&m.cond);
     pthread_mutex_unlock(&m.lock);
     return NULL;
   }
@@ -294,6 +294,10 @@ static void *sampler(void *unused) {
     p.open_fds = paced_count_fds(&fds, interval_ms);
     pthread_mutex_lock(&m.lock);
     cprof__metrics_ring_push(&m.ring, &p);
+    if (!m.started) { /* the first point is in: the answers are whole */
+      m.started = 1;
+      pthread_cond_broadcast(&m.cond);
+    }
     /* On a grid, not after each read: the points stay interval_ms apart
      * however long a read takes. A late wake (a stopped process) skips
      * ahead rather than catching up. */
@@ -357,7 +361,9 @@ int cprof__metrics_start(long interval_ms, long window_s) {
     cprof__log("the metrics sampler is off: cannot start its thread: %s", strerror(err));
     return -err;
   }
-  /* Until the thread has a table of its own it shares ours (fds.c). */
+  /* Until the thread has a table of its own it shares ours (fds.c); and
+   * until its first point, a program serving /metrics itself would get
+   * none of the /proc figures (cprof__metrics_read). */
   while (!m.started)
     pthread_cond_wait(&m.cond, &m.lock);
   if (m.table_err) {

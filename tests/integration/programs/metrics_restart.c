@@ -21,7 +21,7 @@
 static const cprof_options_t opts = {
     .addr = "127.0.0.1:0", .metrics_interval = "50ms", .metrics_window = "60s"};
 static const cprof_options_t no_server = {
-    .addr = "0", .metrics_interval = "50ms", .metrics_window = "60s"};
+    .addr = "0", .metrics_interval = "50ms", .metrics_window = "30s"}; /* a new ring */
 
 /* Whether one of this process's threads is called cprof-metrics. */
 static int sampler_thread_now(void) {
@@ -153,7 +153,14 @@ int main(void) {
   CHECK(!sampler_thread(0));
   CHECK_EQ_INT(status_of("/debug/pprof/heap"), 200);
   CHECK(!sampler_thread_now());
-  CHECK_EQ_INT(status_of("/metrics"), 200);
+  cprof_request_t req = {.method = "GET", .path = "/metrics"};
+  cprof_response_t r;
+  CHECK_EQ_INT(cprof_handle_request(&req, &r), 0);
+  CHECK_EQ_INT(r.status, 200);
+  /* Whole from the first request: the sampler's first point is in. */
+  CHECK(r.body && strstr(r.body, "\nprocess_resident_memory_bytes "));
+  CHECK(r.body && strstr(r.body, "\nprocess_open_fds "));
+  cprof_response_free(&r);
   CHECK(sampler_thread(1));
   CHECK(wait_points(3, t1) >= 3);
   cprof_stop();
