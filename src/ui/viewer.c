@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "profile/table.h"
+#include "ui/template.h"
 #include "ui/viewer_assets.h"
 
 /* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte
@@ -305,39 +306,21 @@ static void html_text(cprof__buf_t *out, const char *str) {
  * in the same element, or none. */
 static int page(const char *json, size_t n, const char *title, const unsigned char *more,
                 size_t more_len, cprof__buf_t *out) {
-  /* The template's {{name}} marks say where each part goes; anything else
-   * between braces is copied as it is. */
-  const char *h = (const char *)cprof__viewer_html, *end = h + cprof__viewer_html_len;
-  while (h < end) {
-    const char *mark = memmem(h, (size_t)(end - h), "{{", 2);
-    if (!mark) {
-      cprof__buf_append(out, h, (size_t)(end - h));
-      break;
-    }
-    cprof__buf_append(out, h, (size_t)(mark - h));
-    size_t left = (size_t)(end - mark);
-    if (left >= 9 && memcmp(mark, "{{title}}", 9) == 0) {
-      html_text(out, title ? title : "cprof");
-      h = mark + 9;
-    } else if (left >= 7 && memcmp(mark, "{{css}}", 7) == 0) {
-      cprof__buf_append(out, cprof__viewer_css, cprof__viewer_css_len);
-      h = mark + 7;
-    } else if (left >= 6 && memcmp(mark, "{{js}}", 6) == 0) {
-      cprof__buf_append(out, cprof__viewer_js, cprof__viewer_js_len);
-      if (more) {
-        cprof__buf_putc(out, '\n');
-        cprof__buf_append(out, more, more_len);
-      }
-      h = mark + 6;
-    } else if (left >= 8 && memcmp(mark, "{{data}}", 8) == 0) {
-      cprof__buf_append(out, json, n);
-      h = mark + 8;
-    } else {
-      cprof__buf_append(out, mark, 2);
-      h = mark + 2;
-    }
-  }
-  return out->failed ? -ENOMEM : 0;
+  cprof__buf_t t;
+  cprof__buf_init(&t);
+  html_text(&t, title ? title : "cprof");
+  const cprof__ui_part_t parts[] = {
+      {"{{title}}", t.data, t.len},
+      {"{{css}}", cprof__viewer_css, cprof__viewer_css_len},
+      {"{{data}}", json, n},
+      {"{{js}}", cprof__viewer_js, cprof__viewer_js_len},
+      {"{{js}}", "\n", more ? 1 : 0},
+      {"{{js}}", more, more_len},
+  };
+  int rc = t.failed ? -ENOMEM : cprof__ui_fill(cprof__viewer_html, cprof__viewer_html_len, parts,
+                                                sizeof parts / sizeof *parts, out);
+  cprof__buf_free(&t);
+  return rc;
 }
 
 int cprof__viewer_page(const char *json, size_t n, const char *title, cprof__buf_t *out) {
