@@ -10,7 +10,8 @@ set -euo pipefail
 # libjs-chart.js: the charts page draws with it, embedded at build time.
 build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev
   libcurl4-gnutls-dev libgraphviz-dev libedit-dev
-  libjs-chart.js)
+  libjs-chart.js
+  libyaml-dev libsqlite3-dev) # cprof collect: the Parca config, the profile index
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.
