@@ -578,6 +578,8 @@ SORT_BY_ID(by_location_id, cprof__pf_location_t)
       if ((array)[i_].id != i_ + 1)                                                                \
         *(dense) = 0;                                                                              \
     }                                                                                              \
+    if (!sorted_ || !*(dense))                                                                     \
+      d->p->ids_sequential = 0;                                                                    \
   } while (0)
 
 static int decode_all(decoder_t *d, const uint8_t *data, size_t n) {
@@ -596,6 +598,7 @@ static int decode_all(decoder_t *d, const uint8_t *data, size_t n) {
     return no_memory(d);
   const char *empty = d->strings[0];
   p->drop_frames = p->keep_frames = p->default_sample_type = empty;
+  p->ids_sequential = 1; /* until CHECK_IDS finds otherwise */
   p->period_type.type = p->period_type.unit = empty;
 
   /* Pass 2: what names only strings, and the scalars. */

@@ -497,6 +497,7 @@ static int combine_headers(merger_t *m, cprof__pf_t *const *ps, size_t n) {
   p->period_type.type = copy_str(m, first->period_type.type);
   p->period_type.unit = copy_str(m, first->period_type.unit);
   p->default_sample_type = "";
+  p->ids_sequential = 1; /* IDs run 1..N, in order */
   for (size_t i = 0; i < n; i++) {
     const cprof__pf_t *s = ps[i];
     if (p->time_nanos == 0 || s->time_nanos < p->time_nanos)

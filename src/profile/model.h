@@ -94,7 +94,10 @@ typedef struct cprof__pf {
   const char **comments;
   size_t n_comments;
   const char *default_sample_type; /* "" when none */
-  cprof__arena_t *arena;           /* owns all of the above */
+  /* decode: the mappings', locations' and functions' IDs ran 1..n in the
+   * file's order, as Parca requires (pprof does not). */
+  int ids_sequential;
+  cprof__arena_t *arena; /* owns all of the above */
 } cprof__pf_t;
 
 void cprof__pf_free(cprof__pf_t *p);
