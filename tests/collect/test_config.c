@@ -322,6 +322,7 @@ static const struct {
      "did not find expected node content"},
     {"object_storage:\n  bucket: {\n    type: FILESYSTEM\n   bad\n", "5:1", "(while parsing"},
     {"a: b\n c: d\n", "2:3", "mapping values are not allowed"},
+    {"object_storage:\n  bucket: \xff\n", "2:11", "invalid leading UTF-8 octet"},
     {"", "1:1", "the file is empty"},
     {"# only a comment\n", "1:1", "the file is empty"},
 };

@@ -782,10 +782,19 @@ int collect_config_load(const char *file, collect_config_t **out, char *err, siz
     yaml_mark_t m = parser.problem_mark;
     if (parser.error == YAML_MEMORY_ERROR)
       rc = oom(&c);
-    else if (parser.error == YAML_READER_ERROR) { /* bad bytes: only an offset is known */
-      snprintf(err, errlen, "%s: byte %zu: %s", file, parser.problem_offset,
-               parser.problem ? parser.problem : "unreadable");
-      rc = -EINVAL;
+    else if (parser.error == YAML_READER_ERROR) {
+      /* Bad bytes (not UTF-8): libyaml knows only their offset, so count
+       * the lines up to it. */
+      yaml_mark_t at = {0};
+      rewind(f);
+      for (size_t i = 0; i < parser.problem_offset; i++) {
+        int ch = getc(f);
+        if (ch == EOF)
+          break;
+        at.line += ch == '\n';
+        at.column = ch == '\n' ? 0 : at.column + 1;
+      }
+      rc = fail_mark(&c, at, "%s", parser.problem ? parser.problem : "unreadable bytes");
     } else if (parser.context)
       rc = fail_mark(&c, m, "%s (%s that began on line %zu)", parser.problem, parser.context,
                      parser.context_mark.line + 1);
