@@ -23,5 +23,7 @@ int cmd_web(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_prompt(int argc, char **argv);
+/* In tools/cprof/collect/command.c (the cprof_collect library). */
+int cmd_collect(int argc, char **argv);
 
 #endif

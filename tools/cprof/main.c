@@ -19,6 +19,7 @@ static const command_t commands[] = {
     {"flame", cmd_flame, "the viewer page (flame graph, icicle, top table) in one file"},
     {"web", cmd_web, "serve the viewer page over HTTP, as go tool pprof -http"},
     {"fetch", cmd_fetch, "save a profile from a URL (or a file, or -) in a file"},
+    {"collect", cmd_collect, "continuous profiling from a Parca config (--check: check it)"},
     {"run", cmd_run, "run a program with the profiler preloaded"},
     {"prompt", cmd_prompt, "the interactive prompt (as cprof SOURCE), as go tool pprof SOURCE"},
     {NULL, NULL, NULL},
