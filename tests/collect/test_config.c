@@ -76,7 +76,7 @@ static void test_seed(void) {
     const collect_job_t *j = &c->jobs[i];
     CHECK_EQ_STR(j->name, names[i]);
     CHECK_EQ_INT(j->interval_ms, 3000);
-    CHECK_EQ_INT(j->timeout_ms, 6000); /* Parca: the interval and 3 s more */
+    CHECK_EQ_INT(j->timeout_ms, 3000); /* Parca v0.16: the interval */
     CHECK_EQ_STR(j->scheme, "http");
     CHECK_EQ_STR(j->path_prefix, "");
     CHECK(!j->username && !j->password && !j->bearer_token);
@@ -115,7 +115,7 @@ static void test_defaults(void) {
                                         "      - targets: ['[::1]:6060', 'localhost:1']\n"
                                         "  - job_name: b\n"
                                         "    scrape_interval: 1m30s\n"
-                                        "    scrape_timeout: 2m\n");
+                                        "    scrape_timeout: 1m\n");
   CHECK_EQ_INT(collect_config_load(path, &c, err, sizeof err), 0);
   if (!c) {
     fprintf(stderr, "defaults: %s\n", err);
@@ -124,14 +124,15 @@ static void test_defaults(void) {
   CHECK_EQ_STR(c->directory, "d");
   CHECK_EQ_INT(c->njobs, 2);
   CHECK_EQ_INT(c->jobs[0].interval_ms, 10000);
-  CHECK_EQ_INT(c->jobs[0].timeout_ms, 13000);
+  CHECK_EQ_INT(c->jobs[0].timeout_ms, 10000);
   CHECK_EQ_INT(c->jobs[0].ntargets, 2);
   CHECK_EQ_STR(c->jobs[0].targets[0].addr, "[::1]:6060");
   CHECK(profile(&c->jobs[0], "process_cpu") && profile(&c->jobs[0], "process_cpu")->seconds == 9);
   CHECK_EQ_INT(c->jobs[1].interval_ms, 90000);
-  CHECK_EQ_INT(c->jobs[1].timeout_ms, 120000);
+  CHECK_EQ_INT(c->jobs[1].timeout_ms, 60000);
   CHECK_EQ_INT(c->jobs[1].ntargets, 0);
-  CHECK(profile(&c->jobs[1], "process_cpu") && profile(&c->jobs[1], "process_cpu")->seconds == 89);
+  /* Less than the shorter timeout, so that it arrives in time. */
+  CHECK(profile(&c->jobs[1], "process_cpu") && profile(&c->jobs[1], "process_cpu")->seconds == 59);
   collect_config_free(c);
 
   /* No scrape_configs at all is a config Parca accepts. */
@@ -264,9 +265,9 @@ static const struct {
     {STORAGE "scrape_configs:\n  - job_name: a\n    scrape_interval: \"3x\"\n", "8:22",
      "\"3x\" is not a duration"},
     {STORAGE
-     "scrape_configs:\n  - job_name: a\n    scrape_interval: 10s\n    scrape_timeout: 10s\n",
-     "9:21", "scrape_timeout must be greater than scrape_interval"},
-    {STORAGE "scrape_configs:\n  - job_name: a\n    scrape_interval: 500ms\n"
+     "scrape_configs:\n  - job_name: a\n    scrape_interval: 10s\n    scrape_timeout: 11s\n",
+     "9:21", "scrape_timeout (11000ms) must be more than 0 and fit in scrape_interval (10000ms)"},
+    {STORAGE "scrape_configs:\n  - job_name: a\n    scrape_interval: 5s\n"
              "    scrape_timeout: 1s\n",
      "9:21", "at least 2s while process_cpu"},
     {STORAGE "scrape_configs:\n  - scheme: http\n", "7:5", "without a job_name"},

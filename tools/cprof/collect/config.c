@@ -8,12 +8,14 @@
  *
  * Parca's rules kept here, and where they come from:
  *  - scrape_interval defaults to 10s; scrape_timeout defaults to the
- *    interval plus 3s and must be greater than the interval, because a
- *    delta profile (process_cpu) lasts most of an interval and still has to
- *    arrive (DefaultScrapeConfig and ScrapeConfig.UnmarshalYAML).
+ *    interval and must fit in it, as in the Parca of the seed's set-up
+ *    (v0.16: "scrape timeout must be larger or equal to inverval" guards
+ *    timeout > interval; later Parcas turned this round, to a timeout of
+ *    the interval plus 3s that must exceed it).
  *  - With process_cpu enabled the timeout is at least 2s.
  *  - A delta profile is asked for ?seconds= the interval less one second
- *    (pkg/scrape/target.go), here at least 1.
+ *    (pkg/scrape/target.go), here at least 1, and less than the timeout
+ *    when that is shorter, so that it always arrives in time.
  *  - A pprof_config entry named like a default fills what it leaves out
  *    from the default (enabled, path; here also delta, which Parca drops:
  *    `process_cpu: {enabled: true}` would otherwise stop being a delta
@@ -57,7 +59,6 @@ static const struct {
 #define NDEFAULTS (sizeof default_profiles / sizeof default_profiles[0])
 
 #define DEFAULT_INTERVAL_MS 10000L
-#define TIMEOUT_MARGIN_MS 3000L
 #define CPU_MIN_TIMEOUT_MS 2000L
 
 static int fail_mark(ctx_t *c, yaml_mark_t m, const char *fmt, ...)
@@ -573,16 +574,16 @@ static int parse_job(ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
   j->interval_ms = DEFAULT_INTERVAL_MS;
   if (interval_node && (rc = get_duration(c, interval_node, "scrape_interval", &j->interval_ms)))
     return rc;
-  if (j->interval_ms <= 0 || j->interval_ms > LONG_MAX - TIMEOUT_MARGIN_MS)
-    return FAIL(c, interval_node, "scrape_interval must be more than 0 and less than forever");
-  j->timeout_ms = j->interval_ms + TIMEOUT_MARGIN_MS;
+  if (j->interval_ms <= 0)
+    return FAIL(c, interval_node, "scrape_interval must be more than 0");
+  j->timeout_ms = j->interval_ms;
   if (timeout_node && (rc = get_duration(c, timeout_node, "scrape_timeout", &j->timeout_ms)))
     return rc;
-  if (j->timeout_ms <= j->interval_ms)
+  if (j->timeout_ms <= 0 || j->timeout_ms > j->interval_ms)
     return FAIL(c, timeout_node,
-                "scrape_timeout must be greater than scrape_interval (a delta profile lasts "
-                "most of an interval), in job %s",
-                j->name);
+                "scrape_timeout (%ldms) must be more than 0 and fit in scrape_interval (%ldms), "
+                "in job %s",
+                j->timeout_ms, j->interval_ms, j->name);
 
   if (!(j->scheme = strdup("http")) || !(j->path_prefix = strdup("")))
     return oom(c);
@@ -674,8 +675,10 @@ static int parse_job(ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
     collect_profile_t *p = &j->profiles[i];
     if (*j->path_prefix && (rc = join_prefix(c, j->path_prefix, &p->path)))
       return rc;
-    if (!p->seconds) /* less than the interval, so it cannot outlast the timeout */
-      p->seconds = j->interval_ms / 1000 - 1 >= 1 ? j->interval_ms / 1000 - 1 : 1;
+    if (!p->seconds) { /* less than the interval and the timeout: it arrives in time */
+      long fit = (j->timeout_ms < j->interval_ms ? j->timeout_ms : j->interval_ms) / 1000 - 1;
+      p->seconds = fit >= 1 ? fit : 1;
+    }
   }
   collect_profile_t *cpu = find_profile(j, "process_cpu");
   if (cpu && cpu->enabled && j->timeout_ms < CPU_MIN_TIMEOUT_MS)

@@ -48,7 +48,7 @@ typedef struct collect_target {
 typedef struct collect_job {
   char *name;
   long interval_ms;          /* scrape_interval, default 10 s */
-  long timeout_ms;           /* scrape_timeout, default interval + 3 s; always > interval */
+  long timeout_ms;           /* scrape_timeout, default the interval; never more */
   char *scheme;              /* "http" or "https" */
   char *path_prefix;         /* profiling_config.path_prefix, or "" */
   char *username, *password; /* basic_auth, or NULL; password_file read */
