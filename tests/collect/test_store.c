@@ -38,7 +38,7 @@ static int put_i(collect_store_t *s, const char *job, const char *inst, const ch
                  int64_t i, int64_t *id) {
   unsigned char buf[1024];
   size_t n = gen(i, buf, sizeof buf);
-  collect_label_t labels[] = {{"job", job}, {"instance", inst}, {"env", "prod"}};
+  collect_store_label_t labels[] = {{"job", job}, {"instance", inst}, {"env", "prod"}};
   collect_entry_t e = {.job = job,
                        .instance = inst,
                        .type = type,
@@ -156,7 +156,7 @@ static int collect_series(void *arg, const collect_series_t *se) {
 }
 
 static void test_labels(void) {
-  collect_label_t l[] = {{"job", "x"}, {"env", "a\"b\\c\nd"}, {"instance", "h:1"}};
+  collect_store_label_t l[] = {{"job", "x"}, {"env", "a\"b\\c\nd"}, {"instance", "h:1"}};
   char *t = collect_store_labels_text(l, 3);
   CHECK_EQ_STR(t, "{env=\"a\\\"b\\\\c\\nd\",instance=\"h:1\",job=\"x\"}");
   free(t);

@@ -1,16 +1,18 @@
-/* cprof collect: the Parca-compatible collector's command. For now it
- * reads and checks a Parca config (--check); the collector itself (scrape,
- * store, serve) is added by later parts of issue 17. */
+/* cprof collect: the Parca-compatible collector's command: reads and
+ * checks a Parca config, then scrapes and stores (collect/run.c) until
+ * SIGTERM; with --check only the first. The web UI and remote write come
+ * with later parts of issue 17. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "collect/config.h"
+#include "collect/run.h"
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --check FILE\n"
-               "       cprof collect --config FILE --check\n"
+  fprintf(out, "usage: cprof collect --config FILE\n"
+               "       cprof collect --check FILE\n"
                "\n"
                "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
                "programs) as Parca does, from Parca's own YAML config (object_storage and\n"
@@ -91,9 +93,7 @@ int cmd_collect(int argc, char **argv) {
     collect_config_free(cfg);
     return 0;
   }
+  int rc = collect_run(cfg);
   collect_config_free(cfg);
-  /* Replace with the collector's main loop when it lands. */
-  fprintf(stderr,
-          "cprof collect: the collector itself is not built yet; --check checks a config\n");
-  return 1;
+  return rc;
 }

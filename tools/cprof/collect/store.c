@@ -136,7 +136,7 @@ static int make_dir(const char *path, int *created, char *err, size_t errlen) {
 /* ---- labels ------------------------------------------------------------ */
 
 static int label_cmp(const void *a, const void *b) {
-  const collect_label_t *x = a, *y = b;
+  const collect_store_label_t *x = a, *y = b;
   int c = strcmp(x->name, y->name);
   return c ? c : strcmp(x->value, y->value);
 }
@@ -152,8 +152,8 @@ static void put_escaped(FILE *f, const char *s) {
   }
 }
 
-char *collect_store_labels_text(const collect_label_t *labels, size_t n) {
-  collect_label_t *sorted = NULL;
+char *collect_store_labels_text(const collect_store_label_t *labels, size_t n) {
+  collect_store_label_t *sorted = NULL;
   if (n) {
     sorted = malloc(n * sizeof *sorted);
     if (!sorted)

@@ -62,7 +62,7 @@ typedef struct {
 typedef struct {
   const char *name;
   const char *value;
-} collect_label_t;
+} collect_store_label_t;
 
 /* One scraped profile. job, instance (the target, "host:port") and type
  * (the profile's name: "process_cpu", "memory", ...) are required. labels
@@ -74,7 +74,7 @@ typedef struct {
   const char *job;
   const char *instance;
   const char *type;
-  const collect_label_t *labels;
+  const collect_store_label_t *labels;
   size_t nlabels;
   int64_t time_ns;     /* the scrape's start, Unix nanoseconds */
   int64_t duration_ns; /* the profile's duration (0 when it has none) */
@@ -167,6 +167,6 @@ void collect_store_totals(collect_store_t *s, int64_t *profiles, int64_t *bytes)
 /* The canonical text of a label set: sorted by name, then value,
  * {a="x",b="y"}, with \, " and newline escaped as in Prometheus's text
  * format; "{}" when empty. Malloc'd; NULL when out of memory. */
-char *collect_store_labels_text(const collect_label_t *labels, size_t n);
+char *collect_store_labels_text(const collect_store_label_t *labels, size_t n);
 
 #endif
