@@ -26,7 +26,7 @@ YAML
 run seed -- "$C" collect --check "$T/parca.yaml"
 check "seed: exit 0" rc_is seed 0
 check "seed: the summary" has "$T/seed.out" \
-  "^$T/parca.yaml: 2 jobs, 2 targets, 6 profiles each; storage \./tmp\$"
+  "^$T/parca.yaml: 2 jobs, 2 targets, 5 profiles each; storage \./tmp\$"
 check "seed: nothing on stderr" [ ! -s "$T/seed.err" ]
 run seed2 -- "$C" collect --config "$T/parca.yaml" --check
 check "--config FILE --check: the same" same seed seed2 out

@@ -85,18 +85,18 @@ static void test_seed(void) {
       CHECK_EQ_STR(j->targets[0].addr, addrs[i]);
       CHECK_EQ_INT(j->targets[0].nlabels, 0);
     }
-    /* The defaults, in this order, all enabled. */
+    /* The defaults, in this order, all but threadcreate enabled. */
     static const char *const pn[] = {"memory", "block",        "goroutine",
                                      "mutex",  "threadcreate", "process_cpu"};
     static const char *const pp[] = {"/debug/pprof/heap",         "/debug/pprof/block",
                                      "/debug/pprof/goroutine",    "/debug/pprof/mutex",
                                      "/debug/pprof/threadcreate", "/debug/pprof/profile"};
     CHECK_EQ_INT(j->nprofiles, 6);
-    CHECK_EQ_INT(collect_job_enabled_profiles(j), 6);
+    CHECK_EQ_INT(collect_job_enabled_profiles(j), 5); /* threadcreate is off, as in Parca */
     for (size_t p = 0; p < j->nprofiles && p < 6; p++) {
       CHECK_EQ_STR(j->profiles[p].name, pn[p]);
       CHECK_EQ_STR(j->profiles[p].path, pp[p]);
-      CHECK_EQ_INT(j->profiles[p].enabled, 1);
+      CHECK_EQ_INT(j->profiles[p].enabled, p != 4);
       CHECK_EQ_INT(j->profiles[p].delta, p == 5);
       CHECK_EQ_INT(j->profiles[p].nkeep, 0);
     }
@@ -169,6 +169,7 @@ static void test_overrides(void) {
                                         "        memory: {enabled: false}\n"
                                         "        process_cpu: {enabled: true}\n"
                                         "        mutex:\n"
+                                        "        threadcreate: {}\n"
                                         "        block:\n"
                                         "          path: /custom/block\n"
                                         "          keep_sample_type:\n"
@@ -211,6 +212,8 @@ static void test_overrides(void) {
   }
   CHECK_EQ_INT(j->nprofiles, 7);
   CHECK_EQ_INT(collect_job_enabled_profiles(j), 6);
+  /* Off by default; named in the file, on. */
+  CHECK(profile(j, "threadcreate") && profile(j, "threadcreate")->enabled);
   const collect_profile_t *p;
   CHECK((p = profile(j, "memory")) && !p->enabled && !strcmp(p->path, "/auth/debug/pprof/heap"));
   /* Parca would drop delta here; the default's delta stays. */

@@ -44,17 +44,21 @@ typedef struct ctx {
 } ctx_t;
 
 /* Parca's default profiles (memory is the heap profile, as the issue asks;
- * newer Parca scrapes /debug/pprof/allocs for it). */
+ * newer Parca scrapes /debug/pprof/allocs for it). threadcreate is known by
+ * name but off, as in Parca: Go's holds a sample without a stack (threads
+ * made before profiling), which Parca's checks refuse (validate.c), so a
+ * Go target would always read Bad; `threadcreate: {enabled: true}` turns
+ * it on for cprof's programs, whose threadcreate has stacks. */
 static const struct {
   const char *name, *path;
-  int delta;
+  int delta, enabled;
 } default_profiles[] = {
-    {"memory", "/debug/pprof/heap", 0},
-    {"block", "/debug/pprof/block", 0},
-    {"goroutine", "/debug/pprof/goroutine", 0},
-    {"mutex", "/debug/pprof/mutex", 0},
-    {"threadcreate", "/debug/pprof/threadcreate", 0},
-    {"process_cpu", "/debug/pprof/profile", 1},
+    {"memory", "/debug/pprof/heap", 0, 1},
+    {"block", "/debug/pprof/block", 0, 1},
+    {"goroutine", "/debug/pprof/goroutine", 0, 1},
+    {"mutex", "/debug/pprof/mutex", 0, 1},
+    {"threadcreate", "/debug/pprof/threadcreate", 0, 0},
+    {"process_cpu", "/debug/pprof/profile", 1, 1},
 };
 #define NDEFAULTS (sizeof default_profiles / sizeof default_profiles[0])
 
@@ -452,8 +456,8 @@ static int parse_profile(ctx_t *c, collect_job_t *j, const yaml_node_t *k, const
   if (custom) {
     if (!(p = push(&j->profiles, &j->nprofiles, sizeof *p)) || !(p->name = strdup(scalar(k))))
       return oom(c);
-    p->enabled = 1;
   }
+  p->enabled = 1; /* named in the file: on unless it says otherwise, as in Parca */
   if (is_null(v)) {
     if (custom)
       return FAIL(c, k, "profile %s is not one of Parca's defaults, so it needs a path", p->name);
@@ -666,7 +670,7 @@ static int parse_job(ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
     if (!(p->name = strdup(default_profiles[i].name)) ||
         !(p->path = strdup(default_profiles[i].path)))
       return oom(c);
-    p->enabled = 1;
+    p->enabled = default_profiles[i].enabled;
     p->delta = default_profiles[i].delta;
   }
   if ((n = get(c, sc, "profiling_config")) && (rc = parse_profiling_config(c, j, n)))
