@@ -3,7 +3,9 @@
  * SIGTERM; with --check only the first. The web UI and remote write come
  * with later parts of issue 17. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collect/config.h"
@@ -19,6 +21,10 @@ static void usage(FILE *out) {
                "scrape_configs).\n"
                "\n"
                "  --config FILE  the config file (parca.yaml)\n"
+               "  --retention DURATION    delete profiles older than this (default 15d; 0: keep\n"
+               "                 them), as Prometheus's --storage.tsdb.retention.time\n"
+               "  --retention-size SIZE   delete the oldest past this much (512MB, 10GB; default\n"
+               "                 0: no limit), as --storage.tsdb.retention.size\n"
                "  --check        only read and check the config: a summary on success, one\n"
                "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
                "  -h, --help     this text\n");
@@ -43,14 +49,46 @@ static void summary(const collect_config_t *c) {
   printf("; storage %s\n", c->directory);
 }
 
+/* "512MB", "10GB", "1.5TB", "4096" (bytes), base 1024 as Prometheus's
+ * units; 0 or -1. */
+static int parse_size(const char *s, int64_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  static const struct {
+    const char *unit;
+    double factor;
+  } units[] = {{"", 1},
+               {"B", 1},
+               {"KB", 1024.0},
+               {"KiB", 1024.0},
+               {"MB", 1048576.0},
+               {"MiB", 1048576.0},
+               {"GB", 1073741824.0},
+               {"GiB", 1073741824.0},
+               {"TB", 1099511627776.0},
+               {"TiB", 1099511627776.0}};
+  if (end == s || v < 0)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+    if (strcmp(end, units[i].unit) == 0 && v * units[i].factor < 9e18) {
+      *out = (int64_t)(v * units[i].factor);
+      return 0;
+    }
+  return -1;
+}
+
 int cmd_collect(int argc, char **argv) {
   static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                         {"config-path", required_argument, NULL, 'c'},
                                         {"check", no_argument, NULL, 'k'},
+                                        {"retention", required_argument, NULL, 'r'},
+                                        {"retention-size", required_argument, NULL, 's'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   const char *file = NULL;
   int check = 0, c;
+  long age_ms = 15L * 24 * 3600 * 1000;
+  collect_retention_t keep = {0};
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
@@ -60,6 +98,20 @@ int cmd_collect(int argc, char **argv) {
       break;
     case 'k':
       check = 1;
+      break;
+    case 'r':
+      if (collect_parse_duration(optarg, &age_ms) != 0) {
+        fprintf(stderr, "cprof collect: --retention wants a duration (15d, 12h, 0), not %s\n",
+                optarg);
+        return 2;
+      }
+      break;
+    case 's':
+      if (parse_size(optarg, &keep.max_bytes) != 0) {
+        fprintf(stderr, "cprof collect: --retention-size wants a size (512MB, 10GB, 0), not %s\n",
+                optarg);
+        return 2;
+      }
       break;
     case 'h':
       usage(stdout);
@@ -93,7 +145,8 @@ int cmd_collect(int argc, char **argv) {
     collect_config_free(cfg);
     return 0;
   }
-  int rc = collect_run(cfg);
+  keep.max_age_ns = (int64_t)age_ms * 1000000;
+  int rc = collect_run(cfg, &keep);
   collect_config_free(cfg);
   return rc;
 }

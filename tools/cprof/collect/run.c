@@ -5,28 +5,59 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "collect/scrape.h"
 #include "collect/store.h"
 
-/* Waits for SIGTERM or SIGINT (blocked in every thread), then stops the
- * scraper: a thread of its own, since nothing of libcurl's may run in a
- * signal handler. */
-static void *signals(void *arg) {
+#define RETAIN_EVERY_S 10
+
+typedef struct {
+  collect_scraper_t *scraper;
+  collect_store_t *store;
+  collect_retention_t keep;
+} housekeeper_t;
+
+static void retain(housekeeper_t *h) {
+  if (h->keep.max_age_ns <= 0 && h->keep.max_bytes <= 0)
+    return;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  collect_store_retained_t gone = {0};
+  char err[512];
+  if (collect_store_retain(h->store, h->keep.max_age_ns, h->keep.max_bytes,
+                           (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, &gone, err,
+                           sizeof err) != 0)
+    fprintf(stderr, "cprof collect: retention: %s\n", err);
+  else if (gone.profiles)
+    fprintf(stderr, "cprof collect: retention: %lld profiles (%.1f MB) deleted\n",
+            (long long)gone.profiles, (double)gone.bytes / 1e6);
+}
+
+/* The collector's second thread: applies the retention every
+ * RETAIN_EVERY_S seconds, and stops the scraper at SIGTERM or SIGINT
+ * (blocked in every thread, taken here by sigtimedwait: nothing of
+ * libcurl's may run in a signal handler). */
+static void *housekeeper(void *arg) {
+  housekeeper_t *h = arg;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
-  int sig;
-  if (sigwait(&set, &sig) == 0) {
-    fprintf(stderr, "cprof collect: %s: finishing the scrapes in flight\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    collect_scraper_stop(arg);
+  for (;;) {
+    retain(h);
+    struct timespec every = {RETAIN_EVERY_S, 0};
+    int sig = sigtimedwait(&set, NULL, &every);
+    if (sig == SIGTERM || sig == SIGINT) {
+      fprintf(stderr, "cprof collect: %s: finishing the scrapes in flight\n",
+              sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      collect_scraper_stop(h->scraper);
+      return NULL;
+    }
   }
-  return NULL;
 }
 
-int collect_run(const collect_config_t *cfg) {
+int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
   char err[512];
   collect_store_t *store;
   collect_store_repair_t repair = {0};
@@ -52,19 +83,23 @@ int collect_run(const collect_config_t *cfg) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &old);
   pthread_t t;
-  if (pthread_create(&t, NULL, signals, s) != 0) {
+  housekeeper_t h = {s, store, *keep};
+  if (pthread_create(&t, NULL, housekeeper, &h) != 0) {
     fprintf(stderr, "cprof collect: cannot start a thread\n");
     collect_scraper_free(s);
     collect_store_close(store);
     return 1;
   }
-  pthread_detach(t);
+
   size_t targets = 0;
   for (size_t i = 0; i < cfg->njobs; i++)
     targets += cfg->jobs[i].ntargets;
   fprintf(stderr, "cprof collect: scraping %zu targets of %zu jobs into %s\n", targets, cfg->njobs,
           cfg->directory);
   int rc = collect_scraper_run(s);
+  if (rc != 0) /* the housekeeper waits for a signal: send it one */
+    pthread_kill(t, SIGTERM);
+  pthread_join(t, NULL);
   collect_scraper_free(s);
   collect_store_close(store);
   if (rc != 0)
