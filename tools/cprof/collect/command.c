@@ -4,6 +4,7 @@
  * with later parts of issue 17. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collect/config.h"
@@ -11,7 +12,7 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --config FILE\n"
+  fprintf(out, "usage: cprof collect --config FILE [--remote-write URL]\n"
                "       cprof collect --check FILE\n"
                "\n"
                "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
@@ -21,6 +22,8 @@ static void usage(FILE *out) {
                "  --config FILE  the config file (parca.yaml)\n"
                "  --check        only read and check the config: a summary on success, one\n"
                "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
+               "  --remote-write URL  also push every profile to Grafana Pyroscope at URL\n"
+               "                 (http://host:4040); replaces remote_write.url of the config\n"
                "  -h, --help     this text\n");
 }
 
@@ -40,16 +43,39 @@ static void summary(const collect_config_t *c) {
     printf("%zu profile%s each", lo, lo == 1 ? "" : "s");
   else
     printf("%zu profile%s in all", profiles, profiles == 1 ? "" : "s");
-  printf("; storage %s\n", c->directory);
+  printf("; storage %s", c->directory);
+  if (c->remote_write)
+    printf("; remote write %s", c->remote_write->url);
+  printf("\n");
+}
+
+/* --remote-write URL: the config's remote_write with its url replaced, or
+ * one with the defaults. 0, or 1 with a line on stderr. */
+static int set_remote_write(collect_config_t *cfg, const char *url) {
+  const char *why;
+  if (!collect_remote_write_url_ok(url, &why)) {
+    fprintf(stderr, "cprof collect: --remote-write \"%s\" %s\n", url, why);
+    return 1;
+  }
+  if (!cfg->remote_write && (cfg->remote_write = calloc(1, sizeof *cfg->remote_write)))
+    cfg->remote_write->queue_size = COLLECT_DEFAULT_QUEUE_SIZE;
+  char *u = strdup(url);
+  if (!cfg->remote_write || !u) {
+    free(u);
+    fprintf(stderr, "cprof collect: out of memory\n");
+    return 1;
+  }
+  free(cfg->remote_write->url);
+  cfg->remote_write->url = u;
+  return 0;
 }
 
 int cmd_collect(int argc, char **argv) {
-  static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
-                                        {"config-path", required_argument, NULL, 'c'},
-                                        {"check", no_argument, NULL, 'k'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
-  const char *file = NULL;
+  static const struct option longs[] = {
+      {"config", required_argument, NULL, 'c'}, {"config-path", required_argument, NULL, 'c'},
+      {"check", no_argument, NULL, 'k'},        {"remote-write", required_argument, NULL, 'r'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *file = NULL, *remote = NULL;
   int check = 0, c;
   opterr = 0;
   optind = 1;
@@ -60,6 +86,9 @@ int cmd_collect(int argc, char **argv) {
       break;
     case 'k':
       check = 1;
+      break;
+    case 'r':
+      remote = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -87,6 +116,10 @@ int cmd_collect(int argc, char **argv) {
   if (collect_config_load(file, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
+  }
+  if (remote && set_remote_write(cfg, remote) != 0) {
+    collect_config_free(cfg);
+    return 2;
   }
   if (check) {
     summary(cfg);
