@@ -329,7 +329,77 @@ static const struct {
     {"object_storage:\n  bucket: \xff\n", "2:11", "invalid leading UTF-8 octet"},
     {"", "1:1", "the file is empty"},
     {"# only a comment\n", "1:1", "the file is empty"},
+    /* remote_write (cprof's own section) */
+    {STORAGE "remote_write: [x]\n", "6:15", "remote_write wants a map, not a list"},
+    {STORAGE "remote_write:\n  urll: http://p:4040\n", "7:3", "unknown key urll in remote_write"},
+    {STORAGE "remote_write:\n  queue_size: 3\n", "7:3", "remote_write has no url"},
+    {STORAGE "remote_write:\n  url: p:4040\n", "7:8", "is not an http:// or https:// URL"},
+    {STORAGE "remote_write:\n  url: http://\n", "7:8", "has no host"},
+    {STORAGE "remote_write:\n  url: http://p:4040/ingest?name=a\n", "7:8", "has a query"},
+    {STORAGE "remote_write:\n  url: http://p\n  queue_size: 0\n", "8:15",
+     "queue_size \"0\" is not a number from 1 to 1000000"},
+    {STORAGE "remote_write:\n  url: http://p\n  queue_size: 10k\n", "8:15", "not a number"},
+    {STORAGE "remote_write:\n  url: http://p\n  queue_size: [1]\n", "8:15",
+     "queue_size wants a single value"},
+    {STORAGE "remote_write:\n  url: http://p\n  bearer_token: t\n  basic_auth: {username: u}\n",
+     "8:17", "remote_write takes basic_auth or a bearer token, not both"},
+    {STORAGE "remote_write:\n  url: http://p\n  basic_auth: {user: u}\n", "8:16",
+     "unknown key user in basic_auth"},
+    {STORAGE "remote_write:\n  url: http://p\n  bearer_token_file: absent\n", "8:22",
+     "bearer_token_file absent: No such file or directory"},
+    {STORAGE "remote_write:\n  url: http://p\n  tenant_id: {a: b}\n", "8:14",
+     "tenant_id wants a single value"},
 };
+
+/* remote_write read back, with its defaults and its secret from a file. */
+static void test_remote_write(void) {
+  collect_config_t *c;
+  char err[512];
+  CHECK_EQ_INT(collect_config_load(write_yaml(STORAGE), &c, err, sizeof err), 0);
+  CHECK(c && c->remote_write == NULL);
+  collect_config_free(c);
+
+  CHECK_EQ_INT(collect_config_load(write_yaml(STORAGE "remote_write:\n  url: http://p:4040\n"), &c,
+                                   err, sizeof err),
+               0);
+  CHECK(c && c->remote_write);
+  if (c && c->remote_write) {
+    CHECK_EQ_STR(c->remote_write->url, "http://p:4040");
+    CHECK_EQ_INT(c->remote_write->queue_size, COLLECT_DEFAULT_QUEUE_SIZE);
+    CHECK(!c->remote_write->username && !c->remote_write->password &&
+          !c->remote_write->bearer_token && !c->remote_write->tenant_id);
+  }
+  collect_config_free(c);
+
+  write_file("rw_password", "  s3cret\n");
+  CHECK_EQ_INT(collect_config_load(write_yaml(STORAGE "remote_write:\n"
+                                                      "  url: https://p/base/\n"
+                                                      "  basic_auth:\n"
+                                                      "    username: me\n"
+                                                      "    password_file: rw_password\n"
+                                                      "  tenant_id: team-a\n"
+                                                      "  queue_size: 7\n"),
+                                   &c, err, sizeof err),
+               0);
+  CHECK(c && c->remote_write);
+  if (c && c->remote_write) {
+    CHECK_EQ_STR(c->remote_write->url, "https://p/base/");
+    CHECK_EQ_STR(c->remote_write->username, "me");
+    CHECK_EQ_STR(c->remote_write->password, "s3cret");
+    CHECK_EQ_STR(c->remote_write->tenant_id, "team-a");
+    CHECK_EQ_INT(c->remote_write->queue_size, 7);
+    CHECK(!c->remote_write->bearer_token);
+  }
+  collect_config_free(c);
+
+  CHECK_EQ_INT(collect_config_load(
+                   write_yaml(STORAGE "remote_write: {url: 'http://p', bearer_token: tok}\n"), &c,
+                   err, sizeof err),
+               0);
+  if (c && c->remote_write)
+    CHECK_EQ_STR(c->remote_write->bearer_token, "tok");
+  collect_config_free(c);
+}
 
 static void test_errors(void) {
   for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
@@ -375,6 +445,7 @@ int main(void) {
   test_overrides();
   test_durations();
   test_errors();
+  test_remote_write();
   test_unreadable();
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

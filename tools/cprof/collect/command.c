@@ -13,7 +13,7 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --config FILE\n"
+  fprintf(out, "usage: cprof collect --config FILE [--remote-write URL]\n"
                "       cprof collect --check FILE\n"
                "\n"
                "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
@@ -27,6 +27,8 @@ static void usage(FILE *out) {
                "                 0: no limit), as --storage.tsdb.retention.size\n"
                "  --check        only read and check the config: a summary on success, one\n"
                "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
+               "  --remote-write URL  also push every profile to Grafana Pyroscope at URL\n"
+               "                 (http://host:4040); replaces remote_write.url of the config\n"
                "  -h, --help     this text\n");
 }
 
@@ -46,7 +48,31 @@ static void summary(const collect_config_t *c) {
     printf("%zu profile%s each", lo, lo == 1 ? "" : "s");
   else
     printf("%zu profile%s in all", profiles, profiles == 1 ? "" : "s");
-  printf("; storage %s\n", c->directory);
+  printf("; storage %s", c->directory);
+  if (c->remote_write)
+    printf("; remote write %s", c->remote_write->url);
+  printf("\n");
+}
+
+/* --remote-write URL: the config's remote_write with its url replaced, or
+ * one with the defaults. 0, or 1 with a line on stderr. */
+static int set_remote_write(collect_config_t *cfg, const char *url) {
+  const char *why;
+  if (!collect_remote_write_url_ok(url, &why)) {
+    fprintf(stderr, "cprof collect: --remote-write \"%s\" %s\n", url, why);
+    return 1;
+  }
+  if (!cfg->remote_write && (cfg->remote_write = calloc(1, sizeof *cfg->remote_write)))
+    cfg->remote_write->queue_size = COLLECT_DEFAULT_QUEUE_SIZE;
+  char *u = strdup(url);
+  if (!cfg->remote_write || !u) {
+    free(u);
+    fprintf(stderr, "cprof collect: out of memory\n");
+    return 1;
+  }
+  free(cfg->remote_write->url);
+  cfg->remote_write->url = u;
+  return 0;
 }
 
 /* "512MB", "10GB", "1.5TB", "4096" (bytes), base 1024 as Prometheus's
@@ -78,6 +104,7 @@ static int parse_size(const char *s, int64_t *out) {
 }
 
 int cmd_collect(int argc, char **argv) {
+<<<<<<< HEAD
   static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                         {"config-path", required_argument, NULL, 'c'},
                                         {"check", no_argument, NULL, 'k'},
@@ -86,6 +113,13 @@ int cmd_collect(int argc, char **argv) {
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   const char *file = NULL;
+=======
+  static const struct option longs[] = {
+      {"config", required_argument, NULL, 'c'}, {"config-path", required_argument, NULL, 'c'},
+      {"check", no_argument, NULL, 'k'},        {"remote-write", required_argument, NULL, 'r'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *file = NULL, *remote = NULL;
+>>>>>>> i17-push
   int check = 0, c;
   long age_ms = 15L * 24 * 3600 * 1000;
   collect_retention_t keep = {0};
@@ -100,6 +134,7 @@ int cmd_collect(int argc, char **argv) {
       check = 1;
       break;
     case 'r':
+<<<<<<< HEAD
       if (collect_parse_duration(optarg, &age_ms) != 0) {
         fprintf(stderr, "cprof collect: --retention wants a duration (15d, 12h, 0), not %s\n",
                 optarg);
@@ -112,6 +147,9 @@ int cmd_collect(int argc, char **argv) {
                 optarg);
         return 2;
       }
+=======
+      remote = optarg;
+>>>>>>> i17-push
       break;
     case 'h':
       usage(stdout);
@@ -139,6 +177,10 @@ int cmd_collect(int argc, char **argv) {
   if (collect_config_load(file, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
+  }
+  if (remote && set_remote_write(cfg, remote) != 0) {
+    collect_config_free(cfg);
+    return 2;
   }
   if (check) {
     summary(cfg);

@@ -548,6 +548,49 @@ static int parse_profiling_config(ctx_t *c, collect_job_t *j, const yaml_node_t 
   return 0;
 }
 
+/* basic_auth, bearer_token and bearer_token_file of MAP (a scrape config
+ * or remote_write), as Prometheus' HTTP client config reads them: one way
+ * of authenticating at most, secrets from files read now. */
+static int parse_auth(ctx_t *c, const yaml_node_t *map, const char *what, char **username,
+                      char **password, char **bearer_token) {
+  yaml_node_t *n;
+  int rc;
+  if ((n = get(c, map, "basic_auth"))) {
+    static const char *const ba_known[] = {"username", "password", "password_file", NULL};
+    yaml_node_t *f, *pw, *pwf;
+    if ((rc = want(c, n, YAML_MAPPING_NODE, "basic_auth")) ||
+        (rc = check_keys(c, n, "basic_auth", ba_known,
+                         (const char *const[]){"username_file", NULL})))
+      return rc;
+    if ((f = get(c, n, "username")) && (rc = get_string(c, f, "username", username)))
+      return rc;
+    if (!*username && !(*username = strdup("")))
+      return oom(c);
+    pw = get(c, n, "password");
+    pwf = get(c, n, "password_file");
+    if (pw && pwf)
+      return FAIL(c, pwf, "basic_auth takes password or password_file, not both");
+    if (pw && (rc = get_string(c, pw, "password", password)))
+      return rc;
+    if (pwf && ((rc = want(c, pwf, YAML_SCALAR_NODE, "password_file")) ||
+                (rc = read_secret(c, pwf, "password_file", password))))
+      return rc;
+    if (!*password && !(*password = strdup("")))
+      return oom(c);
+  }
+  yaml_node_t *bt = get(c, map, "bearer_token"), *btf = get(c, map, "bearer_token_file");
+  if (bt && btf)
+    return FAIL(c, btf, "%s takes bearer_token or bearer_token_file, not both", what);
+  if ((bt || btf) && *username)
+    return FAIL(c, bt ? bt : btf, "%s takes basic_auth or a bearer token, not both", what);
+  if (bt && (rc = get_string(c, bt, "bearer_token", bearer_token)))
+    return rc;
+  if (btf && ((rc = want(c, btf, YAML_SCALAR_NODE, "bearer_token_file")) ||
+              (rc = read_secret(c, btf, "bearer_token_file", bearer_token))))
+    return rc;
+  return 0;
+}
+
 static int parse_job(ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
   static const char *const known[] = {
       "job_name",     "scrape_interval",   "scrape_timeout",   "scheme",
@@ -600,38 +643,7 @@ static int parse_job(ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
   if ((n = get(c, sc, "params")) && (rc = parse_params(c, j, n)))
     return rc;
 
-  if ((n = get(c, sc, "basic_auth"))) {
-    static const char *const ba_known[] = {"username", "password", "password_file", NULL};
-    yaml_node_t *f, *pw, *pwf;
-    if ((rc = want(c, n, YAML_MAPPING_NODE, "basic_auth")) ||
-        (rc = check_keys(c, n, "basic_auth", ba_known,
-                         (const char *const[]){"username_file", NULL})))
-      return rc;
-    if ((f = get(c, n, "username")) && (rc = get_string(c, f, "username", &j->username)))
-      return rc;
-    if (!j->username && !(j->username = strdup("")))
-      return oom(c);
-    pw = get(c, n, "password");
-    pwf = get(c, n, "password_file");
-    if (pw && pwf)
-      return FAIL(c, pwf, "basic_auth takes password or password_file, not both");
-    if (pw && (rc = get_string(c, pw, "password", &j->password)))
-      return rc;
-    if (pwf && ((rc = want(c, pwf, YAML_SCALAR_NODE, "password_file")) ||
-                (rc = read_secret(c, pwf, "password_file", &j->password))))
-      return rc;
-    if (!j->password && !(j->password = strdup("")))
-      return oom(c);
-  }
-  yaml_node_t *bt = get(c, sc, "bearer_token"), *btf = get(c, sc, "bearer_token_file");
-  if (bt && btf)
-    return FAIL(c, btf, "a scrape config takes bearer_token or bearer_token_file, not both");
-  if ((bt || btf) && j->username)
-    return FAIL(c, bt ? bt : btf, "a scrape config takes basic_auth or a bearer token, not both");
-  if (bt && (rc = get_string(c, bt, "bearer_token", &j->bearer_token)))
-    return rc;
-  if (btf && ((rc = want(c, btf, YAML_SCALAR_NODE, "bearer_token_file")) ||
-              (rc = read_secret(c, btf, "bearer_token_file", &j->bearer_token))))
+  if ((rc = parse_auth(c, sc, "a scrape config", &j->username, &j->password, &j->bearer_token)))
     return rc;
 
   if ((n = get(c, sc, "tls_config"))) {
@@ -727,10 +739,66 @@ static int parse_storage(ctx_t *c, collect_config_t *cfg, const yaml_node_t *os)
   return 0;
 }
 
+int collect_remote_write_url_ok(const char *url, const char **why) {
+  const char *host = !strncmp(url, "http://", 7)    ? url + 7
+                     : !strncmp(url, "https://", 8) ? url + 8
+                                                    : NULL;
+  if (!host)
+    return *why = "is not an http:// or https:// URL", 0;
+  if (!*host || *host == '/' || *host == ':')
+    return *why = "has no host", 0;
+  if (strpbrk(url, "?# \t\r\n"))
+    return *why =
+               "has a query, a fragment or white space (the URL of Pyroscope's server is wanted)",
+           0;
+  return 1;
+}
+
+/* remote_write (config.h): cprof's own section, checked as strictly as
+ * Parca's. */
+static int parse_remote_write(ctx_t *c, collect_config_t *cfg, const yaml_node_t *rw) {
+  static const char *const known[] = {
+      "url", "basic_auth", "bearer_token", "bearer_token_file", "tenant_id", "queue_size", NULL};
+  int rc = want(c, rw, YAML_MAPPING_NODE, "remote_write");
+  if (rc || (rc = check_keys(c, rw, "remote_write", known, NULL)))
+    return rc;
+  collect_remote_write_t *w = calloc(1, sizeof *w);
+  if (!w)
+    return oom(c);
+  cfg->remote_write = w;
+  w->queue_size = COLLECT_DEFAULT_QUEUE_SIZE;
+  yaml_node_t *n;
+  const char *why;
+  if (!(n = get(c, rw, "url")))
+    return FAIL(c, rw, "remote_write has no url (Pyroscope's, as http://host:4040)");
+  if ((rc = get_string(c, n, "url", &w->url)))
+    return rc;
+  if (!collect_remote_write_url_ok(w->url, &why))
+    return FAIL(c, n, "remote_write url \"%s\" %s", w->url, why);
+  if ((rc = parse_auth(c, rw, "remote_write", &w->username, &w->password, &w->bearer_token)))
+    return rc;
+  if ((n = get(c, rw, "tenant_id")) && (rc = get_string(c, n, "tenant_id", &w->tenant_id)))
+    return rc;
+  if ((n = get(c, rw, "queue_size"))) {
+    if ((rc = want(c, n, YAML_SCALAR_NODE, "queue_size")))
+      return rc;
+    char *end;
+    errno = 0;
+    long v = strtol(scalar(n), &end, 10);
+    if (!isdigit((unsigned char)*scalar(n)) || *end || errno || v < 1 || v > 1000000)
+      return FAIL(c, n, "queue_size \"%s\" is not a number from 1 to 1000000", scalar(n));
+    w->queue_size = v;
+  }
+  return 0;
+}
+
 static int parse_root(ctx_t *c, collect_config_t *cfg, const yaml_node_t *root) {
-  static const char *const known[] = {"object_storage", "scrape_configs", NULL};
+  static const char *const known[] = {"object_storage", "scrape_configs", "remote_write", NULL};
   int rc = want(c, root, YAML_MAPPING_NODE, "the config");
   if (rc || (rc = check_keys(c, root, "the config", known, NULL)))
+    return rc;
+  yaml_node_t *rw = get(c, root, "remote_write");
+  if (rw && (rc = parse_remote_write(c, cfg, rw)))
     return rc;
   yaml_node_t *os = get(c, root, "object_storage"), *scs = get(c, root, "scrape_configs");
   if (!os)
@@ -879,6 +947,14 @@ void collect_config_free(collect_config_t *c) {
     free(j->profiles);
   }
   free(c->jobs);
+  if (c->remote_write) {
+    free(c->remote_write->url);
+    free(c->remote_write->username);
+    free(c->remote_write->password);
+    free(c->remote_write->bearer_token);
+    free(c->remote_write->tenant_id);
+    free(c->remote_write);
+  }
   free(c->directory);
   free(c->file);
   free(c);

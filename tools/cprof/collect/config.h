@@ -63,12 +63,33 @@ typedef struct collect_job {
   size_t nprofiles;
 } collect_job_t;
 
+/* remote_write: where every scraped profile is also pushed, Grafana
+ * Pyroscope's ingest API (collect/push.h). Not Parca's: Parca's own
+ * remote write speaks gRPC to a Parca server. A section of cprof's:
+ *
+ *   remote_write:
+ *     url: "http://pyroscope:4040"   # required; /ingest is added
+ *     basic_auth: { username: u, password: p }  # or password_file
+ *     bearer_token: "..."            # or bearer_token_file; not with basic_auth
+ *     tenant_id: "team-a"            # sent as X-Scope-OrgID (multi-tenant Pyroscope)
+ *     queue_size: 256                # profiles held while Pyroscope is away */
+typedef struct collect_remote_write {
+  char *url;                 /* http:// or https://, no query */
+  char *username, *password; /* or NULL */
+  char *bearer_token;        /* or NULL */
+  char *tenant_id;           /* or NULL */
+  long queue_size;           /* 1 to 1000000, default 256 */
+} collect_remote_write_t;
+
+#define COLLECT_DEFAULT_QUEUE_SIZE 256
+
 typedef struct collect_config {
   char *file;      /* the path it was loaded from */
   char *directory; /* object_storage.bucket.config.directory, as written (Parca
                       resolves it against the working directory) */
   collect_job_t *jobs;
   size_t njobs;
+  collect_remote_write_t *remote_write; /* NULL without a remote_write section */
 } collect_config_t;
 
 /* Loads and checks FILE. On success *out is the config (free it with
@@ -81,6 +102,10 @@ void collect_config_free(collect_config_t *c);
 /* Parses a Prometheus duration ("1m30s", "500ms", "0"; units y w d h m s
  * ms, each at most once and in that order) into milliseconds. 0 or -EINVAL. */
 int collect_parse_duration(const char *s, long *ms);
+
+/* Whether URL can be a remote_write url: http:// or https://, a host,
+ * no query or fragment. 1 or 0 with *why set. */
+int collect_remote_write_url_ok(const char *url, const char **why);
 
 /* The number of enabled profiles of a job. */
 size_t collect_job_enabled_profiles(const collect_job_t *j);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collect/push.h"
 #include "collect/scrape.h"
 #include "collect/store.h"
 
@@ -82,10 +83,24 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &old);
+  collect_pusher_t *pusher = NULL;
+  /* After the mask: the pusher's thread must not take SIGTERM either. */
+  if (cfg->remote_write) {
+    if (collect_pusher_new(cfg->remote_write, &pusher, err, sizeof err) != 0) {
+      fprintf(stderr, "cprof collect: %s\n", err);
+      collect_scraper_free(s);
+      collect_store_close(store);
+      return 1;
+    }
+    collect_scraper_set_pusher(s, pusher);
+    fprintf(stderr, "cprof collect: remote write to %s (Pyroscope's /ingest)\n",
+            cfg->remote_write->url);
+  }
   pthread_t t;
   housekeeper_t h = {s, store, *keep};
   if (pthread_create(&t, NULL, housekeeper, &h) != 0) {
     fprintf(stderr, "cprof collect: cannot start a thread\n");
+    collect_pusher_free(pusher);
     collect_scraper_free(s);
     collect_store_close(store);
     return 1;
@@ -100,6 +115,17 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
   if (rc != 0) /* the housekeeper waits for a signal: send it one */
     pthread_kill(t, SIGTERM);
   pthread_join(t, NULL);
+  if (pusher) {
+    /* What was scraped last is sent, if Pyroscope takes it soon enough. */
+    collect_push_totals_t pt;
+    collect_pusher_stop(pusher, COLLECT_PUSH_FLUSH_MS);
+    collect_pusher_totals(pusher, &pt);
+    fprintf(stderr,
+            "cprof collect: remote write: pushed %llu, retried %llu, dropped %llu, rejected %llu\n",
+            (unsigned long long)pt.pushed, (unsigned long long)pt.retried,
+            (unsigned long long)pt.dropped, (unsigned long long)pt.rejected);
+    collect_pusher_free(pusher);
+  }
   collect_scraper_free(s);
   collect_store_close(store);
   if (rc != 0)

@@ -28,6 +28,7 @@ typedef struct loop {
 struct collect_scraper {
   const collect_config_t *cfg;
   collect_store_t *store;
+  collect_pusher_t *pusher; /* or NULL */
   collect_fetcher_t *fetcher;
   loop_t *loops;
   size_t n;
@@ -173,6 +174,28 @@ static int store(loop_t *l, const cprof__pf_t *p, const unsigned char *data, siz
   return collect_store_put(l->s->store, &e, data, len, &id, err, errlen);
 }
 
+/* Remote write: a copy of a stored profile for the pusher. */
+static void push(loop_t *l, const cprof__pf_t *p, const unsigned char *data, size_t len,
+                 int64_t start_ns) {
+  const collect_target_t *t = l->st.target;
+  collect_push_profile_t pp = {.job = l->st.job->name,
+                               .instance = t->addr,
+                               .kind = l->st.profile->name,
+                               .delta = l->st.profile->delta,
+                               .labels = t->labels,
+                               .nlabels = t->nlabels,
+                               .start_ns = start_ns,
+                               .duration_ns = p->duration_nanos,
+                               .profile = p,
+                               .data = data,
+                               .len = len};
+  collect_pusher_enqueue(l->s->pusher, &pp); /* a failure is counted as dropped */
+}
+
+void collect_scraper_set_pusher(collect_scraper_t *s, collect_pusher_t *p) { s->pusher = p; }
+
+collect_pusher_t *collect_scraper_pusher(collect_scraper_t *s) { return s->pusher; }
+
 /* The first line of a body, for an error message. */
 static void first_line(const unsigned char *data, size_t len, char *out, size_t outlen) {
   size_t n = 0;
@@ -201,6 +224,8 @@ static void done(void *arg, collect_result_t *r) {
       snprintf(err, sizeof err, "invalid profile: %s", why);
     else if (store(l, p, r->data, r->len, start_ns, why, sizeof why) != 0)
       snprintf(err, sizeof err, "cannot store the profile: %s", why);
+    else if (l->s->pusher)
+      push(l, p, r->data, r->len, start_ns);
     cprof__pf_free(p);
   }
   collect_scraper_t *s = l->s;

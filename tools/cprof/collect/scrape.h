@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "collect/config.h"
+#include "collect/push.h"
 #include "collect/store.h"
 
 typedef enum { COLLECT_UNKNOWN, COLLECT_GOOD, COLLECT_BAD } collect_health_t;
@@ -48,6 +49,11 @@ typedef struct collect_scraper collect_scraper_t;
 int collect_scraper_new(const collect_config_t *cfg, collect_store_t *store,
                         collect_scraper_t **out, char *err, size_t errlen);
 void collect_scraper_free(collect_scraper_t *s);
+
+/* Every profile stored from now on is also enqueued on p (remote write);
+ * NULL stops that. Before collect_scraper_run; p outlives the run. */
+void collect_scraper_set_pusher(collect_scraper_t *s, collect_pusher_t *p);
+collect_pusher_t *collect_scraper_pusher(collect_scraper_t *s);
 
 /* Scrapes until collect_scraper_stop, then lets the scrapes in flight end
  * (their profiles stored) and returns 0, or -EIO. A line on stderr per
