@@ -104,22 +104,15 @@ static int parse_size(const char *s, int64_t *out) {
 }
 
 int cmd_collect(int argc, char **argv) {
-<<<<<<< HEAD
   static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                         {"config-path", required_argument, NULL, 'c'},
                                         {"check", no_argument, NULL, 'k'},
                                         {"retention", required_argument, NULL, 'r'},
                                         {"retention-size", required_argument, NULL, 's'},
+                                        {"remote-write", required_argument, NULL, 'w'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  const char *file = NULL;
-=======
-  static const struct option longs[] = {
-      {"config", required_argument, NULL, 'c'}, {"config-path", required_argument, NULL, 'c'},
-      {"check", no_argument, NULL, 'k'},        {"remote-write", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   const char *file = NULL, *remote = NULL;
->>>>>>> i17-push
   int check = 0, c;
   long age_ms = 15L * 24 * 3600 * 1000;
   collect_retention_t keep = {0};
@@ -134,7 +127,6 @@ int cmd_collect(int argc, char **argv) {
       check = 1;
       break;
     case 'r':
-<<<<<<< HEAD
       if (collect_parse_duration(optarg, &age_ms) != 0) {
         fprintf(stderr, "cprof collect: --retention wants a duration (15d, 12h, 0), not %s\n",
                 optarg);
@@ -147,9 +139,9 @@ int cmd_collect(int argc, char **argv) {
                 optarg);
         return 2;
       }
-=======
+      break;
+    case 'w':
       remote = optarg;
->>>>>>> i17-push
       break;
     case 'h':
       usage(stdout);
