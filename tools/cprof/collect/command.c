@@ -1,7 +1,7 @@
 /* cprof collect: the Parca-compatible collector's command: reads and
  * checks a Parca config, then scrapes and stores (collect/run.c) until
- * SIGTERM; with --check only the first. The web UI and remote write come
- * with later parts of issue 17. */
+ * SIGTERM, serving its web pages (collect/web.h) meanwhile; with --check
+ * only the first. Remote write comes with a later part of issue 17. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --config FILE\n"
+  fprintf(out, "usage: cprof collect --config FILE [--listen HOST:PORT]\n"
                "       cprof collect --check FILE\n"
                "\n"
                "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
@@ -19,6 +19,10 @@ static void usage(FILE *out) {
                "scrape_configs).\n"
                "\n"
                "  --config FILE  the config file (parca.yaml)\n"
+               "  --listen HOST:PORT\n"
+               "                 where the web pages are served (default 127.0.0.1:7070,\n"
+               "                 Parca's port; port 0: any free port): / the profiles,\n"
+               "                 /targets the scrapes' health, /metrics the collector's own\n"
                "  --check        only read and check the config: a summary on success, one\n"
                "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
                "  -h, --help     this text\n");
@@ -47,9 +51,11 @@ int cmd_collect(int argc, char **argv) {
   static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                         {"config-path", required_argument, NULL, 'c'},
                                         {"check", no_argument, NULL, 'k'},
+                                        {"listen", required_argument, NULL, 'l'},
+                                        {"http-address", required_argument, NULL, 'l'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  const char *file = NULL;
+  const char *file = NULL, *listen = "127.0.0.1:7070";
   int check = 0, c;
   opterr = 0;
   optind = 1;
@@ -60,6 +66,9 @@ int cmd_collect(int argc, char **argv) {
       break;
     case 'k':
       check = 1;
+      break;
+    case 'l':
+      listen = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -93,7 +102,7 @@ int cmd_collect(int argc, char **argv) {
     collect_config_free(cfg);
     return 0;
   }
-  int rc = collect_run(cfg);
+  int rc = collect_run(cfg, listen);
   collect_config_free(cfg);
   return rc;
 }

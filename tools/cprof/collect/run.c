@@ -8,6 +8,7 @@
 
 #include "collect/scrape.h"
 #include "collect/store.h"
+#include "collect/web.h"
 
 /* Waits for SIGTERM or SIGINT (blocked in every thread), then stops the
  * scraper: a thread of its own, since nothing of libcurl's may run in a
@@ -26,7 +27,7 @@ static void *signals(void *arg) {
   return NULL;
 }
 
-int collect_run(const collect_config_t *cfg) {
+int collect_run(const collect_config_t *cfg, const char *listen) {
   char err[512];
   collect_store_t *store;
   collect_store_repair_t repair = {0};
@@ -51,9 +52,19 @@ int collect_run(const collect_config_t *cfg) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &old);
+  /* The server's threads start after the mask, so they inherit it. */
+  collect_web_t *web;
+  if (collect_web_start(cfg, s, store, listen, &web, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof collect: %s\n", err);
+    collect_scraper_free(s);
+    collect_store_close(store);
+    return 1;
+  }
+  fprintf(stderr, "cprof collect: serving http://%s/\n", collect_web_address(web));
   pthread_t t;
   if (pthread_create(&t, NULL, signals, s) != 0) {
     fprintf(stderr, "cprof collect: cannot start a thread\n");
+    collect_web_stop(web);
     collect_scraper_free(s);
     collect_store_close(store);
     return 1;
@@ -65,6 +76,7 @@ int collect_run(const collect_config_t *cfg) {
   fprintf(stderr, "cprof collect: scraping %zu targets of %zu jobs into %s\n", targets, cfg->njobs,
           cfg->directory);
   int rc = collect_scraper_run(s);
+  collect_web_stop(web);
   collect_scraper_free(s);
   collect_store_close(store);
   if (rc != 0)
