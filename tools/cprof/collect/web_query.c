@@ -2,6 +2,7 @@
  * rows for the line, and the profiles of a range merged for the viewer. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* /targets: every scrape loop's health, as Parca's targets page shows it:
  * per job a table, a row per target and profile (collect/web.h). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
