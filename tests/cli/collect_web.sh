@@ -158,6 +158,14 @@ bad "a base range half given" "job=demo&type=memory&from=0&to=1&base_from=0"
 check "404 for a range with no profiles" [ "$(http "http://$W/api/merge?job=demo&type=memory&from=0&to=1")" = 404 ]
 check "404 for an unknown page" [ "$(http "http://$W/nothing")" = 404 ]
 
+if command -v chromedriver >/dev/null && [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  mkdir -p "$B/artifacts"
+  check "Chromium shows /targets and / as it should" \
+    python3 "$CPROF_SOURCE_DIR/tests/ui/collect_browser.py" "$T" "http://$W/" "$B/artifacts"
+else
+  echo "(no chromium and chromium-driver: the pages are not looked at in a browser)"
+fi
+
 # Killing a program turns its loops Bad, with the error kept.
 stop "$BPID"
 check "a killed target's loops turn Bad with an error, the other's stay Good" until_targets \
