@@ -74,8 +74,11 @@
     rows.forEach(function (r) {
       (byInstance[r.instance] = byInstance[r.instance] || []).push({ x: r.t, y: r.total, ns: r.time_ns });
     });
-    var sets = Object.keys(byInstance).map(function (k) {
-      return { label: k, data: byInstance[k], pointRadius: 3, borderWidth: 1.5, tension: 0 };
+    var colors = ['#3b6fd8', '#d8613b', '#2e9d57', '#9b4bd1', '#c9a227', '#2aa3b8'];
+    var sets = Object.keys(byInstance).map(function (k, i) {
+      var c = colors[i % colors.length];
+      return { label: k, data: byInstance[k], pointRadius: 3, borderWidth: 1.5, tension: 0,
+        borderColor: c, backgroundColor: c };
     });
     if (chart) chart.destroy();
     chart = new Chart($('chart'), {
