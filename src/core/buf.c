@@ -33,7 +33,8 @@ int cprof__buf_reserve(cprof__buf_t *b, size_t n) {
 void cprof__buf_append(cprof__buf_t *b, const void *p, size_t n) {
   if (cprof__buf_reserve(b, n) != 0)
     return;
-  memcpy(b->data + b->len, p, n);
+  if (n) /* p may be NULL for nothing: memcpy wants it valid */
+    memcpy(b->data + b->len, p, n);
   b->len += n;
   b->data[b->len] = '\0'; /* always a valid C string for text users */
 }

@@ -47,7 +47,7 @@ receiver() { # NAME [FAILS]: starts a receiver recording into $T/NAME.rx; sets R
 collector() { # NAME ARGS...: starts cprof collect; sets CPID
   local name=$1
   shift
-  "$C" collect --config "$T/$name.yaml" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  "$C" collect --config "$T/$name.yaml" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
   CPID=$!
   for _ in $(seq 1 100); do has "$T/$name.err" '^cprof collect: scraping' && return 0; sleep 0.1; done
   fail "$name: cprof collect did not start"

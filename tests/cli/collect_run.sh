@@ -54,7 +54,7 @@ YAML
 q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
 
 collector() { # NAME: starts cprof collect, waits for its first line
-  "$C" collect --config "$T/parca.yaml" >"$T/$1.out" 2>"$T/$1.err" &
+  "$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/$1.out" 2>"$T/$1.err" &
   CPID=$!
   for _ in $(seq 1 100); do has "$T/$1.err" '^cprof collect: scraping' && return 0; sleep 0.1; done
   fail "$1: cprof collect did not start"

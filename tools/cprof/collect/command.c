@@ -1,7 +1,7 @@
 /* cprof collect: the Parca-compatible collector's command: reads and
  * checks a Parca config, then scrapes and stores (collect/run.c) until
- * SIGTERM; with --check only the first. The web UI and remote write come
- * with later parts of issue 17. */
+ * SIGTERM, serving its web pages (collect/web.h) meanwhile and pushing to
+ * Pyroscope when asked (collect/push.h); with --check only the first. */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --config FILE [--remote-write URL]\n"
+  fprintf(out, "usage: cprof collect --config FILE [--listen HOST:PORT] [--remote-write URL]\n"
                "       cprof collect --check FILE\n"
                "\n"
                "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
@@ -21,6 +21,10 @@ static void usage(FILE *out) {
                "scrape_configs).\n"
                "\n"
                "  --config FILE  the config file (parca.yaml)\n"
+               "  --listen HOST:PORT\n"
+               "                 where the web pages are served (default 127.0.0.1:7070,\n"
+               "                 Parca's port; port 0: any free port): / the profiles,\n"
+               "                 /targets the scrapes' health, /metrics the collector's own\n"
                "  --retention DURATION    delete profiles older than this (default 15d; 0: keep\n"
                "                 them), as Prometheus's --storage.tsdb.retention.time\n"
                "  --retention-size SIZE   delete the oldest past this much (512MB, 10GB; default\n"
@@ -110,9 +114,11 @@ int cmd_collect(int argc, char **argv) {
                                         {"retention", required_argument, NULL, 'r'},
                                         {"retention-size", required_argument, NULL, 's'},
                                         {"remote-write", required_argument, NULL, 'w'},
+                                        {"listen", required_argument, NULL, 'l'},
+                                        {"http-address", required_argument, NULL, 'l'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  const char *file = NULL, *remote = NULL;
+  const char *file = NULL, *remote = NULL, *listen = "127.0.0.1:7070";
   int check = 0, c;
   long age_ms = 15L * 24 * 3600 * 1000;
   collect_retention_t keep = {0};
@@ -142,6 +148,9 @@ int cmd_collect(int argc, char **argv) {
       break;
     case 'w':
       remote = optarg;
+      break;
+    case 'l':
+      listen = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -180,7 +189,7 @@ int cmd_collect(int argc, char **argv) {
     return 0;
   }
   keep.max_age_ns = (int64_t)age_ms * 1000000;
-  int rc = collect_run(cfg, &keep);
+  int rc = collect_run(cfg, &keep, listen);
   collect_config_free(cfg);
   return rc;
 }

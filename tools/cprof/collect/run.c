@@ -10,6 +10,7 @@
 #include "collect/push.h"
 #include "collect/scrape.h"
 #include "collect/store.h"
+#include "collect/web.h"
 
 #define RETAIN_EVERY_S 10
 
@@ -58,7 +59,7 @@ static void *housekeeper(void *arg) {
   }
 }
 
-int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
+int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, const char *listen) {
   char err[512];
   collect_store_t *store;
   collect_store_repair_t repair = {0};
@@ -83,11 +84,21 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &old);
+  /* The server's threads start after the mask, so they inherit it. */
+  collect_web_t *web;
+  if (collect_web_start(cfg, s, store, listen, &web, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof collect: %s\n", err);
+    collect_scraper_free(s);
+    collect_store_close(store);
+    return 1;
+  }
+  fprintf(stderr, "cprof collect: serving http://%s/\n", collect_web_address(web));
   collect_pusher_t *pusher = NULL;
   /* After the mask: the pusher's thread must not take SIGTERM either. */
   if (cfg->remote_write) {
     if (collect_pusher_new(cfg->remote_write, &pusher, err, sizeof err) != 0) {
       fprintf(stderr, "cprof collect: %s\n", err);
+      collect_web_stop(web);
       collect_scraper_free(s);
       collect_store_close(store);
       return 1;
@@ -101,6 +112,7 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
   if (pthread_create(&t, NULL, housekeeper, &h) != 0) {
     fprintf(stderr, "cprof collect: cannot start a thread\n");
     collect_pusher_free(pusher);
+    collect_web_stop(web);
     collect_scraper_free(s);
     collect_store_close(store);
     return 1;
@@ -126,6 +138,7 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep) {
             (unsigned long long)pt.dropped, (unsigned long long)pt.rejected);
     collect_pusher_free(pusher);
   }
+  collect_web_stop(web);
   collect_scraper_free(s);
   collect_store_close(store);
   if (rc != 0)

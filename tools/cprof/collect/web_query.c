@@ -1,0 +1,287 @@
+/* The query page's data (collect/web.h): the stored series, one series'
+ * rows for the line, and the profiles of a range merged for the viewer. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/web_pages.h"
+#include "profile/model.h"
+#include "ui/viewer.h"
+
+/* More than this many profiles in one merge is a 400: a shorter range. */
+#define MAX_MERGE 5000
+
+static int series_one(void *arg, const collect_series_t *s) {
+  cprof__buf_t *b = arg;
+  cprof__buf_puts(b, b->len > 1 ? ",\n{\"job\":" : "\n{\"job\":");
+  cprof__viewer_json_string(b, s->job);
+  cprof__buf_puts(b, ",\"instance\":");
+  cprof__viewer_json_string(b, s->instance);
+  cprof__buf_puts(b, ",\"type\":");
+  cprof__viewer_json_string(b, s->type);
+  cprof__buf_printf(
+      b, ",\"count\":%" PRId64 ",\"first_ns\":\"%" PRId64 "\",\"last_ns\":\"%" PRId64 "\"}",
+      s->count, s->first_ns, s->last_ns);
+  return 0;
+}
+
+void web_series(const web_ctx_t *ctx, web_reply_t *r) {
+  char err[512];
+  cprof__buf_putc(&r->body, '[');
+  if (collect_store_series(ctx->store, series_one, &r->body, err, sizeof err) != 0) {
+    web_reply_error(r, 500, "500 %s", err);
+    return;
+  }
+  cprof__buf_puts(&r->body, "\n]\n");
+  r->status = 200;
+  r->type = WEB_JSON;
+}
+
+/* A decimal int64 in s; 0 or -EINVAL. */
+static int parse_ns(const char *s, int64_t *v) {
+  if (!s || !*s)
+    return -EINVAL;
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (*end || errno)
+    return -EINVAL;
+  *v = x;
+  return 0;
+}
+
+/* What a request asks for: a series (instance may be NULL: every one) and
+ * a range, and maybe a base range. */
+typedef struct ask {
+  const char *job, *instance, *type;
+  int64_t from, to;
+  int diff;
+  int64_t base_from, base_to;
+} ask_t;
+
+/* A time parameter into *v; absent leaves *v when optional. 0 or -1 after
+ * a 400. */
+static int time_param(web_param_fn param, void *req, const char *name, int optional, int64_t *v,
+                      web_reply_t *r) {
+  const char *s = param(req, name);
+  if (!s && optional)
+    return 0;
+  if (!s) {
+    web_reply_error(r, 400, "400 missing parameter %s (Unix nanoseconds)", name);
+    return -1;
+  }
+  if (parse_ns(s, v) != 0 || *v < 0) {
+    web_reply_error(r, 400, "400 bad parameter %s=%s: want Unix nanoseconds", name, s);
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_ask(web_param_fn param, void *req, int times_optional, ask_t *a, web_reply_t *r) {
+  *a =
+      (ask_t){param(req, "job"), param(req, "instance"), param(req, "type"), 0, INT64_MAX, 0, 0, 0};
+  if (a->instance && !*a->instance)
+    a->instance = NULL;
+  if (!a->job || !*a->job || !a->type || !*a->type) {
+    web_reply_error(r, 400, "400 missing parameter %s", !a->job || !*a->job ? "job" : "type");
+    return -1;
+  }
+  if (time_param(param, req, "from", times_optional, &a->from, r) ||
+      time_param(param, req, "to", times_optional, &a->to, r))
+    return -1;
+  if (a->from > a->to) {
+    web_reply_error(r, 400, "400 bad range: from is after to");
+    return -1;
+  }
+  const char *bf = param(req, "base_from"), *bt = param(req, "base_to");
+  if (!bf != !bt) {
+    web_reply_error(r, 400, "400 base_from and base_to go together");
+    return -1;
+  }
+  if (bf) {
+    a->diff = 1;
+    if (time_param(param, req, "base_from", 0, &a->base_from, r) ||
+        time_param(param, req, "base_to", 0, &a->base_to, r))
+      return -1;
+    if (a->base_from > a->base_to) {
+      web_reply_error(r, 400, "400 bad range: base_from is after base_to");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int row_json(void *arg, const collect_store_row_t *row) {
+  cprof__buf_t *b = arg;
+  cprof__buf_puts(b, b->len > 1 ? ",\n{\"instance\":" : "\n{\"instance\":");
+  cprof__viewer_json_string(b, row->instance);
+  cprof__buf_printf(b,
+                    ",\"id\":%" PRId64 ",\"time_ns\":\"%" PRId64 "\",\"t\":%" PRId64
+                    ",\"duration_ns\":%" PRId64 ",\"size\":%" PRId64 ",\"total\":%" PRId64 "}",
+                    row->id, row->time_ns, row->time_ns / 1000000, row->duration_ns, row->size,
+                    row->total);
+  return 0;
+}
+
+void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r) {
+  ask_t a;
+  if (parse_ask(param, req, 1, &a, r) != 0)
+    return;
+  collect_query_t q = {.job = a.job,
+                       .instance = a.instance,
+                       .type = a.type,
+                       .from_ns = a.from,
+                       .to_ns = a.to,
+                       .limit = 100000};
+  char err[512];
+  cprof__buf_putc(&r->body, '[');
+  if (collect_store_query(ctx->store, &q, row_json, &r->body, err, sizeof err) != 0) {
+    web_reply_error(r, 500, "500 %s", err);
+    return;
+  }
+  cprof__buf_puts(&r->body, "\n]\n");
+  r->status = 200;
+  r->type = WEB_JSON;
+}
+
+typedef struct ids {
+  int64_t *v;
+  size_t n, cap;
+} ids_t;
+
+static int row_id(void *arg, const collect_store_row_t *row) {
+  ids_t *ids = arg;
+  if (ids->n == ids->cap) {
+    size_t cap = ids->cap ? 2 * ids->cap : 64;
+    int64_t *v = realloc(ids->v, cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    ids->v = v;
+    ids->cap = cap;
+  }
+  ids->v[ids->n++] = row->id;
+  return 0;
+}
+
+/* The profiles of a series in [from, to] merged into *out (NULL when the
+ * range has none), and how many. 0, or -1 after an error reply. */
+static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to, cprof__pf_t **out,
+                  size_t *count, web_reply_t *r) {
+  *out = NULL;
+  *count = 0;
+  char err[512];
+  ids_t ids = {0};
+  collect_query_t q = {.job = a->job,
+                       .instance = a->instance,
+                       .type = a->type,
+                       .from_ns = from,
+                       .to_ns = to,
+                       .limit = MAX_MERGE + 1};
+  int rc = collect_store_query(ctx->store, &q, row_id, &ids, err, sizeof err);
+  if (rc != 0) {
+    free(ids.v);
+    web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
+    return -1;
+  }
+  if (ids.n > MAX_MERGE) {
+    free(ids.v);
+    web_reply_error(r, 400, "400 the range holds more than %d profiles: choose a shorter one",
+                    MAX_MERGE);
+    return -1;
+  }
+  cprof__pf_t **ps = calloc(ids.n ? ids.n : 1, sizeof *ps);
+  size_t n = 0;
+  rc = ps ? 0 : -ENOMEM;
+  for (size_t i = 0; i < ids.n && rc == 0; i++) {
+    void *data;
+    size_t len;
+    rc = collect_store_read(ctx->store, ids.v[i], &data, &len, err, sizeof err);
+    if (rc == -ENOENT) { /* retention took it since the query */
+      rc = 0;
+      continue;
+    }
+    if (rc != 0)
+      break;
+    rc = cprof__pf_decode(data, len, &ps[n], err, sizeof err);
+    free(data);
+    if (rc == 0)
+      n++;
+  }
+  if (rc == 0 && n > 0)
+    rc = cprof__pf_merge(ps, n, out, err, sizeof err);
+  for (size_t i = 0; i < n; i++)
+    cprof__pf_free(ps[i]);
+  free(ps);
+  free(ids.v);
+  if (rc != 0) {
+    web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
+    return -1;
+  }
+  *count = n;
+  return 0;
+}
+
+static int64_t total_of(const cprof__pf_t *p) {
+  size_t k = cprof__pf_default_index(p);
+  int64_t sum = 0;
+  for (size_t i = 0; i < p->n_samples && k < p->n_sample_types; i++)
+    sum += p->samples[i].values[k];
+  return sum;
+}
+
+void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, web_reply_t *r) {
+  ask_t a;
+  if (parse_ask(param, req, 0, &a, r) != 0)
+    return;
+  cprof__pf_t *p = NULL, *base = NULL;
+  size_t n = 0, nbase = 0;
+  if (merged(ctx, &a, a.from, a.to, &p, &n, r) != 0)
+    return;
+  if (a.diff && merged(ctx, &a, a.base_from, a.base_to, &base, &nbase, r) != 0)
+    goto done;
+  if (!p || (a.diff && !base)) {
+    web_reply_error(r, 404, "404 no %s profiles of job %s%s%s in the %srange", a.type, a.job,
+                    a.instance ? " instance " : "", a.instance ? a.instance : "", p ? "base " : "");
+    goto done;
+  }
+  char title[512];
+  snprintf(title, sizeof title, "%s %s of %s%s%s: %zu profiles%s", a.diff ? "diff of" : "merged",
+           a.type, a.job, a.instance ? " " : "", a.instance ? a.instance : "", n,
+           a.diff ? " against a base range" : "");
+  cprof__pf_tree_t *t = NULL;
+  char err[512] = "out of memory";
+  int rc = a.diff ? cprof__pf_tree_diff(base, p, &t) : cprof__pf_tree(p, &t);
+  if (rc == -EINVAL)
+    snprintf(err, sizeof err, "the two ranges' profiles have different sample types");
+  cprof__buf_t json;
+  cprof__buf_init(&json);
+  if (rc == 0)
+    rc = cprof__viewer_json(t, p, title, a.diff, &json);
+  cprof__pf_tree_free(t);
+  if (rc == 0 && json.failed)
+    rc = -ENOMEM;
+  if (rc == 0 && page) {
+    rc = cprof__viewer_page(json.data, json.len, title, &r->body);
+    r->type = WEB_HTML;
+  } else if (rc == 0) {
+    /* The figures the tests and the page check, in front of the viewer's
+     * own fields (json starts with its "{"). */
+    cprof__buf_printf(&r->body, "{\"profiles\":%zu,\"total\":%" PRId64, n, total_of(p));
+    if (a.diff)
+      cprof__buf_printf(&r->body, ",\"base_profiles\":%zu,\"base_total\":%" PRId64, nbase,
+                        total_of(base));
+    cprof__buf_putc(&r->body, ',');
+    cprof__buf_append(&r->body, json.data + 1, json.len - 1);
+    r->type = WEB_JSON;
+  }
+  cprof__buf_free(&json);
+  if (rc != 0)
+    web_reply_error(r, rc == -EINVAL ? 400 : 500, "%d %s", rc == -EINVAL ? 400 : 500, err);
+  else
+    r->status = 200;
+done:
+  cprof__pf_free(p);
+  cprof__pf_free(base);
+}
