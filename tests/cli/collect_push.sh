@@ -32,6 +32,9 @@ scrape_configs:
     static_configs:
       - targets: [ '$A' ]
         labels: { env: "test" }
+    profiling_config:
+      pprof_config:
+        threadcreate: {}  # off by default, as in Parca
 ${2:-}
 YAML
 }

@@ -27,10 +27,16 @@ scrape_configs:
     static_configs:
       - targets: [ '$A', '$BADDR' ]
         labels: { env: "test", note: "<b>x&y</b>" }
+    profiling_config:
+      pprof_config:
+        threadcreate: {}  # off by default, as in Parca
   - job_name: "gone"
     scrape_interval: "2s"
     static_configs:
       - targets: [ '127.0.0.1:1' ]
+    profiling_config:
+      pprof_config:
+        threadcreate: {}
 YAML
 q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
 # json FILE PYTHON-EXPR: evaluates the expression on the parsed file as j;
