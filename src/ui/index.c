@@ -4,46 +4,24 @@
  * works under any CPROF_PREFIX and behind any proxy path. */
 #include "ui/index.h"
 
-static void escape(cprof__buf_t *b, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-    case '<':
-      cprof__buf_puts(b, "&lt;");
-      break;
-    case '>':
-      cprof__buf_puts(b, "&gt;");
-      break;
-    case '&':
-      cprof__buf_puts(b, "&amp;");
-      break;
-    case '"':
-      cprof__buf_puts(b, "&#34;");
-      break;
-    case '\'':
-      cprof__buf_puts(b, "&#39;");
-      break;
-    default:
-      cprof__buf_putc(b, *s);
-    }
-  }
-}
+#include "ui/template.h"
 
 static void link(cprof__buf_t *b, const cprof__index_row_t *p) {
   cprof__buf_printf(b, "<a href='%s%s%s'>", p->name, p->link_query ? "?" : "",
                     p->link_query ? p->link_query : "");
-  escape(b, p->name);
+  cprof__ui_html_text(b, p->name);
   cprof__buf_puts(b, "</a>");
 }
 
 void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out) {
   cprof__buf_t *b = out;
   cprof__buf_puts(b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n"
-                      "body{font-family:sans-serif;margin:1.5rem}\n"
-                      "td{padding:0 1rem 0 0}\n"
-                      ".profile-name{display:inline-block;width:6rem}\n"
-                      "</style>\n</head>\n<body>\n/debug/pprof/ (cprof)<br>\n<br>\n"
-                      "Types of profiles available:\n<table>\n"
-                      "<thead><td>Count</td><td>Profile</td></thead>\n");
+                     "body{font-family:sans-serif;margin:1.5rem}\n"
+                     "td{padding:0 1rem 0 0}\n"
+                     ".profile-name{display:inline-block;width:6rem}\n"
+                     "</style>\n</head>\n<body>\n/debug/pprof/ (cprof)<br>\n<br>\n"
+                     "Types of profiles available:\n<table>\n"
+                     "<thead><td>Count</td><td>Profile</td></thead>\n");
   for (int i = 0; i < n; i++) {
     cprof__buf_printf(b, "<tr><td>%ld</td><td>", rows[i].count);
     link(b, &rows[i]);
@@ -58,12 +36,12 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
   cprof__buf_puts(b, "<p>\nProfile Descriptions:\n<ul>\n");
   for (int i = 0; i < n; i++) {
     cprof__buf_puts(b, "<li><div class=profile-name>");
-    escape(b, rows[i].name);
+    cprof__ui_html_text(b, rows[i].name);
     cprof__buf_puts(b, ": </div> ");
-    escape(b, rows[i].desc);
+    cprof__ui_html_text(b, rows[i].desc);
     if (rows[i].off) {
       cprof__buf_puts(b, " <b>");
-      escape(b, rows[i].off);
+      cprof__ui_html_text(b, rows[i].off);
       cprof__buf_puts(b, "</b>");
     }
     cprof__buf_puts(b, "</li>\n");

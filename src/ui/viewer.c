@@ -14,42 +14,6 @@
 #include "ui/template.h"
 #include "ui/viewer_assets.h"
 
-/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte
- * at s does not start one. Unicode 15, table 3-7 ("well-formed UTF-8 byte
- * sequences"): the second byte's range depends on the first, which rules
- * out overlong forms, surrogates (ED A0..BF) and code points past
- * U+10FFFF. A NUL ends s, so it never passes for a continuation byte. */
-static size_t utf8_len(const unsigned char *s) {
-  unsigned c = s[0];
-  if (c < 0x80)
-    return 1;
-  unsigned lo = 0x80, hi = 0xbf;
-  size_t n;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0)
-      lo = 0xa0;
-    else if (c == 0xed)
-      hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0)
-      lo = 0x90;
-    else if (c == 0xf4)
-      hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xbf)
-      return 0;
-  return n;
-}
-
 void cprof__viewer_json_string(cprof__buf_t *out, const char *str) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)str;
@@ -94,7 +58,7 @@ void cprof__viewer_json_string(cprof__buf_t *out, const char *str) {
       s++;
       continue;
     }
-    size_t n = utf8_len(s);
+    size_t n = cprof__utf8_len(s);
     if (n == 0) {
       /* One U+FFFD per byte that is not part of a valid sequence. */
       cprof__buf_puts(out, "\\ufffd");
@@ -272,53 +236,21 @@ done:
 
 /* ---- the page ---------------------------------------------------------- */
 
-/* The title as HTML text: markup characters as entities, control
- * characters as \xNN, bytes that are not UTF-8 as U+FFFD. */
-static void html_text(cprof__buf_t *out, const char *str) {
-  const unsigned char *s = (const unsigned char *)str;
-  while (*s) {
-    unsigned c = *s;
-    size_t n = utf8_len(s);
-    if (c == '<') {
-      cprof__buf_puts(out, "&lt;");
-    } else if (c == '>') {
-      cprof__buf_puts(out, "&gt;");
-    } else if (c == '&') {
-      cprof__buf_puts(out, "&amp;");
-    } else if (c == '"') {
-      cprof__buf_puts(out, "&#34;");
-    } else if (c == '\'') {
-      cprof__buf_puts(out, "&#39;");
-    } else if (c < 0x20 || c == 0x7f) {
-      cprof__buf_printf(out, "\\x%02x", c);
-    } else if (n == 0) {
-      cprof__buf_puts(out, "\xef\xbf\xbd");
-    } else {
-      cprof__buf_append(out, s, n);
-      s += n;
-      continue;
-    }
-    s++;
-  }
-}
-
 /* The page, with more script (the live page's picker) after the viewer's
  * in the same element, or none. */
 static int page(const char *json, size_t n, const char *title, const unsigned char *more,
                 size_t more_len, cprof__buf_t *out) {
   cprof__buf_t t;
   cprof__buf_init(&t);
-  html_text(&t, title ? title : "cprof");
+  cprof__ui_html_text(&t, title ? title : "cprof");
   const cprof__ui_part_t parts[] = {
-      {"{{title}}", t.data, t.len},
-      {"{{css}}", cprof__viewer_css, cprof__viewer_css_len},
-      {"{{data}}", json, n},
-      {"{{js}}", cprof__viewer_js, cprof__viewer_js_len},
-      {"{{js}}", "\n", more ? 1 : 0},
-      {"{{js}}", more, more_len},
+      {"{{title}}", t.data, t.len},   {"{{css}}", cprof__viewer_css, cprof__viewer_css_len},
+      {"{{data}}", json, n},          {"{{js}}", cprof__viewer_js, cprof__viewer_js_len},
+      {"{{js}}", "\n", more ? 1 : 0}, {"{{js}}", more, more_len},
   };
-  int rc = t.failed ? -ENOMEM : cprof__ui_fill(cprof__viewer_html, cprof__viewer_html_len, parts,
-                                                sizeof parts / sizeof *parts, out);
+  int rc = t.failed ? -ENOMEM
+                    : cprof__ui_fill(cprof__viewer_html, cprof__viewer_html_len, parts,
+                                     sizeof parts / sizeof *parts, out);
   cprof__buf_free(&t);
   return rc;
 }

@@ -33,30 +33,6 @@ void web_reply_error(web_reply_t *r, unsigned status, const char *fmt, ...) {
   va_end(ap);
 }
 
-void web_html_escape(cprof__buf_t *b, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-    case '&':
-      cprof__buf_puts(b, "&amp;");
-      break;
-    case '<':
-      cprof__buf_puts(b, "&lt;");
-      break;
-    case '>':
-      cprof__buf_puts(b, "&gt;");
-      break;
-    case '"':
-      cprof__buf_puts(b, "&quot;");
-      break;
-    case '\'':
-      cprof__buf_puts(b, "&#39;");
-      break;
-    default:
-      cprof__buf_putc(b, *s);
-    }
-  }
-}
-
 static const char *param(void *req, const char *name) {
   return MHD_lookup_connection_value(req, MHD_GET_ARGUMENT_KIND, name);
 }

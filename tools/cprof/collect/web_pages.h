@@ -10,6 +10,7 @@
 #include "collect/scrape.h"
 #include "collect/store.h"
 #include "core/buf.h"
+#include "ui/template.h" /* cprof__ui_html_text */
 
 typedef struct web_ctx {
   const collect_config_t *cfg;
@@ -35,9 +36,6 @@ typedef struct web_reply {
 /* A reply of one line of text with status. */
 void web_reply_error(web_reply_t *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* s escaped for HTML text and attribute values. */
-void web_html_escape(cprof__buf_t *b, const char *s);
 
 void web_targets(const web_ctx_t *ctx, int json, web_reply_t *r);
 void web_metrics(const web_ctx_t *ctx, web_reply_t *r);

@@ -134,7 +134,7 @@ static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
         up += st[i].health == COLLECT_GOOD;
       }
     cprof__buf_puts(b, "<h2 class=\"job\">");
-    web_html_escape(b, job->name);
+    cprof__ui_html_text(b, job->name);
     cprof__buf_printf(b,
                       " (%zu/%zu up)</h2>\n<table><thead><tr><th>Endpoint</th><th>Labels</th>"
                       "<th>Health</th><th>Last scrape</th><th>Scrape duration</th>"
@@ -144,13 +144,13 @@ static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
       if (st[i].job != job)
         continue;
       cprof__buf_puts(b, "<tr><td>");
-      web_html_escape(b, st[i].url);
+      cprof__ui_html_text(b, st[i].url);
       cprof__buf_puts(b, "</td><td>");
       for (size_t k = 0; k < st[i].target->nlabels; k++) {
         cprof__buf_puts(b, "<span class=\"label\">");
-        web_html_escape(b, st[i].target->labels[k].name);
+        cprof__ui_html_text(b, st[i].target->labels[k].name);
         cprof__buf_putc(b, '=');
-        web_html_escape(b, st[i].target->labels[k].value);
+        cprof__ui_html_text(b, st[i].target->labels[k].value);
         cprof__buf_puts(b, "</span>");
       }
       const char *h = collect_health_name(st[i].health);
@@ -167,7 +167,7 @@ static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
       if (st[i].last_ns)
         cprof__buf_printf(b, "%.3fs", (double)st[i].last_duration_ns / 1e9);
       cprof__buf_puts(b, "</td><td class=\"err\">");
-      web_html_escape(b, st[i].last_error);
+      cprof__ui_html_text(b, st[i].last_error);
       cprof__buf_puts(b, "</td></tr>\n");
     }
     cprof__buf_puts(b, "</tbody></table>\n");
