@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collect/fetch.h"
 #include "core/buf.h"
 
 #define BACKOFF_FIRST_NS 500000000LL
@@ -73,17 +74,6 @@ char *collect_push_name(const char *job, const char *instance, const collect_lab
   return b.failed ? (cprof__buf_free(&b), NULL) : cprof__buf_take(&b, NULL);
 }
 
-/* Appends s percent-encoded (RFC 3986's unreserved characters kept). */
-static void query_escape(cprof__buf_t *b, const char *s) {
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-        strchr("-._~", *c))
-      cprof__buf_putc(b, (char)*c);
-    else
-      cprof__buf_printf(b, "%%%02X", *c);
-  }
-}
-
 char *collect_push_url(const char *base, const char *name, int64_t from_s, int64_t until_s,
                        long hz) {
   size_t bl = strlen(base);
@@ -93,7 +83,7 @@ char *collect_push_url(const char *base, const char *name, int64_t from_s, int64
   cprof__buf_init(&b);
   cprof__buf_append(&b, base, bl);
   cprof__buf_puts(&b, "/ingest?name=");
-  query_escape(&b, name);
+  collect_url_escape(&b, name);
   cprof__buf_printf(&b, "&from=%lld&until=%lld&format=pprof&spyName=cprof", (long long)from_s,
                     (long long)until_s);
   if (hz > 0)

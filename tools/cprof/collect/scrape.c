@@ -56,17 +56,6 @@ const char *collect_health_name(collect_health_t h) {
   return h == COLLECT_GOOD ? "Good" : h == COLLECT_BAD ? "Bad" : "Unknown";
 }
 
-/* Appends s percent-encoded for a query string (RFC 3986 unreserved kept). */
-static void query_escape(cprof__buf_t *b, const char *s) {
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-        strchr("-._~", *c))
-      cprof__buf_putc(b, (char)*c);
-    else
-      cprof__buf_printf(b, "%%%02X", *c);
-  }
-}
-
 /* scheme://addr/path?params[&seconds=N], as Parca's target URL. */
 static char *loop_url(const collect_job_t *j, const collect_target_t *t,
                       const collect_profile_t *p) {
@@ -76,9 +65,9 @@ static char *loop_url(const collect_job_t *j, const collect_target_t *t,
   char sep = '?';
   for (size_t i = 0; i < j->nparams; i++) {
     cprof__buf_putc(&b, sep);
-    query_escape(&b, j->params[i].name);
+    collect_url_escape(&b, j->params[i].name);
     cprof__buf_putc(&b, '=');
-    query_escape(&b, j->params[i].value);
+    collect_url_escape(&b, j->params[i].value);
     sep = '&';
   }
   if (p->delta)
@@ -142,16 +131,6 @@ void collect_scraper_free(collect_scraper_t *s) {
   free(s);
 }
 
-/* The sum of the default sample type's values: the line the query page
- * draws (CPU time, heap in use, threads...). */
-static int64_t total_of(const cprof__pf_t *p) {
-  size_t k = cprof__pf_default_index(p);
-  int64_t sum = 0;
-  for (size_t i = 0; i < p->n_samples && k < p->n_sample_types; i++)
-    sum += p->samples[i].values[k];
-  return sum;
-}
-
 /* Stores a good profile; 0, or a negative errno with the reason in err. */
 static int store(loop_t *l, const cprof__pf_t *p, const unsigned char *data, size_t len,
                  int64_t start_ns, char *err, size_t errlen) {
@@ -169,7 +148,7 @@ static int store(loop_t *l, const cprof__pf_t *p, const unsigned char *data, siz
                        .nlabels = n,
                        .time_ns = start_ns,
                        .duration_ns = p->duration_nanos,
-                       .total = total_of(p)};
+                       .total = collect_total(p)};
   int64_t id;
   return collect_store_put(l->s->store, &e, data, len, &id, err, errlen);
 }

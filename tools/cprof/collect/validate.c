@@ -47,3 +47,8 @@ int collect_decode_valid(const void *data, size_t n, cprof__pf_t **out, char *er
   *out = p;
   return rc;
 }
+
+int64_t collect_total(const cprof__pf_t *p) {
+  cprof__pf_graph_options_t o = {.sample_index = cprof__pf_default_index(p)};
+  return p->n_sample_types ? cprof__pf_total(p, &o) : 0;
+}

@@ -10,11 +10,17 @@
 #define CPROF_COLLECT_VALIDATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "profile/model.h"
 
 /* 0, or -EINVAL with one line in err saying what is wrong and where. */
 int collect_validate(const cprof__pf_t *p, char *err, size_t errlen);
+
+/* What the collector keeps of a profile's size, and draws as a line over
+ * time: its total of the default sample type, as pprof's reports total it
+ * (cprof__pf_total: CPU time, heap in use, threads...). */
+int64_t collect_total(const cprof__pf_t *p);
 
 /* Decodes data[0..n) and validates it: 0 with *out (free it with
  * cprof__pf_free), -EINVAL with one line in err, or -ENOMEM. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/validate.h"
 #include "collect/web_pages.h"
 #include "profile/model.h"
 #include "ui/viewer.h"
@@ -223,14 +224,6 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   return 0;
 }
 
-static int64_t total_of(const cprof__pf_t *p) {
-  size_t k = cprof__pf_default_index(p);
-  int64_t sum = 0;
-  for (size_t i = 0; i < p->n_samples && k < p->n_sample_types; i++)
-    sum += p->samples[i].values[k];
-  return sum;
-}
-
 void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, web_reply_t *r) {
   ask_t a;
   if (parse_ask(param, req, 0, &a, r) != 0)
@@ -268,10 +261,10 @@ void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, we
   } else if (rc == 0) {
     /* The figures the tests and the page check, in front of the viewer's
      * own fields (json starts with its "{"). */
-    cprof__buf_printf(&r->body, "{\"profiles\":%zu,\"total\":%" PRId64, n, total_of(p));
+    cprof__buf_printf(&r->body, "{\"profiles\":%zu,\"total\":%" PRId64, n, collect_total(p));
     if (a.diff)
       cprof__buf_printf(&r->body, ",\"base_profiles\":%zu,\"base_total\":%" PRId64, nbase,
-                        total_of(base));
+                        collect_total(base));
     cprof__buf_putc(&r->body, ',');
     cprof__buf_append(&r->body, json.data + 1, json.len - 1);
     r->type = WEB_JSON;
