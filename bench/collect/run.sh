@@ -56,7 +56,12 @@ ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 status_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
 # metric ADDR NAME: one unlabelled value of the collector's /metrics.
-metric() { curl -sf "http://$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
+metric() {
+  local v
+  v=$(curl -sS --max-time 10 "http://$1/metrics" | awk -v n="$2" '$1 == n {print $2}') && [ -n "$v" ] ||
+    { echo "collect bench: no $2 in http://$1/metrics" >&2; return 1; }
+  echo "$v"
+}
 
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
