@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# How many targets one `cprof collect` keeps (issue 17). Records the five
+# default profiles of the demo once (heap, block, goroutine, mutex, and a
+# 2 s CPU profile), serves them from TARGETS ports of one Python process
+# (bench/collect/targets.py; the CPU profile after the seconds asked), and
+# runs the collector on them at a 10 s interval: one interval of warm-up,
+# then DURATION seconds measured. Prints the collector's CPU (utime+stime
+# from /proc/PID/stat, as % of one core), its memory (VmRSS at the end,
+# VmHWM), the profiles stored per second and the failures (both from its
+# /metrics), the bytes per profile (stored bytes, and `du` of the directory
+# with its SQLite index), and the load generator's own CPU.
+#
+#   bench/collect/run.sh                   200 targets, 120 s
+#   TARGETS=400 DURATION=300 bench/collect/run.sh
+#   CPROF_BUILD=/path/to/build bench/collect/run.sh
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
+[ -x "$CPROF_BUILD/cprof" ] || make -s -C "$BENCH" lib
+TARGETS=${TARGETS:-200}
+DURATION=${DURATION:-120}
+INTERVAL=10
+CPROF=$CPROF_BUILD/cprof
+DEMO=$CPROF_BUILD/examples/demo_server
+TICK=$(getconf CLK_TCK)
+T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
+cleanup() {
+  local p
+  for p in $(jobs -p); do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+
+# serving_addr FILE WHAT: the HOST:PORT of the first "WHAT http://HOST:PORT/"
+# line of FILE, waiting up to 10 s for it.
+serving_addr() {
+  local a
+  for _ in $(seq 1 400); do
+    a=$(sed -n "s|^$2 http://\([^/]*\)/.*|\1|p" "$1" | head -1)
+    [ -n "$a" ] && { echo "$a"; return 0; }
+    sleep 0.025
+  done
+  echo "collect bench: no \"$2\" line in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+# ticks PID: its utime+stime so far, clock ticks.
+ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
+# status_kb PID FIELD: VmRSS or VmHWM, KiB.
+status_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# metric ADDR NAME: one unlabelled value of the collector's /metrics.
+metric() {
+  local v
+  v=$(curl -sS --max-time 10 "http://$1/metrics" | awk -v n="$2" '$1 == n {print $2}') && [ -n "$v" ] ||
+    { echo "collect bench: no $2 in http://$1/metrics" >&2; return 1; }
+  echo "$v"
+}
+
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The profiles, recorded from the demo once it has run long enough for its
+# heap, locks and threads to show.
+mkdir -p "$T/rec"
+CPROF_ADDR=127.0.0.1:0 "$DEMO" >"$T/demo.out" 2>"$T/demo.err" &
+DEMO_PID=$!
+ADDR=$(serving_addr "$T/demo.err" "cprof: serving")
+sleep 5
+for p in heap block goroutine mutex 'profile?seconds=2'; do
+  curl -sf -o "$T/rec/${p%%\?*}.pb.gz" "http://$ADDR/debug/pprof/$p" ||
+    { echo "collect bench: cannot record /debug/pprof/$p from the demo" >&2; exit 1; }
+done
+kill "$DEMO_PID"
+wait "$DEMO_PID" 2>/dev/null || true
+sizes=$(for f in heap block goroutine mutex profile; do
+  printf '%s %s B, ' "$f" "$(stat -c %s "$T/rec/$f.pb.gz")"
+done)
+
+python3 "$BENCH/collect/targets.py" "$T/rec" "$TARGETS" "$T/ports" 2>"$T/targets.err" &
+GEN_PID=$!
+for _ in $(seq 1 400); do [ -f "$T/ports" ] && break; sleep 0.025; done
+[ -f "$T/ports" ] || { echo "collect bench: the load generator did not listen:" >&2; cat "$T/targets.err" >&2; exit 1; }
+
+{
+  printf 'object_storage:\n  bucket:\n    type: "FILESYSTEM"\n    config:\n'
+  printf '      directory: "%s/store"\n\nscrape_configs:\n' "$T"
+  printf '  - job_name: "bench"\n    scrape_interval: "%ss"\n    static_configs:\n' "$INTERVAL"
+  printf '      - targets:\n'
+  sed 's/.*/          - "127.0.0.1:&"/' "$T/ports"
+} >"$T/parca.yaml"
+
+"$CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect.err" &
+PID=$!
+WEB=$(serving_addr "$T/collect.err" "cprof collect: serving")
+
+sleep "$INTERVAL"
+c0=$(ticks $PID) g0=$(ticks $GEN_PID) t0=$(date +%s.%N)
+p0=$(metric "$WEB" cprof_collect_stored_profiles)
+s0=$(metric "$WEB" cprof_collect_scrapes_total)
+f0=$(metric "$WEB" cprof_collect_scrape_failures_total)
+sleep "$DURATION"
+c1=$(ticks $PID) g1=$(ticks $GEN_PID) t1=$(date +%s.%N)
+p1=$(metric "$WEB" cprof_collect_stored_profiles)
+s1=$(metric "$WEB" cprof_collect_scrapes_total)
+f1=$(metric "$WEB" cprof_collect_scrape_failures_total)
+bytes=$(metric "$WEB" cprof_collect_stored_bytes)
+health=$(curl -sf "http://$WEB/metrics" | sed -n 's/^cprof_collect_targets{health="\([a-z]*\)"} \(.*\)/\1 \2/p' | paste -sd, -)
+rss=$(status_kb $PID VmRSS) hwm=$(status_kb $PID VmHWM)
+du=$(du -sk "$T/store" | cut -f1)
+kill $PID
+wait $PID 2>/dev/null || true
+kill $GEN_PID
+wait $GEN_PID 2>/dev/null || true
+
+awk -v n="$TARGETS" -v d="$t1 - $t0" -v c0="$c0" -v c1="$c1" -v g0="$g0" -v g1="$g1" \
+  -v tick="$TICK" -v t0="$t0" -v t1="$t1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" \
+  -v f0="$f0" -v f1="$f1" -v bytes="$bytes" -v du="$du" -v rss="$rss" -v hwm="$hwm" \
+  -v health="$health" -v sizes="$sizes" '
+BEGIN {
+  w = t1 - t0
+  printf "recorded: %s\n", substr(sizes, 1, length(sizes) - 2)
+  printf "%d targets, %ds interval, %.0f s measured after %ds of warm-up\n", n, 10, w, 10
+  printf "collector CPU       %.1f%% of one core\n", 100 * (c1 - c0) / tick / w
+  printf "collector RSS       %.1f MB at the end, %.1f MB peak (VmHWM)\n", rss / 1024, hwm / 1024
+  printf "profiles stored     %.1f /s (%d in the window; %d scrapes, %.1f /s; expected %.1f /s)\n",
+    (p1 - p0) / w, p1 - p0, s1 - s0, (s1 - s0) / w, n * 5 / 10
+  printf "failures            %d in the window, %d since the start\n", f1 - f0, f1
+  printf "disk per profile    %.1f KB stored, %.1f KB with the index (du %.1f MB for %d profiles)\n",
+    bytes / p1 / 1000, du * 1024 / p1 / 1000, du / 1024, p1
+  printf "target profiles     %s (health of each target and profile)\n", health
+  printf "load generator CPU  %.1f%% of one core\n", 100 * (g1 - g0) / tick / w
+}'
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "collector's log (last lines):"
+tail -n 3 "$T/collect.err" | sed 's/^/  /'
+sed 's/^/  /' "$T/targets.err"
