@@ -165,7 +165,7 @@ int collect_web_start(const collect_config_t *cfg, collect_scraper_t *scraper,
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   w->ctx = (web_ctx_t){cfg, scraper, store, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec};
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   w->daemon =
