@@ -155,6 +155,12 @@ config down "remote_write:
 collector down
 until_stored() { for _ in $(seq 1 300); do [ "$(rows down)" -ge 8 ] && return 0; sleep 0.2; done; return 1; }
 check "down: profiles are stored all the same" until_stored
+W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/down.err")
+curl -s "http://$W/metrics" >"$T/down.metrics"
+check "down: /metrics counts the retries and what waits, and promtool reads it" bash -c "
+  grep -Eq '^cprof_collect_remote_write_retried_total [1-9]' '$T/down.metrics' &&
+  grep -Eq '^cprof_collect_remote_write_queued [0-9]' '$T/down.metrics' &&
+  { ! command -v promtool >/dev/null || promtool check metrics <'$T/down.metrics'; }"
 stop_collector down
 check "down: exit 0" [ "$(cat "$T/down.rc")" = 0 ]
 check "down: nothing pushed" [ "$(counter down pushed)" = 0 ]

@@ -127,10 +127,13 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, co
   if (rc != 0) /* the housekeeper waits for a signal: send it one */
     pthread_kill(t, SIGTERM);
   pthread_join(t, NULL);
-  if (pusher) {
-    /* What was scraped last is sent, if Pyroscope takes it soon enough. */
-    collect_push_totals_t pt;
+  /* What was scraped last is sent, if Pyroscope takes it soon enough;
+   * then the pages stop, before what they read goes. */
+  if (pusher)
     collect_pusher_stop(pusher, COLLECT_PUSH_FLUSH_MS);
+  collect_web_stop(web);
+  if (pusher) {
+    collect_push_totals_t pt;
     collect_pusher_totals(pusher, &pt);
     fprintf(stderr,
             "cprof collect: remote write: pushed %llu, retried %llu, dropped %llu, rejected %llu\n",
@@ -138,7 +141,6 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, co
             (unsigned long long)pt.dropped, (unsigned long long)pt.rejected);
     collect_pusher_free(pusher);
   }
-  collect_web_stop(web);
   collect_scraper_free(s);
   collect_store_close(store);
   if (rc != 0)

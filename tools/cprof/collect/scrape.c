@@ -171,9 +171,14 @@ static void push(loop_t *l, const cprof__pf_t *p, const unsigned char *data, siz
   collect_pusher_enqueue(l->s->pusher, &pp); /* a failure is counted as dropped */
 }
 
-void collect_scraper_set_pusher(collect_scraper_t *s, collect_pusher_t *p) { s->pusher = p; }
+/* Atomic: the pages read it from their threads. */
+void collect_scraper_set_pusher(collect_scraper_t *s, collect_pusher_t *p) {
+  __atomic_store_n(&s->pusher, p, __ATOMIC_RELEASE);
+}
 
-collect_pusher_t *collect_scraper_pusher(collect_scraper_t *s) { return s->pusher; }
+collect_pusher_t *collect_scraper_pusher(collect_scraper_t *s) {
+  return __atomic_load_n(&s->pusher, __ATOMIC_ACQUIRE);
+}
 
 /* The first line of a body, for an error message. */
 static void first_line(const unsigned char *data, size_t len, char *out, size_t outlen) {

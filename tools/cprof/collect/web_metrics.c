@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/push.h"
 #include "collect/web_pages.h"
 
 static void metric(cprof__buf_t *b, const char *name, const char *type, const char *help) {
@@ -81,6 +82,25 @@ void web_metrics(const web_ctx_t *ctx, web_reply_t *r) {
                     "cprof_collect_targets{health=\"bad\"} %zu\n"
                     "cprof_collect_targets{health=\"unknown\"} %zu\n",
                     health[COLLECT_GOOD], health[COLLECT_BAD], health[COLLECT_UNKNOWN]);
+  collect_pusher_t *pusher = collect_scraper_pusher(ctx->scraper);
+  if (pusher) { /* remote write (collect/push.h) */
+    collect_push_totals_t pt;
+    collect_pusher_totals(pusher, &pt);
+    static const char *const names[] = {"pushed", "retried", "dropped", "rejected"};
+    static const char *const helps[] = {
+        "Profiles Pyroscope took.", "Sends retried after a failure, a 5xx or a 429.",
+        "Profiles dropped: the queue was full, or the collector stopped.",
+        "Profiles Pyroscope refused (a 4xx other than 429)."};
+    const uint64_t values[] = {pt.pushed, pt.retried, pt.dropped, pt.rejected};
+    for (size_t i = 0; i < 4; i++) {
+      char name[64];
+      snprintf(name, sizeof name, "cprof_collect_remote_write_%s_total", names[i]);
+      metric(b, name, "counter", helps[i]);
+      cprof__buf_printf(b, "%s %" PRIu64 "\n", name, values[i]);
+    }
+    metric(b, "cprof_collect_remote_write_queued", "gauge", "Profiles waiting to be sent.");
+    cprof__buf_printf(b, "cprof_collect_remote_write_queued %" PRIu64 "\n", pt.queued);
+  }
   process(ctx, b);
   r->status = 200;
   r->type = WEB_METRICS;
