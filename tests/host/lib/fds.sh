@@ -15,13 +15,17 @@ bg() {
   : >"$T/$name.err"
   env "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null &
   PID=$!
+  local gone=0
   for _ in $(seq 1 200); do
     if has "$T/$name.out" '^ready$'; then
       ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
       return 0
     fi
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
+    # A program told it is done before it starts may print "ready" and end
+    # between the look above and this one: look once more after it ended.
+    [ $gone = 1 ] && break
+    kill -0 "$PID" 2>/dev/null || gone=1
+    [ $gone = 1 ] || sleep 0.05
   done
   echo "$name did not get ready:" >&2
   cat "$T/$name.out" "$T/$name.err" >&2
