@@ -13,6 +13,7 @@
 #include "web.h"
 
 #include "commands.h"
+#include "listen.h"
 #include "page.h"
 #include "report.h"
 
@@ -80,52 +81,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   return ok;
 }
 
-/* HOST:PORT, [V6]:PORT or :PORT into an address; 0 or -1 after a line. */
-static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len) {
-  char host[256] = "127.0.0.1";
-  const char *port;
-  if (spec[0] == '[') {
-    const char *end = strchr(spec, ']');
-    if (!end || end[1] != ':' || (size_t)(end - spec - 1) >= sizeof host)
-      goto bad;
-    memcpy(host, spec + 1, (size_t)(end - spec - 1));
-    host[end - spec - 1] = '\0';
-    port = end + 2;
-  } else {
-    const char *colon = strrchr(spec, ':');
-    if (!colon || (size_t)(colon - spec) >= sizeof host)
-      goto bad;
-    if (colon > spec) {
-      memcpy(host, spec, (size_t)(colon - spec));
-      host[colon - spec] = '\0';
-    }
-    port = colon + 1;
-  }
-  char *end;
-  long p = strtol(port, &end, 10);
-  if (!*port || *end || p < 0 || p > 65535)
-    goto bad;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-  int e = getaddrinfo(host, port, &hints, &res);
-  if (e != 0) {
-    fprintf(stderr, "cprof web: --http %s: %s\n", spec, gai_strerror(e));
-    return -1;
-  }
-  memcpy(ss, res->ai_addr, res->ai_addrlen);
-  *len = res->ai_addrlen;
-  freeaddrinfo(res);
-  return 0;
-bad:
-  fprintf(stderr, "cprof web: --http wants HOST:PORT (127.0.0.1:6061, :6061, [::1]:6061), not %s\n",
-          spec);
-  return -1;
-}
-
 int web_serve(const web_page_t *page, const char *spec, int *signo) {
   struct sockaddr_storage ss;
   socklen_t len;
-  if (parse_addr(spec, &ss, &len) != 0)
+  char err[512];
+  if (listen_addr("--http", "6061", spec, &ss, &len, err, sizeof err) != 0) {
+    fprintf(stderr, "cprof web: %s\n", err);
     return 2;
+  }
   /* The signals that end it are taken by sigwait below, in this thread;
    * the server's threads, started after, inherit the mask. The caller's
    * mask comes back after, for the prompt, which goes on. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "collect/web_pages.h"
+#include "listen.h"
 #include "ui/charts_assets.h"
 #include "ui/collect_assets.h"
 
@@ -106,55 +107,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   return ok;
 }
 
-/* HOST:PORT, [V6]:PORT or :PORT into an address; 0 or -EINVAL. */
-static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len, char *err,
-                      size_t errlen) {
-  char host[256] = "127.0.0.1";
-  const char *port;
-  if (spec[0] == '[') {
-    const char *end = strchr(spec, ']');
-    if (!end || end[1] != ':' || (size_t)(end - spec - 1) >= sizeof host)
-      goto bad;
-    memcpy(host, spec + 1, (size_t)(end - spec - 1));
-    host[end - spec - 1] = '\0';
-    port = end + 2;
-  } else {
-    const char *colon = strrchr(spec, ':');
-    if (!colon || (size_t)(colon - spec) >= sizeof host)
-      goto bad;
-    if (colon > spec) {
-      memcpy(host, spec, (size_t)(colon - spec));
-      host[colon - spec] = '\0';
-    }
-    port = colon + 1;
-  }
-  char *end;
-  long p = strtol(port, &end, 10);
-  if (!*port || *end || p < 0 || p > 65535)
-    goto bad;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-  int e = getaddrinfo(host, port, &hints, &res);
-  if (e != 0) {
-    snprintf(err, errlen, "--listen %s: %s", spec, gai_strerror(e));
-    return -EINVAL;
-  }
-  memcpy(ss, res->ai_addr, res->ai_addrlen);
-  *len = res->ai_addrlen;
-  freeaddrinfo(res);
-  return 0;
-bad:
-  snprintf(err, errlen, "--listen wants HOST:PORT (127.0.0.1:7070, :7070, [::1]:7070), not %s",
-           spec);
-  return -EINVAL;
-}
-
 int collect_web_start(const collect_config_t *cfg, collect_scraper_t *scraper,
                       collect_store_t *store, const char *listen, collect_web_t **out, char *err,
                       size_t errlen) {
   *out = NULL;
   struct sockaddr_storage ss;
   socklen_t len;
-  int rc = parse_addr(listen, &ss, &len, err, errlen);
+  int rc = listen_addr("--listen", "7070", listen, &ss, &len, err, errlen);
   if (rc != 0)
     return rc;
   collect_web_t *w = calloc(1, sizeof *w);
