@@ -11,7 +11,6 @@ check and exits 1 if any failed.
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import viewer_browser as vb  # noqa: E402
@@ -20,16 +19,7 @@ check = vb.check
 
 
 def wait(wd, script, what, limit=60):
-    """Polls script until it returns something true; the limit only bounds a hang."""
-    end = time.time() + limit
-    while time.time() < end:
-        v = wd.run(script)
-        if v:
-            return v
-        time.sleep(0.1)
-    check(what, False, "not within %d s; page error: %s" % (limit, wd.run(
-        "return document.body.dataset.error || ''")))
-    return None
+    return vb.wait(wd, script, what, limit)
 
 
 def targets(wd, base, art):

@@ -10,7 +10,6 @@ heap grows); NAMES is tests/cli/names.cpp (names with '<', '>', '&', quotes,
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import viewer_browser as vb  # noqa: E402
@@ -24,17 +23,8 @@ THREAD = "<tag>&\"\\n\ufffd\\x1b'xyz"
 
 
 def wait(wd, script, what, limit=90):
-    """Polls script until it returns something true (or the limit, which
-    only bounds a hang: no check depends on how long it took)."""
-    end = time.time() + limit
-    while time.time() < end:
-        v = wd.run(script)
-        if v:
-            return v
-        time.sleep(0.1)
-    check(what, False, "not within %d s; ui error: %s" % (limit, wd.run(
-        "return document.body.dataset.uiError || document.body.dataset.error || ''")))
-    return None
+    return vb.wait(wd, script, what, limit,
+                   "return document.body.dataset.uiError || document.body.dataset.error || ''")
 
 
 def loaded(wd):

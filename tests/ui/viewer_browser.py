@@ -90,6 +90,20 @@ class WebDriver:
         return png
 
 
+def wait(wd, script, what, limit, why="return document.body.dataset.error || ''"):
+    """Polls script until it returns something true and returns that; at
+    the limit, which only bounds a hang (no check depends on how long it
+    took), a failed check with the page's error (why) and None."""
+    end = time.time() + limit
+    while time.time() < end:
+        v = wd.run(script)
+        if v:
+            return v
+        time.sleep(0.1)
+    check(what, False, "not within %d s; page error: %s" % (limit, wd.run(why)))
+    return None
+
+
 def png_pixels(png):
     """The RGB(A) rows of an 8-bit PNG, unfiltered (PNG spec, section 9)."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
