@@ -154,14 +154,8 @@ typedef struct ids {
 
 static int row_id(void *arg, const collect_store_row_t *row) {
   ids_t *ids = arg;
-  if (ids->n == ids->cap) {
-    size_t cap = ids->cap ? 2 * ids->cap : 64;
-    int64_t *v = realloc(ids->v, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    ids->v = v;
-    ids->cap = cap;
-  }
+  if (cprof__grow((void **)&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v) != 0)
+    return -ENOMEM;
   ids->v[ids->n++] = row->id;
   return 0;
 }
