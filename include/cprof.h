@@ -55,6 +55,17 @@
  *                 request for them through cprof_handle_request().
  *   CPROF_METRICS_INTERVAL  a point every "1s" (default), 10ms..60s.
  *   CPROF_METRICS_WINDOW    the points kept: "600s" (default), 10s..24h.
+ *   CPROF_PUSH_URL  Grafana Pyroscope's address, "http://pyroscope:4040"
+ *                 (user:password@ for HTTP Basic): every CPROF_PUSH_INTERVAL
+ *                 ("15s" default, 1s..1h) a thread of cprof's pushes the CPU
+ *                 profile of that interval and the heap profile to its
+ *                 /ingest, and once more at exit (or cprof_stop), for jobs
+ *                 nobody can scrape. Failures are retried with backoff; a
+ *                 queue of 32 profiles bridges an outage. It takes the CPU
+ *                 profiler, as CPROF_OUTPUT does.
+ *   CPROF_PUSH_NAME  the application's name in Pyroscope, APP or
+ *                 APP{key=value,...}. Default: the program's file name with
+ *                 {hostname=HOST}.
  *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
  *                 start cprof too. Default 0. (Environment only.)
  *
@@ -131,7 +142,10 @@ typedef struct cprof_options {
   const char *metrics;          /* CPROF_METRICS: "0" turns the metrics sampler off */
   const char *metrics_interval; /* CPROF_METRICS_INTERVAL: "1s", "500ms" */
   const char *metrics_window;   /* CPROF_METRICS_WINDOW: "600s", "10m" */
-  const void *reserved_[29];    /* zero */
+  const char *push_url;      /* CPROF_PUSH_URL: Pyroscope, "http://pyroscope:4040" */
+  const char *push_name;     /* CPROF_PUSH_NAME: "checkout{env=prod}" */
+  const char *push_interval; /* CPROF_PUSH_INTERVAL: "15s" */
+  const void *reserved_[26]; /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.

@@ -136,6 +136,65 @@ int cprof__addr_is_exposed(const cprof__addr_t *a) {
   return 1;
 }
 
+int cprof__parse_push_url(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  static const char form[] =
+      "expected http://host[:port][/path] or https://..., optionally with user:password@, "
+      "without a query";
+  const char *host = !strncmp(s, "http://", 7) ? s + 7 : !strncmp(s, "https://", 8) ? s + 8 : NULL;
+  size_t n = strlen(s);
+  while (n > 0 && s[n - 1] == '/')
+    n--;
+  if (!host || !printable(s) || strpbrk(s, "?#") || host[0] == '\0' || host[0] == '/' ||
+      host[0] == '@' || s + n <= host)
+    return fail(err, errlen, form);
+  if (n >= outlen)
+    return fail(err, errlen, "URL too long");
+  memcpy(out, s, n);
+  out[n] = '\0';
+  return 0;
+}
+
+static int name_char(char c, const char *more) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         (c && strchr(more, c));
+}
+
+int cprof__parse_push_name(const char *s, char *out, size_t outlen, char *err, size_t errlen) {
+  static const char form[] = "expected APP or APP{key=value,...}, such as checkout{env=prod}: APP "
+                             "of letters, digits and ._-/, keys of letters, digits and _";
+  const char *p = s;
+  while (name_char(*p, "._-/"))
+    p++;
+  if (p == s)
+    return fail(err, errlen, form);
+  if (*p == '{') {
+    p++;
+    while (*p != '}') {
+      const char *k = p;
+      while (name_char(*p, "_"))
+        p++;
+      if (p == k || (*k >= '0' && *k <= '9') || *p++ != '=')
+        return fail(err, errlen, form);
+      const char *v = p;
+      while (*p && (unsigned char)*p > ' ' && (unsigned char)*p != 0x7f && !strchr("{},=", *p))
+        p++;
+      if (p == v || (*p == ',' && p[1] == '}'))
+        return fail(err, errlen, form);
+      if (*p == ',')
+        p++;
+      else if (*p != '}')
+        return fail(err, errlen, form);
+    }
+    p++;
+  }
+  if (*p)
+    return fail(err, errlen, form);
+  if (strlen(s) >= outlen)
+    return fail(err, errlen, "name too long");
+  snprintf(out, outlen, "%s", s);
+  return 0;
+}
+
 /* The option field if set, else the environment variable, else NULL. */
 static const char *pick(const char *field, const char *env) {
   return field ? field : getenv(env);
@@ -379,6 +438,36 @@ static int load_limits(const cprof_options_t *opts, cprof__config_t *cfg) {
 _Static_assert(sizeof(cprof_options_t) == 51 * sizeof(void *),
                "cprof_options_t changed size: take new fields from reserved_");
 
+/* CPROF_PUSH_URL, CPROF_PUSH_NAME, CPROF_PUSH_INTERVAL. A bad value turns
+ * the push off: a typo must not send the profiles elsewhere or under
+ * another name. */
+static int load_push(const cprof_options_t *opts, cprof__config_t *cfg) {
+  char err[200];
+  const char *v;
+  cfg->push_interval_ms = CPROF_DEFAULT_PUSH_INTERVAL_MS;
+  if (!(v = pick(opts->push_url, "CPROF_PUSH_URL")) || !*v)
+    return 0;
+  if (cprof__parse_push_url(v, cfg->push_url, sizeof cfg->push_url, err, sizeof err) != 0) {
+    cprof__log("CPROF_PUSH_URL: %s; nothing will be pushed", err); /* it may hold a password */
+    cfg->push_url[0] = '\0';
+    return -EINVAL;
+  }
+  if ((v = pick(opts->push_name, "CPROF_PUSH_NAME")) && *v &&
+      cprof__parse_push_name(v, cfg->push_name, sizeof cfg->push_name, err, sizeof err) != 0) {
+    cprof__log("CPROF_PUSH_NAME=\"%s\": %s; nothing will be pushed", v, err);
+    cfg->push_url[0] = '\0';
+    return -EINVAL;
+  }
+  if ((v = pick(opts->push_interval, "CPROF_PUSH_INTERVAL")) &&
+      cprof__parse_duration_ms(v, CPROF_MIN_PUSH_INTERVAL_MS, CPROF_MAX_PUSH_INTERVAL_MS,
+                               &cfg->push_interval_ms, err, sizeof err) != 0) {
+    cprof__log("CPROF_PUSH_INTERVAL=\"%s\": %s; nothing will be pushed", v, err);
+    cfg->push_url[0] = '\0';
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
   static const cprof_options_t none;
   char err[160];
@@ -481,6 +570,8 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     bad = 1;
   if (load_metrics(opts, cfg) != 0)
     bad = 1;
+  if (load_push(opts, cfg) != 0)
+    bad = 1;
   return bad ? -EINVAL : 0;
 }
 
@@ -497,7 +588,8 @@ static cprof__config_t current = {
     .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
     .metrics = 1,
     .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
-    .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S}; /* no prefix, no auth, dwarf */
+    .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S,
+    .push_interval_ms = CPROF_DEFAULT_PUSH_INTERVAL_MS}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

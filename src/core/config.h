@@ -37,6 +37,10 @@ typedef struct cprof__config {
   int metrics;              /* CPROF_METRICS: 0 off, 1 on (with the server) */
   long metrics_interval_ms; /* CPROF_METRICS_INTERVAL */
   long metrics_window_s;    /* CPROF_METRICS_WINDOW */
+  /* The push to Pyroscope (push/push.c) */
+  char push_url[512];     /* CPROF_PUSH_URL: http(s)://[user:password@]host[:port][/path], "" for none */
+  char push_name[256];    /* CPROF_PUSH_NAME: APP or APP{k=v,...}; "" for the program's name */
+  long push_interval_ms;  /* CPROF_PUSH_INTERVAL */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -61,6 +65,9 @@ typedef struct cprof__config {
 #define CPROF_MIN_METRICS_WINDOW_S 10
 #define CPROF_MAX_METRICS_WINDOW_S 86400
 #define CPROF_MAX_METRICS_POINTS 100000 /* window / interval */
+#define CPROF_DEFAULT_PUSH_INTERVAL_MS 15000 /* pyroscope-go's upload rate */
+#define CPROF_MIN_PUSH_INTERVAL_MS 1000
+#define CPROF_MAX_PUSH_INTERVAL_MS 3600000
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -95,6 +102,15 @@ int cprof__parse_max_depth(const char *s, int *out, char *err, size_t errlen);
 /* A directory to write profiles into at exit: it must exist, or its parent
  * must, and be writable. */
 int cprof__parse_output(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+
+/* CPROF_PUSH_URL: Pyroscope's base URL, http:// or https:// and a host,
+ * with an optional user:password@, port and path, no query or fragment;
+ * trailing slashes dropped. */
+int cprof__parse_push_url(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+/* CPROF_PUSH_NAME: the application name, APP or APP{k=v,...}: APP of
+ * letters, digits and ._-/, tag names of letters, digits and _ (not first
+ * a digit), values without spaces or {},=. */
+int cprof__parse_push_name(const char *s, char *out, size_t outlen, char *err, size_t errlen);
 
 /* A duration, a whole number with a unit (ms, s, m, h; none: seconds),
  * from min_ms to max_ms, in milliseconds: CPROF_METRICS_INTERVAL and

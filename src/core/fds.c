@@ -57,11 +57,16 @@
  * replaced by /dev/null either way.) */
 #define FIRST_DROPPED (KEEP_STDERR ? 3 : 0)
 
-static __thread int own_table;
+/* The calling thread's table: 0 for the program's, else the number
+ * cprof__fds_unshare gave it. */
+static __thread unsigned own_table;
+static unsigned tables_made;
 
-int cprof__fds_in_own_table(void) { return own_table; }
+int cprof__fds_in_own_table(void) { return own_table != 0; }
 
-void cprof__fds_joined(void) { own_table = 1; }
+unsigned cprof__fds_table(void) { return own_table; }
+
+void cprof__fds_joined(unsigned table) { own_table = table; }
 
 /* Without /proc: every number the limit allows, up to a bound. */
 static void close_by_number(void) {
@@ -144,7 +149,7 @@ int cprof__fds_unshare(void) {
      * descriptors in it: keeping any would keep the program's files open. */
     close_all_copies();
   }
-  own_table = 1;
+  own_table = __atomic_add_fetch(&tables_made, 1, __ATOMIC_RELAXED);
   fill_stdio();
   return 0;
 }

@@ -19,8 +19,12 @@ int cprof__fds_unshare(void);
  * the thread that called cprof__fds_unshare, and threads it created that
  * said so with cprof__fds_joined. */
 int cprof__fds_in_own_table(void);
-/* Called on a thread created from one in cprof's own table. */
-void cprof__fds_joined(void);
+/* Which table: 0 for the program's, else a number that tells cprof's
+ * tables apart (each cprof__fds_unshare makes one). */
+unsigned cprof__fds_table(void);
+/* Called on a thread created from one in cprof's own table, with that
+ * thread's cprof__fds_table(). */
+void cprof__fds_joined(unsigned table);
 
 /* The descriptor that is the program's stderr for the calling thread: 2,
  * or in our table a copy of the program's 2 that the caller closes

@@ -17,6 +17,7 @@
 #include "cprof.h"
 #include "http/server.h"
 #include "metrics/sampler.h"
+#include "push/push.h"
 #include "interpose/creds.h"
 #include "interpose/malloc.h"
 #include "interpose/thread_start.h"
@@ -49,7 +50,8 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * thread that may hold it. Taken outer to inner, in the order cprof takes
  * them itself: this lock (held while the server and the output collector
  * start and stop), the output's (held while it writes, which symbolizes),
- * the capture's (held while it unwinds threads from outside, which
+ * the push's (held while its thread and CPU recording start and stop,
+ * never while it symbolizes or sends), the capture's (held while it unwinds threads from outside, which
  * symbolizes), the symbolizer's, the debuginfod fetcher's (taken under the
  * symbolizer's), the server keeper's, the settings'.
  * Inner still, each with handlers of its own registered earlier, so that
@@ -58,6 +60,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void atfork_prepare(void) {
   pthread_mutex_lock(&life_lock);
   cprof__output_atfork_prepare();
+  cprof__push_atfork_prepare();
   cprof__threads_atfork_prepare();
   cprof__symbolizer_atfork_prepare();
   cprof__debuginfod_atfork_prepare();
@@ -73,6 +76,7 @@ static void atfork_parent(void) {
   cprof__debuginfod_atfork_parent();
   cprof__symbolizer_atfork_parent();
   cprof__threads_atfork_parent();
+  cprof__push_atfork_parent();
   cprof__output_atfork_parent();
   pthread_mutex_unlock(&life_lock);
 }
@@ -87,6 +91,7 @@ static void atfork_child(void) {
   cprof__debuginfod_atfork_child();
   cprof__symbolizer_atfork_child();
   cprof__threads_atfork_child();
+  cprof__push_atfork_child();
   cprof__output_atfork_child();
   cprof__cpu_atfork_child();
   cprof__thread_count_atfork_child();
@@ -155,6 +160,7 @@ static int start(const cprof_options_t *opts) {
   __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
   running = 1;
   cprof__output_start(&cfg);
+  cprof__push_start(&cfg);
 
   if (cfg.addr.enabled) {
     int serr = cprof__server_start(&cfg.addr, bound, sizeof bound);
@@ -202,6 +208,7 @@ static void metrics_demand(void) {
 void cprof_stop(void) {
   cprof__heap_guard_enter();
   cprof__output_finish();
+  cprof__push_finish();
   cprof__heap_configure(0, CPROF_UNWIND_DWARF);
   cprof__block_set_rate(0);
   cprof__mutex_set_fraction(0);
@@ -226,7 +233,8 @@ void cprof_stop(void) {
  * the program exactly (creds.c). The listening socket is opened again on
  * the same port. */
 static void park_locked(void) {
-  cprof__cpu_recording_park(); /* the drainer of CPROF_OUTPUT's or the API's CPU profile */
+  cprof__push_park();
+  cprof__cpu_recording_park(); /* the drainer of CPROF_OUTPUT's, the push's or the API's CPU profile */
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
@@ -255,6 +263,7 @@ static void unpark_locked(void) {
     metrics_on = cprof__metrics_start(metrics_interval_ms, metrics_window_s) == 0;
   }
   cprof__cpu_recording_unpark();
+  cprof__push_unpark();
 }
 
 static void follow_credentials(void) {

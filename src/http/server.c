@@ -73,6 +73,7 @@ static struct {
   int started;
   int result;
   int unshare_err; /* why the keeper could not have a table of its own */
+  unsigned table;  /* its table, which the connections' threads share */
   char why[1600];  /* why the server did not start, when the keeper knows */
   int stop;        /* cprof__server_stop asks the keeper to end */
   int used;        /* the symbolizer was used since the keeper last looked */
@@ -89,7 +90,7 @@ typedef struct request_state {
 static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) {
   /* The first call on a connection's thread, which libmicrohttpd created
    * from a thread in our table. */
-  cprof__fds_joined();
+  cprof__fds_joined(keeper.table);
   request_state_t *st = calloc(1, sizeof *st);
   if (st)
     st->uri = strdup(uri ? uri : "");
@@ -586,6 +587,7 @@ static void *keep(void *unused) {
    * RLIMIT_NOFILE, pass to its children, and poll a socket the program
    * may close (at 100 % of a core) or reuse. */
   keeper.unshare_err = cprof__fds_unshare();
+  keeper.table = cprof__fds_table();
   int rc = keeper.unshare_err ? -ENOTSUP : serve(keeper.addr, keeper.bound, keeper.boundlen);
   if (rc == 0)
     cprof__symbolizer_set_used_hook(symbolizer_used);

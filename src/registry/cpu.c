@@ -25,6 +25,7 @@
 
 struct cprof__cpu_recording {
   cprof__cpu_profile_t *profile;
+  int hz;
   pid_t owner; /* the process that records: not a forked child */
   int drained; /* has a drainer, running or parked */
   int parked;  /* the drainer ended for a while */
@@ -37,6 +38,11 @@ struct cprof__cpu_recording {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cprof__cpu_recording_t *current;
 
+/* Held while samples move into the recording's profile, and while a cut
+ * swaps the profile for a new one: the drainer drains without `lock`.
+ * Innermost of this file's. */
+static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The drainer sleeps on wake between drains; stopping is set, under
  * wake_lock, to end it. */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,9 +53,11 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void atfork_prepare(void) {
   pthread_mutex_lock(&lock);
   pthread_mutex_lock(&wake_lock);
+  pthread_mutex_lock(&profile_lock);
 }
 
 static void atfork_parent(void) {
+  pthread_mutex_unlock(&profile_lock);
   pthread_mutex_unlock(&wake_lock);
   pthread_mutex_unlock(&lock);
 }
@@ -58,6 +66,7 @@ static void atfork_child(void) {
   /* The drainer stayed in the parent, and the profile is the parent's to
    * write; sample/cpu.c's own handler has reset the timers. The memory is
    * left as it is: a copy of the parent's. */
+  pthread_mutex_unlock(&profile_lock);
   pthread_mutex_unlock(&wake_lock);
   pthread_mutex_unlock(&lock);
   current = NULL;
@@ -102,6 +111,7 @@ int cprof__cpu_recording_start(int hz, cprof__unwinder_t how, char *why, size_t 
     goto fail;
   }
   r->owner = getpid();
+  r->hz = hz;
   current = r;
   pthread_mutex_unlock(&lock);
   *out = r;
@@ -115,7 +125,33 @@ fail:
 
 void cprof__cpu_recording_drain(cprof__cpu_recording_t *r) {
   cprof__cpu_track_threads();
+  pthread_mutex_lock(&profile_lock);
   cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+  pthread_mutex_unlock(&profile_lock);
+}
+
+int cprof__cpu_recording_cut(cprof__cpu_recording_t *r, cprof__buf_t *out) {
+  pthread_mutex_lock(&lock);
+  int err = -EINVAL;
+  cprof__cpu_profile_t *done = NULL;
+  if (r == current && r->owner == getpid()) {
+    err = -ENOMEM;
+    cprof__cpu_profile_t *next = cprof__cpu_profile_new(r->hz);
+    if (next) {
+      pthread_mutex_lock(&profile_lock);
+      cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+      done = r->profile;
+      r->profile = next;
+      pthread_mutex_unlock(&profile_lock);
+      err = 0;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  if (done) {
+    err = cprof__cpu_profile_write(done, 0, out);
+    cprof__cpu_profile_free(done);
+  }
+  return err;
 }
 
 static void *drain_loop(void *arg) {
@@ -176,7 +212,9 @@ int cprof__cpu_recording_stop(cprof__cpu_recording_t *r, cprof__buf_t *out) {
   if (r == current && r->owner == getpid()) {
     if (r->drained && !r->parked)
       end_drainer(r);
+    pthread_mutex_lock(&profile_lock);
     lost = cprof__cpu_stop(cprof__cpu_profile_add, r->profile);
+    pthread_mutex_unlock(&profile_lock);
     current = NULL;
   }
   pthread_mutex_unlock(&lock);
@@ -191,7 +229,9 @@ void cprof__cpu_recording_park(void) {
   cprof__cpu_recording_t *r = current;
   if (r && r->drained && !r->parked && r->owner == getpid()) {
     end_drainer(r);
+    pthread_mutex_lock(&profile_lock);
     cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+    pthread_mutex_unlock(&profile_lock);
     r->parked = 1;
   }
   pthread_mutex_unlock(&lock);

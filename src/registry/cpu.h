@@ -32,6 +32,12 @@ int cprof__cpu_recording_start(int hz, cprof__unwinder_t how, char *why, size_t 
  * one thread at a time. */
 void cprof__cpu_recording_drain(cprof__cpu_recording_t *r);
 
+/* Appends the gzip-compressed profile.proto of what r recorded since it
+ * started or since the last cut, and goes on recording into a new one,
+ * the timers untouched: a push's window (push/push.c). 0, -EINVAL when r
+ * is not the running recording, -ENOMEM. From one thread at a time. */
+int cprof__cpu_recording_cut(cprof__cpu_recording_t *r, cprof__buf_t *out);
+
 /* Starts a thread named name (at most 15 bytes) that drains r every 50 ms
  * until r stops. 0 or a negative errno (r then records on, undrained). */
 int cprof__cpu_recording_drainer(cprof__cpu_recording_t *r, const char *name);

@@ -84,6 +84,7 @@ struct cprof__symbolizer {
   Elf **refs;                   /* our references to debug files' Elfs, see below */
   int nrefs, caprefs;
   int held;    /* descriptors libdw keeps that we could not take back */
+  unsigned table; /* the table they are in (core/fds.h), when held */
   int tainted; /* libdw may close a number that is no longer its own */
   int once;    /* built for one use: ended at release */
 };
@@ -98,6 +99,8 @@ static void (*used_hook)(void);
  * cprof__symbolizer_quick. Per thread, so that an HTTP request served at the
  * same time still gets every file and line. */
 static __thread int quick;
+/* Nonzero on a thread that symbolizes now and then (cprof__symbolizer_passing). */
+static __thread int passing;
 
 /* Compressed DWARF above this many bytes on disk is left to the reader in
  * quick mode. libdw inflates every compressed .debug_* section of a file
@@ -530,7 +533,7 @@ static void forget_handed(void) {
 /* Whether the calling thread may use s, and so end it: any thread when it
  * holds no descriptor, else only threads in the table they are in. */
 static int usable_here(const cprof__symbolizer_t *s) {
-  return s->held == 0 || cprof__fds_in_own_table();
+  return s->held == 0 || (s->table && s->table == cprof__fds_table());
 }
 
 /* An instance for one use, when the kept one holds descriptors in another
@@ -599,8 +602,10 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
   if (s != &empty)
     take_back_descriptors(s);
   /* What libdw still holds is in this thread's table: outside ours, the
-   * program's, it goes now, from here. */
-  if (s->once || (s->held && !cprof__fds_in_own_table())) {
+   * program's, or on a thread that symbolizes only now and then (the
+   * push's), it goes now, from here. */
+  s->table = cprof__fds_table();
+  if (s->once || (s->held && (!s->table || passing))) {
     if (s == current)
       current = NULL;
     destroy(s);
@@ -663,6 +668,8 @@ void cprof__symbolizer_atfork_child(void) {
 }
 
 void cprof__symbolizer_quick(int on) { quick = on; }
+
+void cprof__symbolizer_passing(int on) { passing = on; }
 
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
   if (i < 0 || i >= s->nmappings)

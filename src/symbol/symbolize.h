@@ -71,6 +71,13 @@ int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint3
  * profiles at exit, where the program is waiting: a reader of the profile
  * on the same machine gets the rest from the files (see builder.c). */
 void cprof__symbolizer_quick(int on);
+
+/* For the calling thread: while on, an instance that comes to hold
+ * descriptors in its table (core/fds.h) is ended at its release rather
+ * than kept, so that the kept instance stays in the table of the threads
+ * that use it most (the server's). For the push's thread, which
+ * symbolizes once an interval, in a table of its own. */
+void cprof__symbolizer_passing(int on);
 /* Whether the calling thread's lookups in mapping i use its DWARF: it has
  * some, and quick mode does not leave it out. */
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i);

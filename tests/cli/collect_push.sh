@@ -14,7 +14,6 @@
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
 command -v python3 >/dev/null || skip "python3 is not installed"
 C=$B/cprof
-RECEIVER=$(dirname "$0")/pyroscope_receiver.py
 
 start demo -- "$B/examples/demo_server" --seconds 300
 A=$ADDR DPID=$PID
@@ -37,14 +36,6 @@ scrape_configs:
         threadcreate: {}  # off by default, as in Parca
 ${2:-}
 YAML
-}
-
-receiver() { # NAME [FAILS]: starts a receiver recording into $T/NAME.rx; sets RPORT, RPID
-  mkdir -p "$T/$1.rx"
-  python3 "$RECEIVER" serve "$T/$1.rx" "$T/$1.port" "${2:-0}" 2>"$T/$1.rx.err" &
-  RPID=$!
-  for _ in $(seq 1 100); do [ -s "$T/$1.port" ] && break; sleep 0.1; done
-  RPORT=$(cat "$T/$1.port")
 }
 
 collector() { # NAME ARGS...: starts cprof collect; sets CPID
@@ -78,23 +69,13 @@ accounted() { # NAME: pushed + dropped + rejected = the profiles stored
   [ -n "$p" ] && [ $((p + d + x)) = "$(rows "$1")" ]
 }
 
-# read_profiles NAME: N.types beside every N.pprof, its sample types as
-# go tool pprof -raw reads them (nothing when it cannot).
-read_profiles() {
-  for f in "$T/$1.rx"/*.pprof; do
-    [ -e "$f" ] && [ ! -e "${f%.pprof}.types" ] || continue
-    pprof -raw "$f" 2>/dev/null | sed -n '/^Samples:/{n;p;q}' | tr ' ' '\n' | sed 's|/.*||' |
-      grep . >"${f%.pprof}.types" || rm -f "${f%.pprof}.types"
-  done
-}
-
 summary() { python3 "$RECEIVER" check "$T/$1.rx" | tail -1; }
 
 # until_kinds NAME: the receiver has taken all six kinds of profile
 # (bounded at 60 s for a hang; nothing depends on how long).
 until_kinds() {
   for _ in $(seq 1 300); do
-    read_profiles "$1"
+    pprof_types "$T/$1.rx"
     summary "$1" | grep -q ' kinds block,goroutine,memory,mutex,process_cpu,threadcreate$' && return 0
     sleep 0.2
   done
@@ -110,7 +91,7 @@ check "ok: says where it pushes" has "$T/ok.err" "^cprof collect: remote write t
 check "ok: all six profile kinds arrive" until_kinds ok
 stop_collector ok
 check "ok: exit 0" [ "$(cat "$T/ok.rc")" = 0 ]
-read_profiles ok
+pprof_types "$T/ok.rx"
 python3 "$RECEIVER" check "$T/ok.rx" >"$T/ok.check"
 check "ok: every request is a well-formed pprof ingest" [ "$(wc -l <"$T/ok.check")" = 1 ]
 sed '$d' "$T/ok.check" | head -5 >&2

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""A stand-in for Grafana Pyroscope's POST /ingest, for tests/cli/collect_push.sh.
+"""A stand-in for Grafana Pyroscope's POST /ingest, for tests/cli/collect_push.sh
+and tests/integration/push.sh.
 
   pyroscope_receiver.py serve DIR PORTFILE [FAILS]
       Listens on 127.0.0.1 (a free port, written to PORTFILE) and records
       every request as DIR/N.json (method, path, query, content type, the
-      answer's status, the multipart part names, errors found), with the
+      Authorization header, the answer's status, the multipart part names, errors found), with the
       "profile" part in DIR/N.pprof and "sample_type_config" in
       DIR/N.stc.json. Answers 503 to the first FAILS requests, 200 after.
 
-  pyroscope_receiver.py check DIR
+  pyroscope_receiver.py check DIR [NAME]
       Checks every recorded request that was answered 200 against the API
-      and prints one line per fault; then a summary line
+      (its name NAME, or demo{instance=...,env=test} without one: cprof
+      collect's in collect_push.sh) and prints one line per fault; then a
+      summary line
       "accepted A failed F kinds K1,K2,..." where the kinds are read off the
       sample types (cpu: process_cpu, inuse_space: memory, ...).
 """
@@ -67,6 +70,7 @@ class Handler(BaseHTTPRequestHandler):
             "path": url.path,
             "query": urllib.parse.parse_qs(url.query, keep_blank_values=True),
             "content_type": self.headers.get("Content-Type", ""),
+            "authorization": self.headers.get("Authorization", ""),
             "status": status,
             "parts": [],
             "errors": [],
@@ -107,7 +111,7 @@ KINDS = {"cpu": "process_cpu", "inuse_space": "memory", "goroutines": "goroutine
          "threadcreate": "threadcreate", "mutex_count": "mutex", "block_count": "block"}
 
 
-def check(directory):
+def check(directory, want_name=None):
     faults, accepted, failed, kinds = [], 0, 0, set()
     names = sorted((f for f in os.listdir(directory) if f.endswith(".json")
                     and not f.endswith(".stc.json")), key=lambda f: int(f.split(".")[0]))
@@ -128,7 +132,10 @@ def check(directory):
             bad("path %s" % rec["path"])
         q = {k: v[0] for k, v in rec["query"].items()}
         name = q.get("name", "")
-        if not (name.startswith("demo{instance=") and name.endswith(",env=test}")):
+        if want_name is not None:
+            if name != want_name:
+                bad("name %r is not %r" % (name, want_name))
+        elif not (name.startswith("demo{instance=") and name.endswith(",env=test}")):
             bad("name %r is not demo{instance=...,env=test}" % name)
         try:
             if not int(q["from"]) <= int(q["until"]) or int(q["from"]) < 1500000000:
@@ -173,4 +180,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     else:
-        check(sys.argv[2])
+        check(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

@@ -26,6 +26,8 @@ typedef struct seen {
   int closed_high;   /* ... and of its copy at 150 */
   int child_sees;    /* a thread it created sees `opened` */
   int child_own;     /* ... and says it is in the table */
+  unsigned table;    /* the table's number */
+  unsigned child_table; /* ... as the thread it created has it */
 } seen_t;
 
 static int main_pipe[2], main_high;
@@ -62,9 +64,10 @@ static void list_table(char *out, size_t size) {
 
 static void *child(void *arg) {
   seen_t *s = arg;
-  cprof__fds_joined();
+  cprof__fds_joined(s->table);
   s->child_sees = fcntl(s->opened, F_GETFD) >= 0;
   s->child_own = cprof__fds_in_own_table();
+  s->child_table = cprof__fds_table();
   return NULL;
 }
 
@@ -72,6 +75,7 @@ static void *unsharer(void *arg) {
   seen_t *s = arg;
   s->unshare_rc = cprof__fds_unshare();
   s->own_table = cprof__fds_in_own_table();
+  s->table = cprof__fds_table();
   list_table(s->listing, sizeof s->listing);
   s->opened = open("/dev/zero", O_RDONLY | O_CLOEXEC);
   /* The main thread's numbers, here: not open, and closing them must not
@@ -124,6 +128,11 @@ int main(void) {
   CHECK_EQ_INT(s.closed_high, EBADF);
   CHECK_EQ_INT(s.child_sees, 1);
   CHECK_EQ_INT(s.child_own, 1);
+  /* Tables have numbers: not the program's 0, and shared with the thread
+   * that joined. */
+  CHECK(s.table != 0);
+  CHECK_EQ_INT(s.child_table, s.table);
+  CHECK_EQ_INT(cprof__fds_table(), 0);
 
   /* The main thread's table is untouched: its pipe works, its numbers are
    * where they were, and its next open gets the number it would have. */

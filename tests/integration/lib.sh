@@ -92,6 +92,29 @@ start() {
 # pprof ARGS...: go tool pprof, quiet, with our scratch directories.
 pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
 
+# receiver NAME [FAILS]: starts a stand-in for Pyroscope's ingest API
+# (tests/cli/pyroscope_receiver.py) recording into $T/NAME.rx, answering
+# 503 to its first FAILS requests; sets RPORT, RPID.
+RECEIVER=$CPROF_SOURCE_DIR/tests/cli/pyroscope_receiver.py
+receiver() {
+  mkdir -p "$T/$1.rx"
+  python3 "$RECEIVER" serve "$T/$1.rx" "$T/$1.port" "${2:-0}" 2>"$T/$1.rx.err" &
+  RPID=$!
+  for _ in $(seq 1 100); do [ -s "$T/$1.port" ] && break; sleep 0.1; done
+  RPORT=$(cat "$T/$1.port")
+}
+
+# pprof_types DIR: beside every DIR/N.pprof, N.types: its sample types as
+# go tool pprof -raw reads them (nothing when it cannot). For
+# tests/cli/pyroscope_receiver.py's check.
+pprof_types() {
+  for f in "$1"/*.pprof; do
+    [ -e "$f" ] && [ ! -e "${f%.pprof}.types" ] || continue
+    pprof -raw "$f" 2>/dev/null | sed -n '/^Samples:/{n;p;q}' | tr ' ' '\n' | sed 's|/.*||' |
+      grep . >"${f%.pprof}.types" || rm -f "${f%.pprof}.types"
+  done
+}
+
 # free_port: a TCP port nothing listens on now, for programs that take a
 # fixed port on their command line (a race with another test is possible,
 # but then the program says so and the test fails loudly).

@@ -223,13 +223,3 @@ int collect_fetcher_run(collect_fetcher_t *f, long wait_ms) {
 }
 
 void collect_fetcher_wakeup(collect_fetcher_t *f) { curl_multi_wakeup(f->multi); }
-
-void collect_url_escape(cprof__buf_t *b, const char *s) {
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-        strchr("-._~", *c))
-      cprof__buf_putc(b, (char)*c);
-    else
-      cprof__buf_printf(b, "%%%02X", *c);
-  }
-}

@@ -50,8 +50,5 @@ int collect_fetcher_run(collect_fetcher_t *f, long wait_ms);
 /* Makes a collect_fetcher_run in progress return; from any thread. */
 void collect_fetcher_wakeup(collect_fetcher_t *f);
 
-/* Appends s percent-encoded for a URL's query (RFC 3986's unreserved
- * characters kept). */
-void collect_url_escape(cprof__buf_t *b, const char *s);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "collect/fetch.h"
 #include "core/buf.h"
+#include "push/ingest.h"
 
 #define BACKOFF_FIRST_NS 500000000LL
 #define BACKOFF_MAX_NS 30000000000LL
@@ -47,137 +48,35 @@ static int64_t mono_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* ---- The pure parts ---- */
-
-/* Appends s with the characters that would end a Pyroscope name or tag
- * early replaced by _. */
-static void put_tag_text(cprof__buf_t *b, const char *s) {
-  for (; *s; s++)
-    cprof__buf_putc(b, strchr("{},= \t\r\n", *s) ? '_' : *s);
-}
+/* libcurl as the command links it, for push/ingest.c. */
+static const cprof__curl_t linked_curl = {
+    .easy_init = curl_easy_init,
+    .easy_setopt = curl_easy_setopt,
+    .easy_perform = curl_easy_perform,
+    .easy_getinfo = curl_easy_getinfo,
+    .easy_cleanup = curl_easy_cleanup,
+    .easy_reset = curl_easy_reset,
+    .easy_strerror = curl_easy_strerror,
+    .mime_init = curl_mime_init,
+    .mime_addpart = curl_mime_addpart,
+    .mime_name = curl_mime_name,
+    .mime_filename = curl_mime_filename,
+    .mime_type = curl_mime_type,
+    .mime_data = curl_mime_data,
+    .mime_free = curl_mime_free,
+};
 
 char *collect_push_name(const char *job, const char *instance, const collect_label_t *labels,
                         size_t n) {
-  cprof__buf_t b;
-  cprof__buf_init(&b);
-  put_tag_text(&b, job);
-  cprof__buf_puts(&b, "{instance=");
-  put_tag_text(&b, instance);
-  for (size_t i = 0; i < n; i++) {
-    cprof__buf_putc(&b, ',');
-    put_tag_text(&b, labels[i].name);
-    cprof__buf_putc(&b, '=');
-    put_tag_text(&b, labels[i].value);
-  }
-  cprof__buf_puts(&b, "}");
-  cprof__buf_putc(&b, '\0');
-  return b.failed ? (cprof__buf_free(&b), NULL) : cprof__buf_take(&b, NULL);
-}
-
-char *collect_push_url(const char *base, const char *name, int64_t from_s, int64_t until_s,
-                       long hz) {
-  size_t bl = strlen(base);
-  while (bl && base[bl - 1] == '/')
-    bl--;
-  cprof__buf_t b;
-  cprof__buf_init(&b);
-  cprof__buf_append(&b, base, bl);
-  cprof__buf_puts(&b, "/ingest?name=");
-  collect_url_escape(&b, name);
-  cprof__buf_printf(&b, "&from=%lld&until=%lld&format=pprof&spyName=cprof", (long long)from_s,
-                    (long long)until_s);
-  if (hz > 0)
-    cprof__buf_printf(&b, "&sampleRate=%ld", hz);
-  cprof__buf_putc(&b, '\0');
-  return b.failed ? (cprof__buf_free(&b), NULL) : cprof__buf_take(&b, NULL);
-}
-
-static void json_string(cprof__buf_t *b, const char *s) {
-  cprof__buf_putc(b, '"');
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      cprof__buf_printf(b, "\\%c", *c);
-    else if (*c < 0x20)
-      cprof__buf_printf(b, "\\u%04x", *c);
-    else
-      cprof__buf_putc(b, (char)*c);
-  }
-  cprof__buf_putc(b, '"');
-}
-
-typedef struct stc {
-  const char *units, *display, *aggregation; /* NULL: left out */
-  int cumulative, sampled;
-} stc_t;
-
-/* Pyroscope's settings for one sample type (push.h says which). */
-static stc_t stc_for(const char *kind, int delta, const cprof__value_type_t *t) {
-  int mutex = !strcmp(kind, "mutex");
-  if (!strcmp(t->type, "samples"))
-    return (stc_t){.units = "samples", .display = "cpu", .sampled = 1};
-  if (!strcmp(t->type, "inuse_objects"))
-    return (stc_t){.units = "objects", .aggregation = "average"};
-  if (!strcmp(t->type, "inuse_space"))
-    return (stc_t){.units = "bytes", .aggregation = "average"};
-  if (!strcmp(t->type, "alloc_objects"))
-    return (stc_t){.units = "objects", .cumulative = !delta};
-  if (!strcmp(t->type, "alloc_space"))
-    return (stc_t){.units = "bytes", .cumulative = !delta};
-  if (!strcmp(t->type, "goroutine") || !strcmp(t->type, "goroutines"))
-    return (stc_t){.units = "goroutines", .display = "goroutines", .aggregation = "average"};
-  if (!strcmp(t->type, "contentions"))
-    return (stc_t){.units = "lock_samples",
-                   .display = mutex ? "mutex_count" : "block_count",
-                   .cumulative = !delta};
-  if (!strcmp(t->type, "delay"))
-    return (stc_t){.units = "lock_nanoseconds",
-                   .display = mutex ? "mutex_duration" : "block_duration",
-                   .cumulative = !delta};
-  stc_t s = {.units = !strcmp(t->unit, "bytes")   ? "bytes"
-                      : !strcmp(t->unit, "count") ? "objects"
-                                                  : t->unit,
-             .aggregation = delta ? NULL : "average"};
-  if (!strcmp(t->type, "cpu"))
-    s.display = "cpu_nanoseconds";
-  return s;
-}
-
-char *collect_push_sample_type_config(const char *kind, int delta, const cprof__value_type_t *types,
-                                      size_t n) {
-  cprof__buf_t b;
-  cprof__buf_init(&b);
-  cprof__buf_putc(&b, '{');
-  for (size_t i = 0; i < n; i++) {
-    stc_t s = stc_for(kind, delta, &types[i]);
-    if (i)
-      cprof__buf_putc(&b, ',');
-    json_string(&b, types[i].type);
-    cprof__buf_puts(&b, ":{\"units\":");
-    json_string(&b, s.units ? s.units : "");
-    if (s.display) {
-      cprof__buf_puts(&b, ",\"display-name\":");
-      json_string(&b, s.display);
-    }
-    if (s.aggregation) {
-      cprof__buf_puts(&b, ",\"aggregation\":");
-      json_string(&b, s.aggregation);
-    }
-    if (s.cumulative)
-      cprof__buf_puts(&b, ",\"cumulative\":true");
-    if (s.sampled)
-      cprof__buf_puts(&b, ",\"sampled\":true");
-    cprof__buf_putc(&b, '}');
-  }
-  cprof__buf_puts(&b, "}");
-  cprof__buf_putc(&b, '\0');
-  return b.failed ? (cprof__buf_free(&b), NULL) : cprof__buf_take(&b, NULL);
-}
-
-long collect_push_sample_rate(const cprof__pf_t *p) {
-  if (!p->period_type.type || strcmp(p->period_type.type, "cpu") || !p->period_type.unit ||
-      strcmp(p->period_type.unit, "nanoseconds") || p->period <= 0)
-    return 0;
-  return (long)((1000000000 + p->period / 2) / p->period);
+  cprof__ingest_tag_t *tags = malloc((n + 1) * sizeof *tags);
+  if (!tags)
+    return NULL;
+  tags[0] = (cprof__ingest_tag_t){"instance", instance};
+  for (size_t i = 0; i < n; i++)
+    tags[i + 1] = (cprof__ingest_tag_t){labels[i].name, labels[i].value};
+  char *name = cprof__ingest_name(job, tags, n + 1);
+  free(tags);
+  return name;
 }
 
 /* ---- The queue ---- */
@@ -200,11 +99,12 @@ static item_t *item_new(const collect_pusher_t *p, const collect_push_profile_t 
   int64_t from = prof->start_ns / 1000000000;
   int64_t until = (prof->start_ns + (prof->duration_ns > 0 ? prof->duration_ns : 0)) / 1000000000;
   if (name)
-    it->url =
-        collect_push_url(p->rw->url, name, from, until, collect_push_sample_rate(prof->profile));
+    it->url = cprof__ingest_url(p->rw->url, name, from, until,
+                                cprof__ingest_sample_rate(&prof->profile->period_type,
+                                                          prof->profile->period));
   free(name);
-  it->stc = collect_push_sample_type_config(prof->kind, prof->delta, prof->profile->sample_types,
-                                            prof->profile->n_sample_types);
+  it->stc = cprof__ingest_sample_type_config(prof->kind, prof->delta, prof->profile->sample_types,
+                                             prof->profile->n_sample_types);
   if (asprintf(&it->what, "%s %s %s", prof->job, prof->instance, prof->kind) < 0)
     it->what = NULL;
   it->data = malloc(prof->len ? prof->len : 1);
@@ -248,23 +148,8 @@ void collect_pusher_totals(collect_pusher_t *p, collect_push_totals_t *out) {
 
 /* ---- Sending ---- */
 
-typedef struct answer {
-  char first[160]; /* the body's first bytes, for a message */
-  size_t n;
-} answer_t;
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg) {
-  answer_t *a = arg;
-  size_t len = size * nmemb;
-  for (size_t i = 0; i < len && a->n + 1 < sizeof a->first; i++)
-    a->first[a->n++] = data[i] == '\n' || data[i] == '\r' ? ' ' : data[i];
-  a->first[a->n] = '\0';
-  return len;
-}
-
 /* Aborts a request when stopping has run out of time. */
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
-  (void)dt, (void)dn, (void)ut, (void)un;
+static int late(void *arg) {
   collect_pusher_t *p = arg;
   pthread_mutex_lock(&p->lock);
   int late = p->stopping && mono_ns() >= p->deadline_ns;
@@ -272,57 +157,21 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
   return late;
 }
 
-enum { SENT, RETRY, REJECTED };
-
 /* One attempt; why gets the reason when it is not SENT. */
 static int send_one(collect_pusher_t *p, const item_t *it, long timeout_ms, char *why,
                     size_t whylen) {
-  CURL *c = p->curl;
-  curl_mime *mime = curl_mime_init(c);
-  curl_mimepart *part;
-  if (!mime)
-    return snprintf(why, whylen, "out of memory"), RETRY;
-  part = curl_mime_addpart(mime);
-  curl_mime_name(part, "profile");
-  curl_mime_filename(part, "profile.pprof");
-  curl_mime_type(part, "application/octet-stream");
-  curl_mime_data(part, it->data, it->len);
-  part = curl_mime_addpart(mime);
-  curl_mime_name(part, "sample_type_config");
-  curl_mime_filename(part, "sample_type_config.json");
-  curl_mime_type(part, "application/json");
-  curl_mime_data(part, it->stc, CURL_ZERO_TERMINATED);
-
-  answer_t a = {.n = 0};
-  curl_easy_reset(c);
-  curl_easy_setopt(c, CURLOPT_URL, it->url);
-  curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, p);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "cprof-collect/" CPROF_VERSION);
-  if (p->headers)
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
-  if (p->rw->username) {
-    curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    curl_easy_setopt(c, CURLOPT_USERNAME, p->rw->username);
-    curl_easy_setopt(c, CURLOPT_PASSWORD, p->rw->password ? p->rw->password : "");
-  }
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_mime_free(mime);
-  if (rc != CURLE_OK)
-    return snprintf(why, whylen, "%s", curl_easy_strerror(rc)), RETRY;
-  if (status >= 200 && status < 300)
-    return SENT;
-  snprintf(why, whylen, "HTTP status %ld%s%s", status, a.n ? ": " : "", a.first);
-  return status == 429 || status >= 500 ? RETRY : REJECTED;
+  cprof__ingest_request_t r = {.url = it->url,
+                               .profile = it->data,
+                               .len = it->len,
+                               .stc = it->stc,
+                               .user_agent = "cprof-collect/" CPROF_VERSION,
+                               .username = p->rw->username,
+                               .password = p->rw->password,
+                               .headers = p->headers,
+                               .timeout_ms = timeout_ms,
+                               .abort = late,
+                               .abort_arg = p};
+  return cprof__ingest_post(&linked_curl, p->curl, &r, why, whylen);
 }
 
 /* Waits on the condition until abs_ns (monotonic) or a signal. */
@@ -358,14 +207,14 @@ static void *sender(void *arg) {
       char why[256] = "";
       int r = send_one(p, it, timeout, why, sizeof why);
       pthread_mutex_lock(&p->lock);
-      if (r == SENT) {
+      if (r == CPROF_INGEST_SENT) {
         p->totals.pushed++;
         if (p->failing)
           fprintf(stderr, "cprof collect: remote write to %s works again\n", p->rw->url);
         p->failing = 0;
         break;
       }
-      if (r == REJECTED) {
+      if (r == CPROF_INGEST_REJECTED) {
         p->totals.rejected++;
         fprintf(stderr, "cprof collect: remote write: %s refused the profile of %s: %s\n",
                 p->rw->url, it->what, why);

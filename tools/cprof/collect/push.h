@@ -1,18 +1,7 @@
 /* Remote write to Grafana Pyroscope: every profile the scraper stores is
- * also pushed to Pyroscope's ingest API (its docs: "Pyroscope server HTTP
- * API", POST /ingest):
- *
- *   POST URL/ingest?name=JOB{instance=ADDR,k=v}&from=S&until=S&format=pprof
- *        &spyName=cprof[&sampleRate=HZ]
- *   Content-Type: multipart/form-data
- *     part "profile" (file profile.pprof): the bytes as scraped
- *     part "sample_type_config" (file sample_type_config.json): for each
- *       sample type of the profile, {"units", "display-name", "aggregation",
- *       "cumulative", "sampled"} as Pyroscope's SampleTypeConfig reads them
- *
- * The name is the job, not JOB.cpu: with format=pprof the server makes one
- * series per sample type itself, named by its display-name, and takes the
- * service_name from the name, as pyroscope-go's uploads do.
+ * also pushed to Pyroscope's ingest API, as push/ingest.h writes the
+ * request: the name JOB{instance=ADDR,k=v}, the profile's bytes as
+ * scraped, and a sample_type_config for the profile's kind.
  *
  * A pusher owns one thread that sends what the scraper enqueues, oldest
  * first, one request at a time. A failure to connect, a 5xx or a 429 is
@@ -73,36 +62,10 @@ void collect_pusher_totals(collect_pusher_t *p, collect_push_totals_t *out);
 void collect_pusher_stop(collect_pusher_t *p, long flush_ms);
 void collect_pusher_free(collect_pusher_t *p);
 
-/* The pure parts, for tests. All return malloc'd strings, NULL when out of
- * memory. */
-
 /* JOB{instance=ADDR,k=v,...}: Pyroscope's application name with its tags,
- * the target's labels in config order after instance. Characters that
- * would end a name or a value early ({ } , = and white space) become _. */
+ * the target's labels in config order after instance (cprof__ingest_name).
+ * NULL when out of memory. */
 char *collect_push_name(const char *job, const char *instance, const collect_label_t *labels,
                         size_t n);
-
-/* BASE/ingest?name=...&from=...&until=...&format=pprof&spyName=cprof, with
- * &sampleRate=HZ when hz > 0; BASE's trailing slashes dropped, the name
- * percent-encoded. */
-char *collect_push_url(const char *base, const char *name, int64_t from_s, int64_t until_s,
-                       long hz);
-
-/* The sample_type_config JSON of n sample types of a profile of KIND.
- * Go's types get Pyroscope's own settings (DefaultSampleTypeMapping of
- * pkg/og/convert/pprof, pyroscope-go's sample_types.go), with alloc_*,
- * contentions and delay cumulative unless delta. Any other type: units
- * "bytes" for bytes, "objects" for count, else its pprof unit; aggregation
- * "average" when the profile is a snapshot (not delta: a sum of snapshots
- * over time means nothing), else Pyroscope's default sum; not cumulative,
- * not sampled; its display-name the type's name, except a CPU profile's
- * "cpu" (nanoseconds), shown as "cpu_nanoseconds" so that it does not
- * land on the series of "samples", whose display-name is cpu. */
-char *collect_push_sample_type_config(const char *kind, int delta, const cprof__value_type_t *types,
-                                      size_t n);
-
-/* The sample rate in Hz of a CPU profile (period type cpu, in
- * nanoseconds), or 0. */
-long collect_push_sample_rate(const cprof__pf_t *p);
 
 #endif

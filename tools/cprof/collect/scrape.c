@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "core/hash.h"
 #include "profile/table.h"
+#include "push/ingest.h"
 
 /* Answers past this are refused: the largest profile a target may send. */
 #define MAX_PROFILE_BYTES ((size_t)256 << 20)
@@ -65,9 +66,9 @@ static char *loop_url(const collect_job_t *j, const collect_target_t *t,
   char sep = '?';
   for (size_t i = 0; i < j->nparams; i++) {
     cprof__buf_putc(&b, sep);
-    collect_url_escape(&b, j->params[i].name);
+    cprof__url_escape(&b, j->params[i].name);
     cprof__buf_putc(&b, '=');
-    collect_url_escape(&b, j->params[i].value);
+    cprof__url_escape(&b, j->params[i].value);
     sep = '&';
   }
   if (p->delta)

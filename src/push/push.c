@@ -1,0 +1,548 @@
+/* CPROF_PUSH_URL: the library pushes its own profiles to Grafana
+ * Pyroscope's ingest API (push/ingest.h), as pyroscope-go does for a Go
+ * program, for short-lived jobs and for hosts nobody can scrape.
+ *
+ * - The CPU profile is a recording (registry/cpu.h) with a drainer thread
+ *   of its own, "cprof-push-cpu", cut every CPROF_PUSH_INTERVAL: each cut
+ *   is the profile of one interval, pushed with from and until its start
+ *   and end. While it records, the CPU profiler is taken, as with
+ *   CPROF_OUTPUT: /debug/pprof/profile answers that it is in use (as Go's
+ *   does beside pyroscope-go). The heap profile is the registry's "heap"
+ *   at each cut, as GET /debug/pprof/heap serves it: in-use figures now,
+ *   allocations since the start, marked cumulative (Pyroscope takes the
+ *   differences).
+ * - A thread of cprof's, "cprof-push", made under the heap guard (every
+ *   signal blocked, nothing it allocates sampled), cuts the profiles and
+ *   sends them, oldest first, one request at a time, in a descriptor table
+ *   of its own (core/fds.c), so that libcurl's sockets are out of the
+ *   program's reach and the program's descriptors out of libcurl's. Each
+ *   request has a handle of its own: no connection or cache outlives it.
+ * - libcurl is loaded there (dlopen), the first time: a program that does
+ *   not push never loads it, nor the libraries it brings.
+ * - A failure to connect, a 5xx or a 429 is retried after a pause that
+ *   doubles from 0.5 s to 30 s, the profiles cut meanwhile queued; the
+ *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s),
+ *   and a full queue drops its oldest, counted. Any other answer drops the
+ *   profile, counted, with a line on stderr. A line says when pushing
+ *   fails, and one when it works again: no line while all is well.
+ * - At exit (an atexit handler: before libcurl's and GnuTLS's destructors)
+ *   and at cprof_stop, the last window is cut and what is queued is sent,
+ *   one attempt each, until one fails or CPROF_PUSH_FLUSH_MS (2 s) has
+ *   passed; the program waits that long at most, and only while Pyroscope
+ *   is slow. What is left is dropped, counted, with a line.
+ * - The thread ends and starts again around a change of the program's
+ *   credentials and when the program's last thread ends (start.c parks it
+ *   then), keeping its queue. A forked child does not push.
+ *
+ * Everything is under one lock, never held across a request; the queue is
+ * the thread's alone while it runs. */
+#include "push/push.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/fds.h"
+#include "core/log.h"
+#include "cprof.h"
+#include "push/ingest.h"
+#include "registry/cpu.h"
+#include "registry/registry.h"
+#include "sample/heap.h"
+#include "symbol/symbolize.h"
+
+#define QUEUE_CAP 32
+#define BACKOFF_FIRST_MS 500L
+#define BACKOFF_MAX_MS 30000L
+#define REQUEST_TIMEOUT_MS 10000L
+
+typedef struct item {
+  char *url, *stc;
+  const char *what; /* "CPU", "heap": for messages */
+  cprof__buf_t body;
+} item_t;
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+  int armed;           /* pushing: cprof__push_start succeeded */
+  pid_t owner;         /* the process that pushes: not a forked child */
+  int running;         /* the thread runs; ended by stop */
+  int started;         /* the thread has its table (or failed to) */
+  int stop;            /* the thread is asked to end... */
+  int final;           /* ... after the last round */
+  int parked;          /* ended by cprof__push_park, to start again */
+  int failing;         /* the last attempt failed; its line is written */
+  pthread_t thread;
+  cprof__cpu_recording_t *cpu; /* NULL: the heap alone */
+  int hz;
+  char url[512], shown[512], name[600];
+  long interval_ms;
+  int64_t window_start_s; /* realtime: the current window's start */
+  int64_t next_ms;        /* monotonic: the next cut */
+  int64_t retry_ms;       /* monotonic: the next attempt, after a failure */
+  int64_t deadline_ms;    /* monotonic: when the final round gives up */
+  long backoff_ms;
+  item_t *ring[QUEUE_CAP];
+  size_t head, count;
+  cprof__push_totals_t totals;
+  int atexit_set;
+} ps = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init_once(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&ps.cond, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+static int64_t mono_ms(void) { return cprof__now_ms(CLOCK_MONOTONIC); }
+
+/* ---- libcurl, loaded when first needed ---- */
+
+static cprof__curl_t api;
+static int api_state; /* 0 not tried, 1 loaded, -1 failed */
+
+/* On the push's thread, in its table. 0, or -ENOENT with a line in why. */
+static int load_curl(char *why, size_t whylen) {
+  if (api_state)
+    return api_state > 0 ? 0 : -ENOENT;
+  api_state = -1;
+  /* Debian's libcurl3-gnutls (the GnuTLS libcurl the server's TLS already
+   * brings the TLS of), else the OpenSSL one: the same ABI. */
+  void *h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(why, whylen, "cannot load libcurl (libcurl-gnutls.so.4 or libcurl.so.4): %s",
+             dlerror());
+    return -ENOENT;
+  }
+  CURLcode (*global_init)(long) = (CURLcode(*)(long))dlsym(h, "curl_global_init");
+#define SYM(field, name)                                                                           \
+  if (!(*(void **)&api.field = dlsym(h, name)))                                                    \
+    goto missing;
+  SYM(easy_init, "curl_easy_init")
+  SYM(easy_setopt, "curl_easy_setopt")
+  SYM(easy_perform, "curl_easy_perform")
+  SYM(easy_getinfo, "curl_easy_getinfo")
+  SYM(easy_cleanup, "curl_easy_cleanup")
+  SYM(easy_reset, "curl_easy_reset")
+  SYM(easy_strerror, "curl_easy_strerror")
+  SYM(mime_init, "curl_mime_init")
+  SYM(mime_addpart, "curl_mime_addpart")
+  SYM(mime_name, "curl_mime_name")
+  SYM(mime_filename, "curl_mime_filename")
+  SYM(mime_type, "curl_mime_type")
+  SYM(mime_data, "curl_mime_data")
+  SYM(mime_free, "curl_mime_free")
+#undef SYM
+  /* Thread-safe from libcurl 7.84 (CURL_VERSION_THREADSAFE), and counted:
+   * a program of its own with libcurl keeps its own init and cleanup. */
+  if (!global_init || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    snprintf(why, whylen, "libcurl would not initialize");
+    return -ENOENT; /* the library stays loaded: its constructors have run */
+  }
+  api_state = 1;
+  return 0;
+missing:
+  snprintf(why, whylen, "the libcurl found lacks a function cprof needs (7.56 or later)");
+  return -ENOENT;
+}
+
+/* ---- The queue (the thread's) ---- */
+
+static void item_free(item_t *it) {
+  if (!it)
+    return;
+  free(it->url);
+  free(it->stc);
+  cprof__buf_free(&it->body);
+  free(it);
+}
+
+static void enqueue(item_t *it) {
+  pthread_mutex_lock(&ps.lock);
+  if (ps.count == QUEUE_CAP) { /* the oldest goes: the newest tell most about now */
+    item_free(ps.ring[ps.head]);
+    ps.head = (ps.head + 1) % QUEUE_CAP;
+    ps.count--;
+    ps.totals.dropped++;
+  }
+  ps.ring[(ps.head + ps.count) % QUEUE_CAP] = it;
+  ps.count++;
+  pthread_mutex_unlock(&ps.lock);
+}
+
+static void dequeue_locked(void) {
+  item_free(ps.ring[ps.head]);
+  ps.head = (ps.head + 1) % QUEUE_CAP;
+  ps.count--;
+}
+
+/* A profile of kind with these sample types, over [from, until], its body
+ * taken from b (freed either way). */
+static void push_profile(const char *what, const char *kind, int delta,
+                         const cprof__value_type_t *types, size_t n, long hz, int64_t from,
+                         int64_t until, cprof__buf_t *b) {
+  item_t *it = calloc(1, sizeof *it);
+  if (it) {
+    it->what = what;
+    it->url = cprof__ingest_url(ps.url, ps.name, from, until, hz);
+    it->stc = cprof__ingest_sample_type_config(kind, delta, types, n);
+    it->body = *b;
+    cprof__buf_init(b);
+  }
+  if (!it || !it->url || !it->stc) {
+    item_free(it);
+    cprof__buf_free(b);
+    pthread_mutex_lock(&ps.lock);
+    ps.totals.dropped++;
+    pthread_mutex_unlock(&ps.lock);
+    return;
+  }
+  enqueue(it);
+}
+
+static const cprof__value_type_t cpu_types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+static const cprof__value_type_t heap_types[] = {{"alloc_objects", "count"},
+                                                 {"alloc_space", "bytes"},
+                                                 {"inuse_objects", "count"},
+                                                 {"inuse_space", "bytes"}};
+
+/* Cuts the window that ends now: the CPU profile since the last cut (the
+ * rest of it, and the CPU profiler let go, when last), and the heap. */
+static void cut(int last) {
+  int64_t now = cprof__now_ns(CLOCK_REALTIME) / 1000000000, from = ps.window_start_s;
+  ps.window_start_s = now;
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  if (ps.cpu) {
+    int err;
+    if (last) {
+      err = cprof__cpu_recording_stop(ps.cpu, &b);
+      ps.cpu = NULL;
+    } else {
+      err = cprof__cpu_recording_cut(ps.cpu, &b);
+    }
+    if (err == 0)
+      push_profile("CPU", "process_cpu", 1, cpu_types, 2, ps.hz, from, now, &b);
+    else
+      cprof__buf_free(&b);
+  }
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  const cprof__profile_t *heap = cprof__registry_lookup("heap");
+  cprof__collect_t c = {.debug = 0, .seconds = 0};
+  if (cfg.heap_rate > 0 && heap && cprof__profile_collect(heap, &c, &b) == 0)
+    push_profile("heap", "memory", 0, heap_types, 4, 0, from, now, &b);
+  else
+    cprof__buf_free(&b);
+}
+
+/* ---- Sending ---- */
+
+static int aborted(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&ps.lock);
+  int stop = ps.stop && (!ps.final || mono_ms() >= ps.deadline_ms);
+  pthread_mutex_unlock(&ps.lock);
+  return stop;
+}
+
+/* Sends the queue's oldest; with the lock held, dropped around the
+ * request. 1 when it is done with (sent or refused), 0 to try again. */
+static int send_oldest_locked(long timeout_ms) {
+  item_t *it = ps.ring[ps.head];
+  pthread_mutex_unlock(&ps.lock);
+  char why[300] = "";
+  int r = CPROF_INGEST_RETRY;
+  CURL *c = api.easy_init();
+  if (c) {
+    cprof__ingest_request_t req = {.url = it->url,
+                                   .profile = it->body.data,
+                                   .len = it->body.len,
+                                   .stc = it->stc,
+                                   .user_agent = "cprof/" CPROF_VERSION_STRING,
+                                   .timeout_ms = timeout_ms,
+                                   .abort = aborted};
+    r = cprof__ingest_post(&api, c, &req, why, sizeof why);
+    api.easy_cleanup(c);
+  } else {
+    snprintf(why, sizeof why, "out of memory");
+  }
+  pthread_mutex_lock(&ps.lock);
+  if (r == CPROF_INGEST_RETRY && ps.stop && !ps.final)
+    return 0; /* cut short by a park: sent again after it, not a failure */
+  if (r == CPROF_INGEST_SENT) {
+    ps.totals.pushed++;
+    if (ps.failing)
+      cprof__log("pushing to %s works again", ps.shown);
+    ps.failing = 0;
+    ps.backoff_ms = 0;
+    dequeue_locked();
+    return 1;
+  }
+  if (r == CPROF_INGEST_REJECTED) {
+    ps.totals.rejected++;
+    cprof__log("CPROF_PUSH_URL: %s refused the %s profile: %s", ps.shown, it->what, why);
+    dequeue_locked();
+    return 1;
+  }
+  ps.totals.retried++;
+  if (!ps.failing)
+    cprof__log("cannot push to %s: %s; trying again", ps.shown, why);
+  ps.failing = 1;
+  ps.backoff_ms = ps.backoff_ms ? ps.backoff_ms * 2 : BACKOFF_FIRST_MS;
+  if (ps.backoff_ms > BACKOFF_MAX_MS)
+    ps.backoff_ms = BACKOFF_MAX_MS;
+  ps.retry_ms = mono_ms() + ps.backoff_ms;
+  return 0;
+}
+
+static void wait_until_locked(int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000};
+  pthread_cond_timedwait(&ps.cond, &ps.lock, &ts);
+}
+
+static void *pusher(void *unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), "cprof-push");
+  int table = cprof__fds_unshare();
+  cprof__symbolizer_passing(1);
+  char why[300] = "";
+  if (table != 0)
+    snprintf(why, sizeof why, "no descriptor table of cprof's own: %s", strerror(-table));
+  else
+    load_curl(why, sizeof why);
+  pthread_mutex_lock(&ps.lock);
+  ps.started = 1;
+  pthread_cond_broadcast(&ps.cond);
+  if (why[0]) { /* for good: the profiles would only pile up */
+    cprof__log("CPROF_PUSH_URL: %s; nothing will be pushed", why);
+    ps.armed = 0;
+    if (ps.cpu)
+      cprof__cpu_recording_stop(ps.cpu, NULL);
+    ps.cpu = NULL;
+    pthread_mutex_unlock(&ps.lock);
+    return NULL;
+  }
+  while (!ps.stop) {
+    int64_t now = mono_ms();
+    if (now >= ps.next_ms) {
+      pthread_mutex_unlock(&ps.lock);
+      cut(0);
+      pthread_mutex_lock(&ps.lock);
+      ps.next_ms += ps.interval_ms;
+      if (ps.next_ms <= now) /* asleep (a stopped process): start afresh */
+        ps.next_ms = now + ps.interval_ms;
+    }
+    while (!ps.stop && ps.count && mono_ms() >= ps.retry_ms && mono_ms() < ps.next_ms)
+      if (!send_oldest_locked(REQUEST_TIMEOUT_MS))
+        break;
+    int64_t until = ps.count && ps.retry_ms < ps.next_ms ? ps.retry_ms : ps.next_ms;
+    if (!ps.stop && mono_ms() < until)
+      wait_until_locked(until);
+  }
+  if (ps.final) {
+    pthread_mutex_unlock(&ps.lock);
+    cut(1);
+    pthread_mutex_lock(&ps.lock);
+    /* One attempt each, oldest first, until one fails or the time is up:
+     * the program is waiting to exit, and a store that is away now will
+     * not be back in the next two seconds. */
+    while (ps.count && mono_ms() < ps.deadline_ms &&
+           send_oldest_locked(ps.deadline_ms - mono_ms()))
+      ;
+    ps.totals.dropped += ps.count;
+    while (ps.count)
+      dequeue_locked();
+  }
+  pthread_mutex_unlock(&ps.lock);
+  return NULL;
+}
+
+/* Starts the thread and waits until it has a table of its own: until then
+ * it shares its creator's, and fds.c needs the creator alive meanwhile. */
+static int start_thread_locked(void) {
+  ps.stop = ps.started = 0;
+  cprof__heap_guard_enter(); /* cprof's own: every signal blocked, nothing sampled */
+  int err = pthread_create(&ps.thread, NULL, pusher, NULL);
+  cprof__heap_guard_leave();
+  if (err != 0)
+    return -err;
+  ps.running = 1;
+  while (!ps.started)
+    pthread_cond_wait(&ps.cond, &ps.lock);
+  return 0;
+}
+
+static void end_thread_locked(int final) {
+  if (!ps.running)
+    return;
+  ps.stop = 1;
+  ps.final = final;
+  ps.deadline_ms = mono_ms() + CPROF_PUSH_FLUSH_MS;
+  pthread_cond_broadcast(&ps.cond);
+  pthread_mutex_unlock(&ps.lock);
+  pthread_join(ps.thread, NULL);
+  pthread_mutex_lock(&ps.lock);
+  ps.running = 0;
+}
+
+/* The program's file name, for the default application name. */
+static void program_name(char *out, size_t len) {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  path[n > 0 ? n : 0] = '\0';
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t k = 0;
+  for (; *base && k + 1 < len; base++) /* as CPROF_PUSH_NAME's APP may be */
+    out[k++] = strchr("._-", *base) || (*base >= '0' && *base <= '9') ||
+                       (*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z')
+                   ? *base
+                   : '_';
+  out[k] = '\0';
+  if (!k)
+    snprintf(out, len, "program");
+}
+
+/* The URL for messages: without user:password@. */
+static void shown_url(const char *url, char *out, size_t len) {
+  const char *host = strstr(url, "://");
+  host = host ? host + 3 : url;
+  const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+  if (at && (!slash || at < slash))
+    snprintf(out, len, "%.*s%s", (int)(host - url), url, at + 1);
+  else
+    snprintf(out, len, "%s", url);
+}
+
+void cprof__push_start(const cprof__config_t *cfg) {
+  if (!cfg->push_url[0])
+    return;
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&ps.lock);
+  if (ps.armed)
+    goto out;
+  snprintf(ps.url, sizeof ps.url, "%s", cfg->push_url);
+  shown_url(ps.url, ps.shown, sizeof ps.shown);
+  if (cfg->push_name[0]) {
+    snprintf(ps.name, sizeof ps.name, "%s", cfg->push_name);
+  } else {
+    char app[200], host[256] = "";
+    program_name(app, sizeof app);
+    gethostname(host, sizeof host - 1);
+    char *name = cprof__ingest_name(app, &(cprof__ingest_tag_t){"hostname", host}, 1);
+    snprintf(ps.name, sizeof ps.name, "%s", name ? name : app);
+    free(name);
+  }
+  ps.interval_ms = cfg->push_interval_ms;
+  ps.hz = cfg->cpu_hz;
+  ps.owner = getpid();
+  ps.totals = (cprof__push_totals_t){0};
+  ps.failing = 0;
+  ps.backoff_ms = 0;
+  ps.window_start_s = cprof__now_ns(CLOCK_REALTIME) / 1000000000;
+  ps.next_ms = mono_ms() + ps.interval_ms;
+  ps.retry_ms = 0;
+
+  char why[256];
+  int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &ps.cpu);
+  if (err == 0 && cprof__cpu_recording_drainer(ps.cpu, "cprof-push-cpu") != 0) {
+    cprof__cpu_recording_stop(ps.cpu, NULL);
+    ps.cpu = NULL;
+    snprintf(why, sizeof why, "cannot start its thread");
+    err = -EAGAIN;
+  }
+  if (err)
+    cprof__log("CPROF_PUSH_URL: no CPU profile will be pushed: %s; the heap profile will be",
+               why[0]              ? why
+               : err == -EALREADY ? "the CPU profiler is taken (CPROF_OUTPUT records it)"
+               : err == -EBUSY    ? "the program uses SIGPROF itself"
+                                  : cprof_strerror(err));
+  if (start_thread_locked() != 0) {
+    cprof__log("CPROF_PUSH_URL: cannot start the push's thread; nothing will be pushed");
+    if (ps.cpu)
+      cprof__cpu_recording_stop(ps.cpu, NULL);
+    ps.cpu = NULL;
+    goto out;
+  }
+  ps.armed = 1;
+  if (!ps.atexit_set)
+    ps.atexit_set = atexit(cprof__push_finish) == 0;
+out:
+  pthread_mutex_unlock(&ps.lock);
+}
+
+void cprof__push_finish(void) {
+  cprof__heap_guard_enter(); /* atexit runs on the program's thread */
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&ps.lock);
+  if (ps.armed && ps.owner == getpid()) {
+    /* A parked thread starts again for the last round: it sends from its
+     * own table. */
+    if (ps.running || start_thread_locked() == 0)
+      end_thread_locked(1);
+    if (ps.cpu) /* the thread could not run the last round */
+      cprof__cpu_recording_stop(ps.cpu, NULL);
+    ps.cpu = NULL;
+    if (ps.totals.dropped || ps.totals.rejected)
+      cprof__log("CPROF_PUSH_URL: pushed %llu profiles to %s; %llu dropped, %llu refused",
+                 (unsigned long long)ps.totals.pushed, ps.shown,
+                 (unsigned long long)ps.totals.dropped, (unsigned long long)ps.totals.rejected);
+    ps.armed = ps.parked = 0;
+  }
+  pthread_mutex_unlock(&ps.lock);
+  cprof__heap_guard_leave();
+}
+
+void cprof__push_park(void) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&ps.lock);
+  if (ps.armed && ps.running && ps.owner == getpid()) {
+    end_thread_locked(0);
+    ps.parked = 1;
+  }
+  pthread_mutex_unlock(&ps.lock);
+}
+
+void cprof__push_unpark(void) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&ps.lock);
+  if (ps.armed && ps.parked && start_thread_locked() == 0)
+    ps.parked = 0;
+  pthread_mutex_unlock(&ps.lock);
+}
+
+int cprof__push_totals(cprof__push_totals_t *out) {
+  pthread_mutex_lock(&ps.lock);
+  int on = ps.armed;
+  *out = ps.totals;
+  out->queued = ps.count;
+  pthread_mutex_unlock(&ps.lock);
+  return on ? 0 : -ENOENT;
+}
+
+void cprof__push_atfork_prepare(void) { pthread_mutex_lock(&ps.lock); }
+void cprof__push_atfork_parent(void) { pthread_mutex_unlock(&ps.lock); }
+
+void cprof__push_atfork_child(void) {
+  /* The thread, its recording and its queue stayed with the parent, whose
+   * profiles they are; the memory is left as it is, a copy. */
+  ps.armed = ps.running = ps.parked = 0;
+  ps.cpu = NULL;
+  ps.count = ps.head = 0;
+  pthread_mutex_unlock(&ps.lock);
+}
