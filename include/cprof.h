@@ -142,10 +142,10 @@ typedef struct cprof_options {
   const char *metrics;          /* CPROF_METRICS: "0" turns the metrics sampler off */
   const char *metrics_interval; /* CPROF_METRICS_INTERVAL: "1s", "500ms" */
   const char *metrics_window;   /* CPROF_METRICS_WINDOW: "600s", "10m" */
-  const char *push_url;      /* CPROF_PUSH_URL: Pyroscope, "http://pyroscope:4040" */
-  const char *push_name;     /* CPROF_PUSH_NAME: "checkout{env=prod}" */
-  const char *push_interval; /* CPROF_PUSH_INTERVAL: "15s" */
-  const void *reserved_[26]; /* zero */
+  const char *push_url;         /* CPROF_PUSH_URL: Pyroscope, "http://pyroscope:4040" */
+  const char *push_name;        /* CPROF_PUSH_NAME: "checkout{env=prod}" */
+  const char *push_interval;    /* CPROF_PUSH_INTERVAL: "15s" */
+  const void *reserved_[26];    /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.

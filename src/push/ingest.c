@@ -169,8 +169,8 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
   return r->abort(r->abort_arg);
 }
 
-static void add_part(const cprof__curl_t *api, curl_mime *mime, const char *name,
-                     const char *file, const char *type, const void *data, size_t len) {
+static void add_part(const cprof__curl_t *api, curl_mime *mime, const char *name, const char *file,
+                     const char *type, const void *data, size_t len) {
   curl_mimepart *part = api->mime_addpart(mime);
   api->mime_name(part, name);
   api->mime_filename(part, file);

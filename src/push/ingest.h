@@ -89,14 +89,14 @@ typedef struct cprof__curl {
 } cprof__curl_t;
 
 typedef struct cprof__ingest_request {
-  const char *url;        /* cprof__ingest_url's */
-  const void *profile;    /* gzipped profile.proto */
+  const char *url;     /* cprof__ingest_url's */
+  const void *profile; /* gzipped profile.proto */
   size_t len;
-  const char *stc;        /* cprof__ingest_sample_type_config's */
-  const char *user_agent; /* "cprof/0.3.0" */
+  const char *stc;                 /* cprof__ingest_sample_type_config's */
+  const char *user_agent;          /* "cprof/0.3.0" */
   const char *username, *password; /* HTTP Basic, or NULL (the URL's user:password@ works too) */
-  struct curl_slist *headers;      /* more headers (Authorization: Bearer, X-Scope-OrgID), or NULL */
-  long timeout_ms;                 /* for the whole request */
+  struct curl_slist *headers; /* more headers (Authorization: Bearer, X-Scope-OrgID), or NULL */
+  long timeout_ms;            /* for the whole request */
   /* Called while the request runs: non-zero aborts it. May be NULL. */
   int (*abort)(void *arg);
   void *abort_arg;

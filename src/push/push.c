@@ -361,8 +361,7 @@ static void *pusher(void *unused) {
     /* One attempt each, oldest first, until one fails or the time is up:
      * the program is waiting to exit, and a store that is away now will
      * not be back in the next two seconds. */
-    while (ps.count && mono_ms() < ps.deadline_ms &&
-           send_oldest_locked(ps.deadline_ms - mono_ms()))
+    while (ps.count && mono_ms() < ps.deadline_ms && send_oldest_locked(ps.deadline_ms - mono_ms()))
       ;
     ps.totals.dropped += ps.count;
     while (ps.count)
@@ -468,7 +467,7 @@ void cprof__push_start(const cprof__config_t *cfg) {
   }
   if (err)
     cprof__log("CPROF_PUSH_URL: no CPU profile will be pushed: %s; the heap profile will be",
-               why[0]              ? why
+               why[0]             ? why
                : err == -EALREADY ? "the CPU profiler is taken (CPROF_OUTPUT records it)"
                : err == -EBUSY    ? "the program uses SIGPROF itself"
                                   : cprof_strerror(err));

@@ -50,5 +50,4 @@ int collect_fetcher_run(collect_fetcher_t *f, long wait_ms);
 /* Makes a collect_fetcher_run in progress return; from any thread. */
 void collect_fetcher_wakeup(collect_fetcher_t *f);
 
-
 #endif

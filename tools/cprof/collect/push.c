@@ -99,9 +99,9 @@ static item_t *item_new(const collect_pusher_t *p, const collect_push_profile_t 
   int64_t from = prof->start_ns / 1000000000;
   int64_t until = (prof->start_ns + (prof->duration_ns > 0 ? prof->duration_ns : 0)) / 1000000000;
   if (name)
-    it->url = cprof__ingest_url(p->rw->url, name, from, until,
-                                cprof__ingest_sample_rate(&prof->profile->period_type,
-                                                          prof->profile->period));
+    it->url = cprof__ingest_url(
+        p->rw->url, name, from, until,
+        cprof__ingest_sample_rate(&prof->profile->period_type, prof->profile->period));
   free(name);
   it->stc = cprof__ingest_sample_type_config(prof->kind, prof->delta, prof->profile->sample_types,
                                              prof->profile->n_sample_types);
