@@ -3,7 +3,7 @@
  * sampler is off both answer 404 with the reason. Without cprof's server
  * (a program that serves cprof_handle_request itself) the first request
  * starts the sampler: the exposition is whole from then on, the charts'
- * ring fills from then. */
+ * ring fills from then. With CPROF_PUSH_URL, the push's counters follow. */
 #include "http/metrics.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include "http/query.h"
 #include "http/response.h"
 #include "metrics/sampler.h"
+#include "push/push.h"
 
 #define PROMETHEUS_TEXT "text/plain; version=0.0.4; charset=utf-8"
 
@@ -27,6 +28,7 @@ void cprof__serve_metrics(const cprof_request_t *req, const cprof__config_t *cfg
     cprof__resp_error(resp, 404, "%s", why);
     return;
   }
+  cprof__push_exposition(&b);
   cprof__resp_body(resp, PROMETHEUS_TEXT, &b);
 }
 

@@ -69,6 +69,10 @@ typedef struct item {
   cprof__buf_t body;
 } item_t;
 
+typedef struct totals {
+  uint64_t pushed, retried, dropped, rejected;
+} totals_t;
+
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t cond; /* on CLOCK_MONOTONIC */
@@ -92,7 +96,7 @@ static struct {
   long backoff_ms;
   item_t *ring[QUEUE_CAP];
   size_t head, count;
-  cprof__push_totals_t totals;
+  totals_t totals;
   int atexit_set;
 } ps = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -450,7 +454,7 @@ void cprof__push_start(const cprof__config_t *cfg) {
   ps.interval_ms = cfg->push_interval_ms;
   ps.hz = cfg->cpu_hz;
   ps.owner = getpid();
-  ps.totals = (cprof__push_totals_t){0};
+  ps.totals = (totals_t){0};
   ps.failing = 0;
   ps.backoff_ms = 0;
   ps.window_start_s = cprof__now_ns(CLOCK_REALTIME) / 1000000000;
@@ -525,13 +529,30 @@ void cprof__push_unpark(void) {
   pthread_mutex_unlock(&ps.lock);
 }
 
-int cprof__push_totals(cprof__push_totals_t *out) {
+void cprof__push_exposition(cprof__buf_t *out) {
+  pthread_once(&once, init_once);
   pthread_mutex_lock(&ps.lock);
   int on = ps.armed;
-  *out = ps.totals;
-  out->queued = ps.count;
+  totals_t t = ps.totals;
+  size_t queued = ps.count;
   pthread_mutex_unlock(&ps.lock);
-  return on ? 0 : -ENOENT;
+  if (!on)
+    return;
+  cprof__buf_printf(out,
+                    "# HELP cprof_push_profiles_total Profiles pushed to CPROF_PUSH_URL, dropped "
+                    "(the queue full, or not sent at exit) and refused by it.\n"
+                    "# TYPE cprof_push_profiles_total counter\n"
+                    "cprof_push_profiles_total{result=\"pushed\"} %llu\n"
+                    "cprof_push_profiles_total{result=\"dropped\"} %llu\n"
+                    "cprof_push_profiles_total{result=\"refused\"} %llu\n"
+                    "# HELP cprof_push_retries_total Pushes that failed and were tried again.\n"
+                    "# TYPE cprof_push_retries_total counter\n"
+                    "cprof_push_retries_total %llu\n"
+                    "# HELP cprof_push_queued Profiles waiting to be pushed.\n"
+                    "# TYPE cprof_push_queued gauge\n"
+                    "cprof_push_queued %zu\n",
+                    (unsigned long long)t.pushed, (unsigned long long)t.dropped,
+                    (unsigned long long)t.rejected, (unsigned long long)t.retried, queued);
 }
 
 void cprof__push_atfork_prepare(void) { pthread_mutex_lock(&ps.lock); }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "core/config.h"
 
 /* Starts pushing when cfg->push_url is set; otherwise nothing. Problems
@@ -25,12 +26,11 @@ void cprof__push_finish(void);
 void cprof__push_park(void);
 void cprof__push_unpark(void);
 
-/* What the push has done, for /metrics. 0, or -ENOENT when not pushing. */
-typedef struct cprof__push_totals {
-  uint64_t pushed, retried, dropped, rejected;
-  size_t queued;
-} cprof__push_totals_t;
-int cprof__push_totals(cprof__push_totals_t *out);
+/* Appends what the push has done, in Prometheus' text format, to out:
+ * cprof_push_profiles_total{result="pushed"|"dropped"|"refused"},
+ * cprof_push_retries_total and cprof_push_queued. Nothing when not
+ * pushing. For /metrics. */
+void cprof__push_exposition(cprof__buf_t *out);
 
 /* Fork handlers (start.c's): the lock is held across fork; the child does
  * not push (its thread stayed in the parent) until it calls cprof_start. */

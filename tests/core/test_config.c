@@ -195,6 +195,72 @@ static void test_load(void) {
   unsetenv("CPROF_MAX_DEPTH");
 }
 
+/* CPROF_PUSH_URL and CPROF_PUSH_NAME, and how a bad one turns the push
+ * off. */
+static void test_push(void) {
+  static const struct {
+    const char *in, *out; /* out NULL: refused */
+  } urls[] = {{"http://pyroscope:4040", "http://pyroscope:4040"},
+              {"https://h/base//", "https://h/base"},
+              {"http://u:p@127.0.0.1:4040/", "http://u:p@127.0.0.1:4040"},
+              {"http://[::1]:4040", "http://[::1]:4040"},
+              {"ftp://h", NULL},
+              {"pyroscope:4040", NULL},
+              {"http://", NULL},
+              {"http:///path", NULL},
+              {"http://@h", NULL},
+              {"http://h/?x=1", NULL},
+              {"http://h/#f", NULL},
+              {"http://h /", NULL},
+              {"", NULL}};
+  char out[64], err[200];
+  for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
+    int rc = cprof__parse_push_url(urls[i].in, out, sizeof out, err, sizeof err);
+    CHECK_EQ_INT(rc, urls[i].out ? 0 : -EINVAL);
+    if (urls[i].out)
+      CHECK_EQ_STR(out, urls[i].out);
+  }
+  CHECK_EQ_INT(cprof__parse_push_url("http://a-host-name-longer-than-the-buffer.example.com:4040/x",
+                                     out, 32, err, sizeof err),
+               -EINVAL);
+  CHECK_EQ_STR(err, "URL too long");
+
+  static const struct {
+    const char *in;
+    int ok;
+  } names[] = {{"checkout", 1},        {"checkout{env=prod}", 1}, {"a.b/c-d_e{k=v,k2=v:2}", 1},
+               {"app{}", 1},           {"", 0},                   {"two words", 0},
+               {"app{env}", 0},        {"app{=v}", 0},            {"app{1k=v}", 0},
+               {"app{env=}", 0},       {"app{k=v,}", 0},          {"app{k=v", 0},
+               {"app{k=v}x", 0},       {"app{k=a b}", 0},         {"{k=v}", 0},
+               {"app{k=v}{k=v}", 0},   {"app{k=v=w}", 0}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    int rc = cprof__parse_push_name(names[i].in, out, sizeof out, err, sizeof err);
+    CHECK_EQ_INT(rc, names[i].ok ? 0 : -EINVAL);
+    if (names[i].ok)
+      CHECK_EQ_STR(out, names[i].in);
+  }
+
+  cprof__config_t cfg;
+  unsetenv("CPROF_PUSH_URL");
+  CHECK_EQ_INT(cprof__config_load(NULL, &cfg), 0);
+  CHECK_EQ_STR(cfg.push_url, "");
+  CHECK_EQ_INT(cfg.push_interval_ms, 15000);
+  cprof_options_t o = {.push_url = "http://h:4040/", .push_name = "a{b=c}", .push_interval = "2s"};
+  CHECK_EQ_INT(cprof__config_load(&o, &cfg), 0);
+  CHECK_EQ_STR(cfg.push_url, "http://h:4040");
+  CHECK_EQ_STR(cfg.push_name, "a{b=c}");
+  CHECK_EQ_INT(cfg.push_interval_ms, 2000);
+  /* Any bad part turns the whole push off. */
+  o.push_interval = "500ms";
+  CHECK_EQ_INT(cprof__config_load(&o, &cfg), -EINVAL);
+  CHECK_EQ_STR(cfg.push_url, "");
+  o.push_interval = NULL;
+  o.push_name = "a b";
+  CHECK_EQ_INT(cprof__config_load(&o, &cfg), -EINVAL);
+  CHECK_EQ_STR(cfg.push_url, "");
+}
+
 /* Which addresses get the "open to the network" warning. */
 static void test_exposed(void) {
   static const struct {
@@ -243,5 +309,6 @@ int main(void) {
   test_prefix();
   test_small_parsers();
   test_load();
+  test_push();
   return check_result("test_config");
 }

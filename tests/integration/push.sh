@@ -71,6 +71,17 @@ check "srv: libcurl is loaded in a program that pushes" grep -q libcurl "/proc/$
 code=$(http "http://$ADDR/debug/pprof/profile?seconds=1")
 check "srv: the CPU profiler is the push's: /debug/pprof/profile says it is in use" \
   eval '[ "$code" = 500 ] && has "$T/body" "cpu profiling already in use"'
+# /metrics counts what the push does, in a form Prometheus reads.
+for _ in $(seq 1 100); do
+  http "http://$ADDR/metrics" >/dev/null
+  has "$T/body" '^cprof_push_profiles_total\{result="pushed"\} [1-9]' && break
+  sleep 0.1
+done
+check "srv: /metrics counts the profiles pushed" has "$T/body" '^cprof_push_profiles_total\{result="pushed"\} [1-9]'
+check "srv: and the 3 retried" has "$T/body" '^cprof_push_retries_total 3$'
+if command -v promtool >/dev/null; then
+  check "srv: promtool accepts /metrics" promtool check metrics <"$T/body"
+fi
 await srv
 check "srv: exit 0" rc_is srv 0
 check "srv: one line when pushing fails" \
