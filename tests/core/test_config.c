@@ -228,12 +228,23 @@ static void test_push(void) {
   static const struct {
     const char *in;
     int ok;
-  } names[] = {{"checkout", 1},        {"checkout{env=prod}", 1}, {"a.b/c-d_e{k=v,k2=v:2}", 1},
-               {"app{}", 1},           {"", 0},                   {"two words", 0},
-               {"app{env}", 0},        {"app{=v}", 0},            {"app{1k=v}", 0},
-               {"app{env=}", 0},       {"app{k=v,}", 0},          {"app{k=v", 0},
-               {"app{k=v}x", 0},       {"app{k=a b}", 0},         {"{k=v}", 0},
-               {"app{k=v}{k=v}", 0},   {"app{k=v=w}", 0}};
+  } names[] = {{"checkout", 1},
+               {"checkout{env=prod}", 1},
+               {"a.b/c-d_e{k=v,k2=v:2}", 1},
+               {"app{}", 1},
+               {"", 0},
+               {"two words", 0},
+               {"app{env}", 0},
+               {"app{=v}", 0},
+               {"app{1k=v}", 0},
+               {"app{env=}", 0},
+               {"app{k=v,}", 0},
+               {"app{k=v", 0},
+               {"app{k=v}x", 0},
+               {"app{k=a b}", 0},
+               {"{k=v}", 0},
+               {"app{k=v}{k=v}", 0},
+               {"app{k=v=w}", 0}};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     int rc = cprof__parse_push_name(names[i].in, out, sizeof out, err, sizeof err);
     CHECK_EQ_INT(rc, names[i].ok ? 0 : -EINVAL);
