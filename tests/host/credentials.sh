@@ -26,6 +26,23 @@ check "no thread holds a capability after capset(none)" \
   bash -c "[ -s '$T/caps' ] && ! grep -v ':\s*0000000000000000$' '$T/caps' | grep -q ."
 check "the server answers after the threads were made again" bash -c "grep -q '^cprof: serving ' '$T/live.err'"
 
+# The push's threads (CPROF_PUSH_URL) follow too, and push on after.
+receiver creds
+: >"$T/push.out"
+env LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_PUSH_URL="http://127.0.0.1:$RPORT" "$P" >"$T/push.out" 2>"$T/push.err" &
+pid=$!
+for _ in $(seq 1 100); do has "$T/push.out" '^dropped$' && break; sleep 0.02; done
+grep -H '^Cap\(Eff\|Prm\)' /proc/$pid/task/*/status >"$T/pcaps" 2>/dev/null || true
+grep -H . /proc/$pid/task/*/comm >"$T/pcomms" 2>/dev/null || true
+rc=0
+wait $pid || rc=$?
+check "with the push: exit 0, the same output" eval '[ $rc = 0 ] && cmp -s "$T/plain.out" "$T/push.out"'
+check "the push's threads are there to be checked" grep -q cprof-push "$T/pcomms"
+check "no thread holds a capability after capset(none), the push's included" \
+  bash -c "[ -s '$T/pcaps' ] && ! grep -v ':\s*0000000000000000$' '$T/pcaps' | grep -q ."
+check "the push's thread, made again, sent the profiles at exit" \
+  bash -c "ls '$T/creds.rx' | grep -q '\.pprof$'"
+
 # setpriv itself, under the preload.
 run setpriv_plain -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true
 run setpriv_pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true

@@ -39,6 +39,17 @@ for mode in fork bare spawn vfork; do
 done
 check "the profiles were written at exit" test -s "$T/out/cpu.pb.gz"
 
+# The push's thread cutting, symbolizing and sending a profile a second
+# (CPROF_PUSH_URL) while threads fork.
+receiver storm
+for i in 1 2 3; do
+  run "push_$i" LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_CPU_HZ=1000 CPROF_PUSH_URL="http://127.0.0.1:$RPORT" \
+    CPROF_PUSH_INTERVAL=1s -- "$H/host_fork_storm" fork
+  check "fork storm while pushing, run $i: finished ($(cat "$T/push_$i.rc")) as without cprof" \
+    same_as_plain fork "push_$i"
+done
+check "the storms' profiles were pushed" bash -c "ls '$T/storm.rx' | grep -q '\.pprof$'"
+
 # C++ exceptions thrown and caught by 4 threads around a contended
 # std::mutex, 5 runs.
 run exc -- "$H/host_exception_storm" 4 10000
