@@ -1,9 +1,8 @@
 /* Every CPROF_* setting's parser (core/config.c), as the environment hands
- * it over: a C string. The first byte chooses the parser; the rest is the
- * value. CPROF_OUTPUT is left out: its parser makes the directory it
- * names, and the fuzzer must not make directories all over the disk. A
- * value that is refused must come with its message; one that is accepted
- * must be in the setting's range. */
+ * it over: a C string (CPROF_PUSH_URL, _NAME and _INTERVAL included). The first byte chooses the
+ * parser; the rest is the value. CPROF_OUTPUT is left out: its parser makes the directory it names,
+ * and the fuzzer must not make directories all over the disk. A value that is refused must come
+ * with its message; one that is accepted must be in the setting's range. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -19,7 +18,7 @@ static void refused(int rc, const char *err) {
 static void parse(uint8_t which, const char *v) {
   char err[160] = "", out[256];
   int rc = 0;
-  switch (which % 13) {
+  switch (which % 16) {
   case 0: {
     cprof__addr_t a;
     rc = cprof__parse_addr(v, &a, err, sizeof err);
@@ -62,7 +61,7 @@ static void parse(uint8_t which, const char *v) {
   }
   case 7:
   case 8: { /* CPROF_BLOCK_RATE, CPROF_MUTEX_FRACTION (and ?rate=, ?fraction=) */
-    long max = which % 13 == 7 ? CPROF_MAX_BLOCK_RATE : CPROF_MAX_MUTEX_FRACTION, n = 0;
+    long max = which % 16 == 7 ? CPROF_MAX_BLOCK_RATE : CPROF_MAX_MUTEX_FRACTION, n = 0;
     rc = cprof__parse_setting(v, max, "units", &n, err, sizeof err);
     if (rc == 0 && (n < 0 || n > max))
       abort();
@@ -94,6 +93,26 @@ static void parse(uint8_t which, const char *v) {
     if (rc == 0 && strnlen(out, sizeof out) >= sizeof out)
       abort();
     break;
+  case 13: /* CPROF_PUSH_URL: http(s)://, no query, no trailing slash */
+    rc = cprof__parse_push_url(v, out, sizeof out, err, sizeof err);
+    if (rc == 0 && ((strncmp(out, "http://", 7) && strncmp(out, "https://", 8)) ||
+                    strpbrk(out, "?# ") || out[strlen(out) - 1] == '/'))
+      abort();
+    break;
+  case 14: /* CPROF_PUSH_NAME: never a space or control character */
+    rc = cprof__parse_push_name(v, out, sizeof out, err, sizeof err);
+    for (const char *c = out; rc == 0 && *c; c++)
+      if ((unsigned char)*c <= ' ' || *c == 0x7f)
+        abort();
+    break;
+  case 15: { /* CPROF_PUSH_INTERVAL and the metrics' durations */
+    long ms = 0;
+    rc = cprof__parse_duration_ms(v, CPROF_MIN_PUSH_INTERVAL_MS, CPROF_MAX_PUSH_INTERVAL_MS, &ms,
+                                  err, sizeof err);
+    if (rc == 0 && (ms < CPROF_MIN_PUSH_INTERVAL_MS || ms > CPROF_MAX_PUSH_INTERVAL_MS))
+      abort();
+    break;
+  }
   }
   refused(rc, err);
 }
