@@ -304,8 +304,8 @@ static int send_oldest_locked(long timeout_ms) {
     return 1;
   }
   ps.totals.retried++;
-  if (!ps.failing)
-    cprof__log("cannot push to %s: %s; trying again", ps.shown, why);
+  if (!ps.failing) /* at exit there is no again: the line at the end counts what is lost */
+    cprof__log("cannot push to %s: %s%s", ps.shown, why, ps.final ? "" : "; trying again");
   ps.failing = 1;
   ps.backoff_ms = ps.backoff_ms ? ps.backoff_ms * 2 : BACKOFF_FIRST_MS;
   if (ps.backoff_ms > BACKOFF_MAX_MS)
