@@ -40,7 +40,8 @@ cpu_ns() {
   echo $sum
 }
 
-pushes() { ls "$T/$1.rx" | grep -c '\.json$' | tr -d ' ' || true; }
+# requests NAME: how many the receiver took (N.json; N.stc.json is a part).
+requests() { ls "$T/$1.rx" | grep -c '^[0-9]*\.json$' | tr -d ' ' || true; }
 
 mkdir -p "$T/idle.rx" "$T/demo.rx"
 echo "# The push's cost: CPU time of cprof-push and cprof-push-cpu over $DURATION s, a push a second"
@@ -53,13 +54,13 @@ for shape in idle demo; do
   rpid[$shape]=$!
   for _ in $(seq 1 100); do [ -s "$T/$shape.port" ] && break; sleep 0.1; done
   # shellcheck disable=SC2086 # the command's words
-  env LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_PUSH_URL="http://127.0.0.1:$(cat "$T/$shape.port")" \
+  env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_PUSH_URL="http://127.0.0.1:$(cat "$T/$shape.port")" \
     CPROF_PUSH_INTERVAL=1s ${cmd[$shape]} >/dev/null 2>"$T/$shape.err" &
   pid[$shape]=$!
 done
 sleep 3 # the first pushes: libcurl loaded, the symbolizer built
 for shape in idle demo; do
-  push0[$shape]=$(pushes "$shape")
+  push0[$shape]=$(requests "$shape")
   cpu0[$shape]=$(cpu_ns "${pid[$shape]}" cprof-push)
   drain0[$shape]=$(cpu_ns "${pid[$shape]}" cprof-push-cpu)
 done
@@ -68,7 +69,7 @@ sleep "$DURATION"
 # drainer's cost goes with time, not pushes; the push thread's with pushes.
 printf '%-6s %7s %14s %16s %16s\n' shape pushes "ms a push" "drainer % core" "% core at 15s"
 for shape in idle demo; do
-  n=$(($(pushes "$shape") - push0[$shape]))
+  n=$(($(requests "$shape") - push0[$shape]))
   ns=$(($(cpu_ns "${pid[$shape]}" cprof-push) - cpu0[$shape]))
   dns=$(($(cpu_ns "${pid[$shape]}" cprof-push-cpu) - drain0[$shape]))
   python3 - "$shape" "$n" "$ns" "$dns" "$DURATION" <<'PY'
@@ -79,6 +80,6 @@ drain = dns / 1e9 / d * 100
 print("%-6s %7d %14.2f %16.4f %16.4f" % (shape, n // 2, per, drain, per / 15000 * 100 + drain))
 PY
 done
-for shape in idle demo; do
-  [ ! -s "$T/$shape.err" ] || { echo "$shape's stderr:" >&2; cat "$T/$shape.err" >&2; }
+for shape in idle demo; do # anything but the "serving" line is worth seeing
+  ! grep -v '^cprof: serving ' "$T/$shape.err" >&2 || echo "(that was $shape's stderr)" >&2
 done
