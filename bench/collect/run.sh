@@ -13,6 +13,10 @@
 #   bench/collect/run.sh                   200 targets, 120 s
 #   TARGETS=400 DURATION=300 bench/collect/run.sh
 #   CPROF_BUILD=/path/to/build bench/collect/run.sh
+#   LARGE=1 CPROF_BUILD=build bench/collect/run.sh
+#       the heap profile recorded instead from tests/integration/many_stacks
+#       with every allocation sampled (4097 stacks, most 14 frames deep: 15 KB
+#       gzipped, ten times the demo's); needs a build with tests
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,6 +82,19 @@ for p in heap block goroutine mutex 'profile?seconds=2'; do
 done
 kill "$DEMO_PID"
 wait "$DEMO_PID" 2>/dev/null || true
+if [ -n "${LARGE:-}" ]; then
+  MANY=$CPROF_BUILD/tests/integration/many_stacks
+  [ -x "$MANY" ] || { echo "collect bench: LARGE=1 needs $MANY (a build with tests)" >&2; exit 1; }
+  LD_PRELOAD=$CPROF_BUILD/libcprof.so CPROF_ADDR=127.0.0.1:0 CPROF_HEAP_RATE=1 "$MANY" \
+    >"$T/many.out" 2>"$T/many.err" &
+  MANY_PID=$!
+  ADDR=$(serving_addr "$T/many.err" "cprof: serving")
+  for _ in $(seq 1 200); do grep -q '^ready$' "$T/many.out" && break; sleep 0.05; done
+  curl -sf -o "$T/rec/heap.pb.gz" "http://$ADDR/debug/pprof/heap" ||
+    { echo "collect bench: cannot record the heap of many_stacks" >&2; exit 1; }
+  kill "$MANY_PID"
+  wait "$MANY_PID" 2>/dev/null || true
+fi
 sizes=$(for f in heap block goroutine mutex profile; do
   printf '%s %s B, ' "$f" "$(stat -c %s "$T/rec/$f.pb.gz")"
 done)
