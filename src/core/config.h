@@ -38,8 +38,7 @@ typedef struct cprof__config {
   long metrics_interval_ms; /* CPROF_METRICS_INTERVAL */
   long metrics_window_s;    /* CPROF_METRICS_WINDOW */
   /* The push to Pyroscope (push/push.c) */
-  char
-      push_url[512]; /* CPROF_PUSH_URL: http(s)://[user:password@]host[:port][/path], "" for none */
+  char push_url[512];    /* CPROF_PUSH_URL: http(s)://[user:pw@]host[:port][/path] or "" */
   char push_name[256];   /* CPROF_PUSH_NAME: APP or APP{k=v,...}; "" for the program's name */
   long push_interval_ms; /* CPROF_PUSH_INTERVAL */
 } cprof__config_t;

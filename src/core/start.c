@@ -51,10 +51,13 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * them itself: this lock (held while the server and the output collector
  * start and stop), the output's (held while it writes, which symbolizes),
  * the push's (held while its thread and CPU recording start and stop,
- * never while it symbolizes or sends), the capture's (held while it unwinds threads from outside,
- * which symbolizes), the symbolizer's, the debuginfod fetcher's (taken under the symbolizer's), the
- * server keeper's, the settings'. Inner still, each with handlers of its own registered earlier, so
- * that their prepare runs after this one: cpu.c's lock, then the samplers' tables (own_lock.c). */
+ * never while it symbolizes or sends), the capture's (held while it
+ * unwinds threads from outside, which symbolizes), the symbolizer's, the
+ * debuginfod fetcher's (taken under the symbolizer's), the server
+ * keeper's, the settings'.
+ * Inner still, each with handlers of its own registered earlier, so that
+ * their prepare runs after this one: cpu.c's lock, then the samplers'
+ * tables (own_lock.c). */
 static void atfork_prepare(void) {
   pthread_mutex_lock(&life_lock);
   cprof__output_atfork_prepare();
@@ -232,8 +235,8 @@ void cprof_stop(void) {
  * the same port. */
 static void park_locked(void) {
   cprof__push_park();
-  cprof__cpu_recording_park(); /* the drainer of CPROF_OUTPUT's, the push's or the API's CPU profile
-                                */
+  /* The drainer of CPROF_OUTPUT's, the push's or the API's CPU profile. */
+  cprof__cpu_recording_park();
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
     cprof__server_stop();
