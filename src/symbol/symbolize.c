@@ -604,7 +604,8 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
   /* What libdw still holds is in this thread's table: outside ours, the
    * program's, or on a thread that symbolizes only now and then (the
    * push's), it goes now, from here. */
-  s->table = cprof__fds_table();
+  if (s != &empty)
+    s->table = cprof__fds_table();
   if (s->once || (s->held && (!s->table || passing))) {
     if (s == current)
       current = NULL;
