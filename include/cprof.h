@@ -66,6 +66,8 @@
  *   CPROF_PUSH_NAME  the application's name in Pyroscope, APP or
  *                 APP{key=value,...}. Default: the program's file name with
  *                 {hostname=HOST}.
+ *   CPROF_WALL_BUDGET  the most of one core /debug/pprof/wall's sampling may
+ *                 use, "2%" (default), 0.1..100: past it, the rate is lowered.
  *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
  *                 start cprof too. Default 0. (Environment only.)
  *
@@ -145,7 +147,8 @@ typedef struct cprof_options {
   const char *push_url;         /* CPROF_PUSH_URL: Pyroscope, "http://pyroscope:4040" */
   const char *push_name;        /* CPROF_PUSH_NAME: "checkout{env=prod}" */
   const char *push_interval;    /* CPROF_PUSH_INTERVAL: "15s" */
-  const void *reserved_[26];    /* zero */
+  const char *wall_budget;      /* CPROF_WALL_BUDGET: "2%" */
+  const void *reserved_[25];    /* zero */
 } cprof_options_t;
 
 /* Starts cprof. With opts == NULL everything comes from the environment.

@@ -154,6 +154,18 @@ int cprof__parse_push_url(const char *s, char *out, size_t outlen, char *err, si
   return 0;
 }
 
+int cprof__parse_budget(const char *s, double *out, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end != s && *end == '%')
+    end++;
+  if (end == s || *end || errno || !(v >= 0.1 && v <= 100) || (*s < '0' || *s > '9'))
+    return fail(err, errlen, "expected a percentage of one core from 0.1 to 100, such as 2%");
+  *out = v / 100;
+  return 0;
+}
+
 static int name_char(char c, const char *more) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          (c && strchr(more, c));
@@ -572,24 +584,32 @@ int cprof__config_load(const cprof_options_t *opts, cprof__config_t *cfg) {
     bad = 1;
   if (load_push(opts, cfg) != 0)
     bad = 1;
+  cfg->wall_budget = CPROF_DEFAULT_WALL_BUDGET;
+  if ((v = pick(opts->wall_budget, "CPROF_WALL_BUDGET")) &&
+      cprof__parse_budget(v, &cfg->wall_budget, err, sizeof err) != 0) {
+    cprof__log("CPROF_WALL_BUDGET=\"%s\": %s; using 2%%", v, err);
+    cfg->wall_budget = CPROF_DEFAULT_WALL_BUDGET;
+    bad = 1;
+  }
   return bad ? -EINVAL : 0;
 }
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__config_t current = {
-    .cpu_hz = CPROF_DEFAULT_CPU_HZ,
-    .heap_rate = CPROF_DEFAULT_HEAP_RATE,
-    .max_memory = CPROF_DEFAULT_MAX_MEMORY,
-    .max_depth = CPROF_DEFAULT_DEPTH,
-    .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
-    .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
-    .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
-    .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
-    .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
-    .metrics = 1,
-    .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
-    .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S,
-    .push_interval_ms = CPROF_DEFAULT_PUSH_INTERVAL_MS}; /* no prefix, no auth, dwarf */
+static cprof__config_t current = {.cpu_hz = CPROF_DEFAULT_CPU_HZ,
+                                  .heap_rate = CPROF_DEFAULT_HEAP_RATE,
+                                  .max_memory = CPROF_DEFAULT_MAX_MEMORY,
+                                  .max_depth = CPROF_DEFAULT_DEPTH,
+                                  .max_connections = CPROF_DEFAULT_MAX_CONNECTIONS,
+                                  .max_connections_per_ip = CPROF_DEFAULT_MAX_CONNECTIONS_PER_IP,
+                                  .read_timeout = CPROF_DEFAULT_READ_TIMEOUT,
+                                  .idle_timeout = CPROF_DEFAULT_IDLE_TIMEOUT,
+                                  .max_profiles = CPROF_DEFAULT_MAX_PROFILES,
+                                  .metrics = 1,
+                                  .metrics_interval_ms = CPROF_DEFAULT_METRICS_INTERVAL_MS,
+                                  .metrics_window_s = CPROF_DEFAULT_METRICS_WINDOW_S,
+                                  .push_interval_ms = CPROF_DEFAULT_PUSH_INTERVAL_MS,
+                                  .wall_budget =
+                                      CPROF_DEFAULT_WALL_BUDGET}; /* no prefix, no auth, dwarf */
 
 void cprof__config_get(cprof__config_t *out) {
   pthread_mutex_lock(&cfg_lock);

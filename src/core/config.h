@@ -41,6 +41,7 @@ typedef struct cprof__config {
   char push_url[512];    /* CPROF_PUSH_URL: http(s)://[user:pw@]host[:port][/path] or "" */
   char push_name[256];   /* CPROF_PUSH_NAME: APP or APP{k=v,...}; "" for the program's name */
   long push_interval_ms; /* CPROF_PUSH_INTERVAL */
+  double wall_budget;    /* CPROF_WALL_BUDGET: the wall profile's share of one core, 0.02 */
 } cprof__config_t;
 
 #define CPROF_DEFAULT_CPU_HZ 100
@@ -68,6 +69,7 @@ typedef struct cprof__config {
 #define CPROF_DEFAULT_PUSH_INTERVAL_MS 15000 /* pyroscope-go's upload rate */
 #define CPROF_MIN_PUSH_INTERVAL_MS 1000
 #define CPROF_MAX_PUSH_INTERVAL_MS 3600000
+#define CPROF_DEFAULT_WALL_BUDGET 0.02
 
 /* Table-tested parsers. Each returns 0, or -EINVAL and a message of the
  * accepted form in err. */
@@ -111,6 +113,10 @@ int cprof__parse_push_url(const char *s, char *out, size_t outlen, char *err, si
  * letters, digits and ._-/, tag names of letters, digits and _ (not first
  * a digit), values without spaces or {},=. */
 int cprof__parse_push_name(const char *s, char *out, size_t outlen, char *err, size_t errlen);
+
+/* CPROF_WALL_BUDGET: a percentage of one core, "2" or "2%", from 0.1 to
+ * 100, as a fraction (0.02). */
+int cprof__parse_budget(const char *s, double *out, char *err, size_t errlen);
 
 /* A duration, a whole number with a unit (ms, s, m, h; none: seconds),
  * from min_ms to max_ms, in milliseconds: CPROF_METRICS_INTERVAL and

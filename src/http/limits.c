@@ -233,10 +233,10 @@ static long long expected_ms(const char *path, const char *query) {
   else if (cprof__query_get(query, "diff", v, sizeof v) == 1) /* ui/data: two snapshots */
     cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
   else if ((name = profile_name(path)) &&
-           (strcmp(name, "profile") == 0 ||
+           (strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0 ||
             (strcmp(name, "ui/data") == 0 && cprof__query_get(query, "name", v, sizeof v) == 1 &&
              strcmp(v, "profile") == 0)))
-    seconds = 30; /* the CPU profile's default */
+    seconds = 30; /* the CPU and wall profiles' default */
   return seconds * 1000LL + 1000;
 }
 

@@ -33,6 +33,11 @@ static const struct endpoint {
      "seconds=30", cprof__serve_profile},
     {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL,
      cprof__serve_symbol},
+    {"wall",
+     "Wall-clock profile: every thread's stack, running or waiting, hz times a second (default "
+     "50, at most 250) for seconds (default 30): where the time goes, on and off the CPU. "
+     "Threads that wait are never interrupted.",
+     "seconds=30", cprof__serve_wall},
 };
 #define NENDPOINTS ((int)(sizeof endpoints / sizeof endpoints[0]))
 

@@ -282,6 +282,8 @@ void cprof__builder_set_duration(cprof__builder_t *b, int64_t duration_nanos) {
   b->duration_nanos = duration_nanos;
 }
 
+void cprof__builder_set_period(cprof__builder_t *b, int64_t period) { b->period = period; }
+
 int64_t cprof__builder_total(const cprof__builder_t *b, int index) {
   if (!b || index < 0 || index >= b->n_sample_types)
     return 0;

@@ -194,10 +194,9 @@ int cprof__threads_init(void) {
 
 int cprof__threads_signal(void) { return signo; }
 
-int cprof__threads_list(pid_t **out) {
-  DIR *d = opendir("/proc/self/task");
-  if (!d)
-    return -errno;
+/* The ids in d, read from its start. */
+static int list_dir(DIR *d, pid_t **out) {
+  rewinddir(d);
   int n = 0, cap = 64;
   pid_t *v = malloc(cap * sizeof *v);
   struct dirent *e;
@@ -215,10 +214,18 @@ int cprof__threads_list(pid_t **out) {
     }
     v[n++] = (pid_t)atoi(e->d_name);
   }
-  closedir(d);
   if (!v)
     return -ENOMEM;
   *out = v;
+  return n;
+}
+
+int cprof__threads_list(pid_t **out) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -errno;
+  int n = list_dir(d, out);
+  closedir(d);
   return n;
 }
 
@@ -323,10 +330,20 @@ static int same_place(const in_kernel_t *a, const in_kernel_t *b) {
 
 /* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
  * for UNREADABLE, t says why. */
-static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t) {
+static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t, int *fd) {
   char path[64], buf[256];
   snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-  int n = read_small(path, buf, sizeof buf);
+  int n = -EBADF;
+  if (fd && *fd < 0)
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd && *fd >= 0) { /* read again from the start, the file made anew */
+    ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
+    n = got < 0 ? -errno : (int)got;
+    if (n >= 0)
+      buf[n] = '\0';
+  }
+  if (n == -EBADF) /* none kept, or it went (the program closed it) */
+    n = read_small(path, buf, sizeof buf);
   if (n >= 0 && strncmp(buf, "running", 7) == 0)
     return RUNNING;
   if (n >= 0) {
@@ -360,6 +377,32 @@ static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t) {
   return UNREADABLE;
 }
 
+/* A thread as the last capture with a cache left it (threads.h). */
+typedef struct cached {
+  pid_t tid;
+  in_kernel_t place; /* where it slept with this stack; nr -1: not kept */
+  int depth;
+  uintptr_t *pcs;
+  char name[16];
+  int fd; /* its /proc/self/task/TID/syscall, kept open (-1: none) */
+} cached_t;
+
+struct cprof__threads_cache {
+  cached_t *v; /* by tid */
+  int n;
+  /* The process's maps, read at most once a second: the signalled
+   * threads' walks read them (stack bounds, modules), and reading them is
+   * most of a tick's cost in a program of many mappings. Read again when
+   * a thread is new (its stack is a new mapping) or a module came or went. */
+  cprof__maps_t maps;
+  int have_maps;
+  DIR *task;         /* /proc/self/task, kept open: read from its start each time */
+  int64_t maps_ns;   /* CLOCK_MONOTONIC when read */
+  int depth;         /* frames each entry holds */
+  uint32_t modules;  /* the module generation the stacks are of */
+  uintptr_t *frames; /* the entries' stacks, one block */
+};
+
 /* How a thread's stack is got, or why it is not. */
 enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE };
 
@@ -367,12 +410,12 @@ enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LA
  * stayed where *k says throughout (the registers are read again after the
  * walk); otherwise 0, with *where (and *k) saying where it is now. */
 static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_stack_t *t, int max,
-                        cprof__symbolizer_t **sym) {
+                        cprof__symbolizer_t **sym, int *fd) {
   if (!*sym)
     *sym = cprof__symbolizer_acquire();
   t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, k->sp, k->pc, t->pcs, max);
   in_kernel_t after;
-  *where = where_is(tid, &after, t);
+  *where = where_is(tid, &after, t, fd);
   if (*where == IN_KERNEL && same_place(&after, k))
     return 1;
   if (*where == IN_KERNEL)
@@ -387,9 +430,10 @@ static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_sta
  * may be signalled now. *sym is the symbolizer, acquired on first need and
  * released by the caller. */
 static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max,
-                    cprof__symbolizer_t **sym) {
+                    cprof__symbolizer_t **sym, const cached_t *prev, in_kernel_t *place, int *fd) {
   in_kernel_t k = {-1, 0, 0};
-  int where = where_is(tid, &k, t);
+  int where = where_is(tid, &k, t, fd);
+  *place = (in_kernel_t){-1, 0, 0};
   for (int look = 0;; look++) {
     switch (where) {
     case EXITED:
@@ -399,8 +443,18 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
     case UNREADABLE:
       return UNKNOWN;
     case IN_KERNEL:
-      if (walk_outside(tid, &k, &where, t, max, sym))
+      t->syscall_nr = k.nr;
+      if (look == 0 && prev && prev->depth > 0 && same_place(&k, &prev->place)) {
+        t->depth = prev->depth;
+        memcpy(t->pcs, prev->pcs, (size_t)prev->depth * sizeof t->pcs[0]);
+        t->reused = 1;
+        *place = k;
         return OUTSIDE;
+      }
+      if (walk_outside(tid, &k, &where, t, max, sym, fd)) {
+        *place = k; /* an exact stack, there: worth keeping */
+        return OUTSIDE;
+      }
       if (look >= 2 && where == IN_KERNEL) {
         t->pcs[0] = k.pc;
         t->depth = cprof__modules_mark_sigsafe(t->pcs, 1, cprof__modules_generation_sigsafe());
@@ -421,7 +475,7 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
       if (m > 0)
         return BLOCKED;
       /* The last look, just before the signal goes. */
-      where = where_is(tid, &k, t);
+      where = where_is(tid, &k, t, fd);
       if (where == RUNNING)
         return ASK;
       if (look >= 2 && where == IN_KERNEL) {
@@ -562,8 +616,10 @@ static cprof__thread_stack_t *new_dump(int n, int depth) {
   if (!v)
     return NULL;
   uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     v[i].pcs = pcs + (size_t)i * (size_t)depth;
+    v[i].syscall_nr = -1;
+  }
   return v;
 }
 
@@ -604,18 +660,121 @@ static void fill_labels(cprof__thread_dump_t *d) {
   free(idx.v);
 }
 
+/* The cache's entry for tid, or NULL. */
+static cached_t *cache_find(const cprof__threads_cache_t *c, pid_t tid) {
+  int lo = 0, hi = c ? c->n : 0;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (c->v[mid].tid < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return c && lo < c->n && c->v[lo].tid == tid ? &c->v[lo] : NULL;
+}
+
+/* Makes c what this capture saw: every thread of d with its name, and,
+ * when its stack is exact where it slept (places[i], aligned with d's
+ * entries; nr -1 and sp 0 for none), that stack. */
+static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
+                       const in_kernel_t *places, int *fds) {
+  int depth = cprof__max_depth();
+  cached_t *v = malloc((size_t)(d->n ? d->n : 1) * sizeof *v);
+  uintptr_t *frames = malloc((size_t)(d->n ? d->n : 1) * (size_t)depth * sizeof *frames);
+  if (!v || !frames) { /* the next capture unwinds everyone */
+    free(v);
+    free(frames);
+    for (int i = 0; i < d->n; i++)
+      if (fds[i] >= 0)
+        close(fds[i]);
+    for (int i = 0; i < c->n; i++)
+      if (c->v[i].fd >= 0)
+        close(c->v[i].fd);
+    c->n = 0;
+    return;
+  }
+  for (int i = 0; i < d->n; i++) {
+    const cprof__thread_stack_t *t = &d->v[i];
+    cached_t *e = &v[i];
+    e->tid = t->tid;
+    e->pcs = frames + (size_t)i * (size_t)depth;
+    memcpy(e->name, t->name, sizeof e->name);
+    e->place = places[i];
+    e->fd = fds[i];
+    e->depth = t->status == CPROF_THREAD_OK && (places[i].sp || places[i].pc) ? t->depth : 0;
+    if (e->depth > depth)
+      e->depth = depth;
+    memcpy(e->pcs, t->pcs, (size_t)e->depth * sizeof *e->pcs);
+  }
+  for (int i = 0; i < c->n; i++) /* threads gone before this capture listed them */
+    if (c->v[i].fd >= 0)
+      close(c->v[i].fd);
+  free(c->v);
+  free(c->frames);
+  c->v = v;
+  c->frames = frames;
+  c->n = d->n;
+  c->depth = depth;
+}
+
+/* Whether every thread of tids (sorted) was seen by the capture before. */
+static int knows_all(const cprof__threads_cache_t *c, const pid_t *tids, int n) {
+  for (int i = 0; i < n; i++)
+    if (!cache_find(c, tids[i]))
+      return 0;
+  return 1;
+}
+
+cprof__threads_cache_t *cprof__threads_cache_new(void) {
+  return calloc(1, sizeof(cprof__threads_cache_t));
+}
+
+void cprof__threads_cache_free(cprof__threads_cache_t *c) {
+  if (!c)
+    return;
+  if (c->have_maps)
+    cprof__maps_free(&c->maps);
+  if (c->task)
+    closedir(c->task);
+  for (int i = 0; i < c->n; i++)
+    if (c->v[i].fd >= 0)
+      close(c->v[i].fd);
+  free(c->v);
+  free(c->frames);
+  free(c);
+}
+
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
+  return cprof__threads_capture_cached(how, timeout_ms, NULL, out);
+}
+
+static int pid_cmp(const void *a, const void *b) {
+  pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
+                                  cprof__thread_dump_t *out) {
   memset(out, 0, sizeof *out);
   /* Without a signal of our own, running threads cannot be asked; the
    * others are still unwound from outside. */
   cprof__threads_init();
 
   pid_t *tids = NULL;
-  cprof__maps_t maps = {0};
-  int n = cprof__threads_list(&tids);
+  cprof__maps_t fresh = {0};
+  const cprof__maps_t *maps = &fresh;
+  if (c && !c->task)
+    c->task = opendir("/proc/self/task");
+  int n = c && c->task ? list_dir(c->task, &tids) : cprof__threads_list(&tids);
   if (n < 0)
     return n;
-  int err = cprof__maps_read(&maps);
+  qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the cache's order */
+  int err = 0;
+  if (c && c->have_maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
+      c->modules == cprof__modules_generation_sigsafe() && knows_all(c, tids, n))
+    maps = &c->maps;
+  else
+    err = cprof__maps_read(&fresh);
   if (err != 0) {
     free(tids);
     return err;
@@ -625,9 +784,28 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   int depth = cprof__max_depth();
   cprof__thread_stack_t *res = new_dump(n, depth);
   unsigned char *mode = calloc((size_t)n, 1);
-  if (!res || !mode || (err = ensure_slots(n, depth)) != 0) {
+  in_kernel_t *places = calloc((size_t)(n ? n : 1), sizeof *places);
+  /* Each thread's syscall file kept open from the capture before, moved
+   * here from the cache (whose entry then owns none), and back after. */
+  int *fds = c ? malloc((size_t)(n ? n : 1) * sizeof *fds) : NULL;
+  for (int i = 0; fds && i < n; i++) {
+    cached_t *e = cache_find(c, tids[i]);
+    fds[i] = e ? e->fd : -1;
+    if (e)
+      e->fd = -1;
+  }
+  /* Stacks of another depth, or of modules since unloaded, are not reused. */
+  uint32_t modules = cprof__modules_generation_sigsafe();
+  if (c && (c->depth != depth || c->modules != modules))
+    c->n = 0;
+  if (!res || !mode || !places || (c && !fds) || (err = ensure_slots(n, depth)) != 0) {
+    for (int i = 0; fds && i < n; i++)
+      if (fds[i] >= 0)
+        close(fds[i]);
+    free(fds);
     free(res);
     free(mode);
+    free(places);
     err = err ? err : -ENOMEM;
     goto unlock;
   }
@@ -638,7 +816,7 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
     __atomic_store_n(&cookie, draw_cookie(), __ATOMIC_RELAXED);
   unwinder = how;
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
-  __atomic_store_n(&stacks, &maps, __ATOMIC_RELEASE);
+  __atomic_store_n(&stacks, maps, __ATOMIC_RELEASE);
   for (int i = 0; i < n; i++) {
     slots[i].tid = tids[i];
     slots[i].depth = 0;
@@ -653,9 +831,10 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   for (int i = 0; i < n; i++) {
     if (tids[i] == me) {
       mode[i] = SELF;
-      unwind_self(how, &maps, &res[i], depth);
+      unwind_self(how, maps, &res[i], depth);
     } else {
-      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym);
+      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym,
+                                        cache_find(c, tids[i]), &places[i], fds ? &fds[i] : NULL);
     }
     if (mode[i] == ASK) {
       if (send_request(tids[i], gen, (uint32_t)i) == 0)
@@ -679,19 +858,49 @@ int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_
   /* Collect, in place: threads that exited meanwhile are left out. */
   for (int i = 0; i < n; i++) {
     cprof__thread_stack_t *t = &res[out->n];
-    if (mode[i] == GONE || thread_info(tids[i], t->name, &t->state) != 0)
+    long nr = res[i].syscall_nr;
+    int reused = res[i].reused;
+    const cached_t *prev = cache_find(c, tids[i]);
+    int fd = fds ? fds[i] : -1;
+    if (prev) { /* a thread seen before keeps its name; its state is what we saw */
+      memcpy(t->name, prev->name, sizeof t->name);
+      t->state = mode[i] == ASK || mode[i] == SELF ? 'R' : mode[i] == OUTSIDE ? 'S' : '?';
+    }
+    if (mode[i] == GONE || (!prev && thread_info(tids[i], t->name, &t->state) != 0)) {
+      if (fd >= 0)
+        close(fd);
       continue;
+    }
     t->tid = tids[i];
     collect(mode[i], &slots[i], &res[i], t);
+    t->syscall_nr = nr;
+    t->reused = reused;
+    places[out->n] = places[i];
+    if (fds)
+      fds[out->n] = fd;
     out->n++;
   }
   out->v = res;
+  if (c) {
+    cache_keep(c, out, places, fds);
+    c->modules = modules;
+  }
   free(mode);
+  free(places);
+  free(fds);
 unlock:
   pthread_mutex_unlock(&capture_lock);
   if (err == 0)
     fill_labels(out);
-  cprof__maps_free(&maps);
+  if (c && maps == &fresh && err == 0) { /* kept for the ticks to come */
+    if (c->have_maps)
+      cprof__maps_free(&c->maps);
+    c->maps = fresh;
+    c->have_maps = 1;
+    c->maps_ns = cprof__now_ns(CLOCK_MONOTONIC);
+  } else if (maps == &fresh) {
+    cprof__maps_free(&fresh);
+  }
   free(tids);
   return err;
 }

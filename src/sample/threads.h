@@ -30,6 +30,8 @@ typedef struct cprof__thread_stack {
   char name[16];  /* /proc/self/task/TID/comm */
   char state;     /* R, S, D, ... from /proc/self/task/TID/stat */
   cprof__thread_status_t status;
+  long syscall_nr; /* the system call it waits in, else -1 (running, or stopped outside one) */
+  int reused;      /* the stack is the cache's: asleep where it was at the last capture */
   const char *unreadable; /* UNKNOWN: the file of /proc/self/task/TID/ that was not */
   int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;
@@ -55,6 +57,23 @@ int cprof__threads_init(void);
  * unreadable); free with cprof__threads_dump_free(). */
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out);
 void cprof__threads_dump_free(cprof__thread_dump_t *d);
+
+/* What a repeated capture keeps of each thread from one to the next (the
+ * wall profile's, 50 times a second): where it waited, its stack there,
+ * its name. A thread asleep in the same system call at the same place (the
+ * call's number, sp and pc as /proc shows them) as at the last capture
+ * keeps its last stack without being unwound again, and a thread seen
+ * before keeps its name: one read of /proc/self/task/TID/syscall is then
+ * all it costs. A thread that was not asleep, or that moved, is captured
+ * as cprof__threads_capture does. For one capturing thread at a time. */
+typedef struct cprof__threads_cache cprof__threads_cache_t;
+cprof__threads_cache_t *cprof__threads_cache_new(void);
+void cprof__threads_cache_free(cprof__threads_cache_t *c);
+/* cprof__threads_capture with a cache (may be NULL: none). Threads known
+ * from the cache have state 'S' when asleep and 'R' when running, not
+ * /proc's letter. */
+int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
+                                  cprof__thread_dump_t *out);
 
 /* The ids of the process's threads now, from /proc/self/task: returns the
  * count and a malloc'd array in *out, or a negative errno (and no array:

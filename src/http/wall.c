@@ -1,0 +1,59 @@
+/* /debug/pprof/wall?seconds=N&hz=H: the wall-clock profile, every thread
+ * running or waiting (registry/wall_profile.h), as fgprof's endpoint.
+ *
+ * seconds defaults to 30 as /profile's (1..3600); hz to 50 (1..250). The
+ * request's own thread samples, and a client that goes away stops it. The
+ * answer's X-Cprof-Wall header says what the sampling did: the rate used
+ * at the end, ticks, thread stacks in all and how many were reused from
+ * the tick before, and the sampling thread's CPU time. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "http/query.h"
+#include "http/response.h"
+#include "http/routes.h"
+#include "registry/wall_profile.h"
+
+#define DEFAULT_SECONDS 30
+#define MAX_SECONDS 3600
+
+static int wait_for(void *req, long ms) { return cprof__wait_request(req, ms); }
+
+void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
+                       cprof_response_t *resp) {
+  long seconds = DEFAULT_SECONDS, hz = CPROF_WALL_DEFAULT_HZ;
+  if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
+    return;
+  char v[32];
+  int got = cprof__query_get(req->query, "hz", v, sizeof v);
+  if (got < 0 || (got == 1 && cprof__query_int(v, 1, CPROF_WALL_MAX_HZ, &hz) != 0)) {
+    cprof__resp_error(resp, 400, "invalid value for \"hz\" - must be an integer from 1 to %d",
+                      CPROF_WALL_MAX_HZ);
+    return;
+  }
+  cprof__wall_opts_t o = {.hz = (int)hz,
+                          .duration_ms = seconds * 1000,
+                          .budget = cfg->wall_budget,
+                          .how = cfg->unwind,
+                          .wait = wait_for,
+                          .ctx = (void *)req};
+  cprof__wall_result_t res;
+  cprof__buf_t out;
+  cprof__buf_init(&out);
+  int err = cprof__wall_profile_take(&o, &out, &res);
+  if (err) {
+    cprof__buf_free(&out);
+    if (err == -ECANCELED)
+      cprof__resp_error(resp, 500, "request cancelled");
+    else
+      cprof__resp_error(resp, 500, "could not take the wall-clock profile: %s",
+                        cprof_strerror(err));
+    return;
+  }
+  /* What the sampling did, for whoever wants to know its cost. */
+  char how[160];
+  snprintf(how, sizeof how, "hz=%d; ticks=%ld; threads=%ld; reused=%ld; cpu_us=%lld", res.hz,
+           res.ticks, res.threads, res.reused, (long long)(res.cpu_ns / 1000));
+  cprof__resp_header(resp, "X-Cprof-Wall", how);
+  cprof__resp_attachment(resp, "wall", &out);
+}

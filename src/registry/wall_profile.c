@@ -1,0 +1,89 @@
+/* The wall-clock profile (registry/wall_profile.h). Identical stacks with
+ * identical labels merge in the builder, so its size goes with the
+ * program's distinct stacks, not with the ticks. */
+#include "registry/wall_profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "profile/builder.h"
+
+/* The calls threads wait in, by the names strace gives them. */
+static const struct {
+  long nr;
+  const char *name;
+} calls[] = {
+#define CALL(x)                                                                                    \
+  { SYS_##x, #x }
+    CALL(read),          CALL(write),           CALL(pread64),         CALL(pwrite64),
+    CALL(readv),         CALL(writev),          CALL(openat),          CALL(close),
+    CALL(ppoll),         CALL(pselect6),        CALL(epoll_pwait),     CALL(futex),
+    CALL(nanosleep),     CALL(clock_nanosleep), CALL(wait4),           CALL(waitid),
+    CALL(accept4),       CALL(connect),         CALL(recvfrom),        CALL(recvmsg),
+    CALL(recvmmsg),      CALL(sendto),          CALL(sendmsg),         CALL(rt_sigtimedwait),
+    CALL(rt_sigsuspend), CALL(fsync),           CALL(fdatasync),       CALL(flock),
+    CALL(io_getevents),  CALL(io_uring_enter),  CALL(sched_yield),     CALL(getrandom),
+    CALL(msgrcv),        CALL(semtimedop),      CALL(mq_timedreceive), CALL(splice),
+#ifdef SYS_poll
+    CALL(poll),          CALL(select),          CALL(epoll_wait),      CALL(accept),
+    CALL(pause),
+#endif
+#ifdef SYS_epoll_pwait2
+    CALL(epoll_pwait2),
+#endif
+#undef CALL
+};
+
+const char *cprof__syscall_name(long nr, char *buf, size_t len) {
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+    if (calls[i].nr == nr)
+      return calls[i].name;
+  snprintf(buf, len, "syscall %ld", nr);
+  return buf;
+}
+
+static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t weight_ns) {
+  cprof__builder_t *b = arg;
+  char call[32];
+  const char *state = t->state == 'R' ? "running" : t->state == '?' ? "unknown" : "sleeping";
+  cprof__label_t labels[3 + CPROF_MAX_LABELS] = {{.key = "thread", .str = t->name},
+                                                 {.key = "state", .str = state}};
+  int n = 2;
+  if (t->syscall_nr >= 0 && t->state != 'R')
+    labels[n++] = (cprof__label_t){.key = "syscall",
+                                   .str = cprof__syscall_name(t->syscall_nr, call, sizeof call)};
+  for (int j = 0; j < t->labels.n; j++)
+    labels[n++] = (cprof__label_t){.key = t->labels.key[j], .str = t->labels.value[j]};
+  int64_t values[2] = {1, weight_ns};
+  if (t->status == CPROF_THREAD_OK)
+    return cprof__builder_add(b, t->pcs, t->depth, values, labels, n);
+  return cprof__builder_add_pseudo(b, "[stack not known]", values, labels, n);
+}
+
+int cprof__wall_profile_take(const cprof__wall_opts_t *o, cprof__buf_t *out,
+                             cprof__wall_result_t *res) {
+  cprof__profile_desc_t desc = {
+      .sample_types = {{"samples", "count"}, {"wall", "nanoseconds"}},
+      .n_sample_types = 2,
+      .period_type = {"wall", "nanoseconds"},
+      .period = 1000000000LL / o->hz,
+      .time_nanos = cprof__now_ns(CLOCK_REALTIME),
+  };
+  cprof__builder_t *b = cprof__builder_new(&desc);
+  if (!b)
+    return -ENOMEM;
+  cprof__wall_opts_t mine = *o;
+  mine.sink = add_thread;
+  mine.arg = b;
+  int err = cprof__wall_record(&mine, res);
+  if (err == 0) {
+    cprof__builder_set_period(b, 1000000000LL / res->hz);
+    cprof__builder_set_duration(b, res->wall_ns);
+    err = cprof__builder_write_proto(b, out);
+  }
+  cprof__builder_free(b);
+  return err;
+}

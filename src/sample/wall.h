@@ -1,0 +1,52 @@
+/* The wall-clock sampler, behind /debug/pprof/wall: every thread's stack,
+ * running or waiting, hz times a second, as Go's fgprof samples every
+ * goroutine. A sampler: it hands each thread of each tick to a sink, with
+ * the wall time the tick stands for; the registry makes the profile
+ * (registry/wall_profile.c). */
+#ifndef CPROF_SAMPLE_WALL_H
+#define CPROF_SAMPLE_WALL_H
+
+#include <stdint.h>
+
+#include "sample/threads.h"
+#include "unwind/unwind.h"
+
+#define CPROF_WALL_DEFAULT_HZ 50
+#define CPROF_WALL_MAX_HZ 250
+#define CPROF_WALL_DEFAULT_BUDGET 0.02 /* of one core */
+
+typedef struct cprof__wall_opts {
+  int hz;           /* ticks a second asked for, 1..CPROF_WALL_MAX_HZ */
+  long duration_ms; /* how long to sample */
+  double budget;    /* the most of one core the sampling thread may use, e.g. 0.02 */
+  cprof__unwinder_t how;
+  /* Sleeps ms, returning non-zero when the wait was cut short (the client
+   * went away); NULL sleeps plainly. */
+  int (*wait)(void *ctx, long ms);
+  void *ctx;
+  /* Called for every thread of every tick, on the sampling thread: t as
+   * cprof__threads_capture gives it, weight_ns the wall time since the tick
+   * before (the tick's share of the thread's time). Non-zero stops the
+   * sampling with that error. */
+  int (*sink)(void *arg, const cprof__thread_stack_t *t, int64_t weight_ns);
+  void *arg;
+} cprof__wall_opts_t;
+
+typedef struct cprof__wall_result {
+  int hz;          /* the rate in force at the end: hz, or lower to keep the budget */
+  long ticks;      /* captures made */
+  long reused;     /* thread stacks taken from the last capture, not unwound again */
+  long threads;    /* thread stacks in all */
+  int64_t cpu_ns;  /* the sampling thread's CPU time */
+  int64_t wall_ns; /* from the first tick to the end */
+} cprof__wall_result_t;
+
+/* Samples for opts->duration_ms on the calling thread. Threads asleep in
+ * the kernel are unwound from outside and never signalled (threads.c); a
+ * thread asleep where it was at the tick before keeps its stack from
+ * then. After each tick the rate is lowered, if need be, so that the
+ * sampling thread's CPU time stays within the budget. 0, -ECANCELED when
+ * the wait was cut short, or the sink's or the capture's error. */
+int cprof__wall_record(const cprof__wall_opts_t *opts, cprof__wall_result_t *res);
+
+#endif
