@@ -385,6 +385,9 @@ typedef struct cached {
   uintptr_t *pcs;
   char name[16];
   int fd; /* its /proc/self/task/TID/syscall, kept open (-1: none) */
+  /* CLOCK_MONOTONIC ns when it was last seen neither blocking nor holding
+   * our signal pending (0: never); believed for a second. */
+  int64_t mask_ok;
 } cached_t;
 
 struct cprof__threads_cache {
@@ -430,7 +433,8 @@ static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_sta
  * may be signalled now. *sym is the symbolizer, acquired on first need and
  * released by the caller. */
 static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max,
-                    cprof__symbolizer_t **sym, const cached_t *prev, in_kernel_t *place, int *fd) {
+                    cprof__symbolizer_t **sym, const cached_t *prev, in_kernel_t *place, int *fd,
+                    int64_t *mask_ok) {
   in_kernel_t k = {-1, 0, 0};
   int where = where_is(tid, &k, t, fd);
   *place = (in_kernel_t){-1, 0, 0};
@@ -464,7 +468,15 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
     default: { /* RUNNING */
       if (!can_signal)
         return NO_SIGNAL;
-      int m = blocked_or_pending(tid);
+      /* Its signal mask is read from /proc (a page of text) at most once a
+       * second for a thread a cache knows: a thread that blocks our signal
+       * meanwhile collects at most a second of requests, which the next
+       * look sees pending. */
+      int64_t now = mask_ok ? cprof__now_ns(CLOCK_MONOTONIC) : 0;
+      int fresh = mask_ok && *mask_ok && now - *mask_ok < 1000000000LL;
+      int m = fresh ? 0 : blocked_or_pending(tid);
+      if (mask_ok && m == 0 && !fresh)
+        *mask_ok = now;
       if (m == -ENOENT || m == -ESRCH)
         return GONE;
       if (m < 0) {
@@ -544,6 +556,7 @@ static int ensure_slots(int n, int depth) {
  * then the threads that never started to answer are LATE. */
 static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms) {
   int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
+  long pause_ns = 50000;
   for (;;) {
     int waiting = 0;
     for (int i = 0; i < n; i++) {
@@ -563,8 +576,12 @@ static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_
       /* What is left is WRITING: running, and done within microseconds. */
       deadline = INT64_MAX;
     }
-    struct timespec ts = {0, 200 * 1000};
+    /* A pause that grows from 50 µs to 5 ms: answers come within
+     * microseconds from threads on a CPU, but threads waiting their turn
+     * to run may take many milliseconds, and looking often costs. */
+    struct timespec ts = {0, pause_ns};
     nanosleep(&ts, NULL);
+    pause_ns = pause_ns * 2 < 5000000 ? pause_ns * 2 : 5000000;
   }
 }
 
@@ -677,7 +694,7 @@ static cached_t *cache_find(const cprof__threads_cache_t *c, pid_t tid) {
  * when its stack is exact where it slept (places[i], aligned with d's
  * entries; nr -1 and sp 0 for none), that stack. */
 static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
-                       const in_kernel_t *places, int *fds) {
+                       const in_kernel_t *places, int *fds, const int64_t *oks) {
   int depth = cprof__max_depth();
   cached_t *v = malloc((size_t)(d->n ? d->n : 1) * sizeof *v);
   uintptr_t *frames = malloc((size_t)(d->n ? d->n : 1) * (size_t)depth * sizeof *frames);
@@ -701,6 +718,7 @@ static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
     memcpy(e->name, t->name, sizeof e->name);
     e->place = places[i];
     e->fd = fds[i];
+    e->mask_ok = oks[i];
     e->depth = t->status == CPROF_THREAD_OK && (places[i].sp || places[i].pc) ? t->depth : 0;
     if (e->depth > depth)
       e->depth = depth;
@@ -788,9 +806,11 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   /* Each thread's syscall file kept open from the capture before, moved
    * here from the cache (whose entry then owns none), and back after. */
   int *fds = c ? malloc((size_t)(n ? n : 1) * sizeof *fds) : NULL;
-  for (int i = 0; fds && i < n; i++) {
+  int64_t *oks = c ? calloc((size_t)(n ? n : 1), sizeof *oks) : NULL;
+  for (int i = 0; fds && oks && i < n; i++) {
     cached_t *e = cache_find(c, tids[i]);
     fds[i] = e ? e->fd : -1;
+    oks[i] = e ? e->mask_ok : 0;
     if (e)
       e->fd = -1;
   }
@@ -798,11 +818,12 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   uint32_t modules = cprof__modules_generation_sigsafe();
   if (c && (c->depth != depth || c->modules != modules))
     c->n = 0;
-  if (!res || !mode || !places || (c && !fds) || (err = ensure_slots(n, depth)) != 0) {
-    for (int i = 0; fds && i < n; i++)
+  if (!res || !mode || !places || (c && (!fds || !oks)) || (err = ensure_slots(n, depth)) != 0) {
+    for (int i = 0; fds && oks && i < n; i++)
       if (fds[i] >= 0)
         close(fds[i]);
     free(fds);
+    free(oks);
     free(res);
     free(mode);
     free(places);
@@ -834,7 +855,8 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
       unwind_self(how, maps, &res[i], depth);
     } else {
       mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym,
-                                        cache_find(c, tids[i]), &places[i], fds ? &fds[i] : NULL);
+                                        cache_find(c, tids[i]), &places[i], fds ? &fds[i] : NULL,
+                                        oks ? &oks[i] : NULL);
     }
     if (mode[i] == ASK) {
       if (send_request(tids[i], gen, (uint32_t)i) == 0)
@@ -876,18 +898,21 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     t->syscall_nr = nr;
     t->reused = reused;
     places[out->n] = places[i];
-    if (fds)
+    if (fds) {
       fds[out->n] = fd;
+      oks[out->n] = oks[i];
+    }
     out->n++;
   }
   out->v = res;
   if (c) {
-    cache_keep(c, out, places, fds);
+    cache_keep(c, out, places, fds, oks);
     c->modules = modules;
   }
   free(mode);
   free(places);
   free(fds);
+  free(oks);
 unlock:
   pthread_mutex_unlock(&capture_lock);
   if (err == 0)
