@@ -19,7 +19,7 @@
  * inside a sequence lock (`seq` odd meanwhile); cprof__regions_each copies
  * another thread's innermost name and depth, and retries a copy the owner
  * changed underneath it. The names are stored and copied as 64-bit words
- * with relaxed atomics, so that the copy is not a data race in C11's sense
+ * with atomics, so that the copy is not a data race in C11's sense
  * (a torn one is thrown away all the same). Regions are tracked only while
  * some listener bit is set. A region begun with nobody listening is never
  * on the stack, and its end finds the stack empty and is ignored. The stack
@@ -476,31 +476,31 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
 
 /* ---- Open regions ---- */
 
-/* The writer's side of the sequence lock, as labels.c's. */
-static void seq_begin(block_t *b) {
-  __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
+/* The writer's side of the sequence lock. Every store inside it is a
+ * release, so that a reader that sees one of them also sees `seq` odd; on
+ * x86 these are plain stores. (labels.c gets the same with a fence, which
+ * TSan cannot follow.) */
+static void seq_begin(block_t *b) { __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELAXED); }
 static void seq_end(block_t *b) { __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELEASE); }
 
 static void store_name(block_t *b, int d, const char *s, size_t n) {
   uint64_t w[NAME_WORDS] = {0};
   memcpy(w, s, n);
   for (int i = 0; i < NAME_WORDS; i++)
-    __atomic_store_n(&b->names[d][i], w[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&b->names[d][i], w[i], __ATOMIC_RELEASE);
 }
 
+/* Acquire loads: the reader's second look at `seq` cannot move above them. */
 static void load_name(const block_t *b, int d, uint64_t w[NAME_WORDS]) {
   for (int i = 0; i < NAME_WORDS; i++)
-    w[i] = __atomic_load_n(&b->names[d][i], __ATOMIC_RELAXED);
+    w[i] = __atomic_load_n(&b->names[d][i], __ATOMIC_ACQUIRE);
 }
 
 /* The thread's depth in generation gen: 0 for a stack of an older one. */
 static int depth_in(const block_t *b, unsigned gen) {
-  if (__atomic_load_n(&b->gen, __ATOMIC_RELAXED) != gen)
+  if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) != gen)
     return 0;
-  return __atomic_load_n(&b->depth, __ATOMIC_RELAXED);
+  return __atomic_load_n(&b->depth, __ATOMIC_ACQUIRE);
 }
 
 __attribute__((noinline)) static void region_begin(int l, const char *name) {
@@ -515,11 +515,11 @@ __attribute__((noinline)) static void region_begin(int l, const char *name) {
   unsigned gen = generation(l);
   int d = depth_in(b, gen);
   seq_begin(b);
-  __atomic_store_n(&b->gen, gen, __ATOMIC_RELAXED);
+  __atomic_store_n(&b->gen, gen, __ATOMIC_RELEASE);
   if (d < CPROF_MAX_TRACE_DEPTH)
     store_name(b, d, name, n);
   if (d < INT_MAX)
-    __atomic_store_n(&b->depth, d + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->depth, d + 1, __ATOMIC_RELEASE);
   seq_end(b);
   if (l & CPROF__LISTEN_TRACE)
     append(b, CPROF__TRACE_REGION_BEGIN, 0, 0, 0, name, n, "", 0);
@@ -531,7 +531,7 @@ __attribute__((noinline)) static void region_end(int l) {
   if (d == 0)
     return; /* no region open, or none begun while someone listened */
   seq_begin(b);
-  __atomic_store_n(&b->depth, --d, __ATOMIC_RELAXED);
+  __atomic_store_n(&b->depth, --d, __ATOMIC_RELEASE);
   seq_end(b);
   uint64_t w[NAME_WORDS + 1] = {0};
   if (d < CPROF_MAX_TRACE_DEPTH)
@@ -555,7 +555,6 @@ static int copy_innermost(const block_t *b, unsigned gen, int *depth,
     int d = depth_in(b, gen);
     if (d > 0)
       load_name(b, (d < CPROF_MAX_TRACE_DEPTH ? d : CPROF_MAX_TRACE_DEPTH) - 1, w);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) != s1)
       continue;
     *depth = d;

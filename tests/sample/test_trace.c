@@ -466,6 +466,74 @@ static void deep_regions(void) {
   CHECK_EQ_STR(ev[n - 1].s1, "d1");
 }
 
+/* ---- Threads that record while traces start and end ---- */
+
+static int stop_racing;
+static unsigned long laps; /* loops done by all racers */
+
+static void *race(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&stop_racing, __ATOMIC_RELAXED)) {
+    cprof_region_begin("race-outer");
+    cprof_region_begin("race-inner");
+    cprof_trace_log("race", "inside");
+    cprof_region_end();
+    cprof_region_end();
+    __atomic_add_fetch(&laps, 1, __ATOMIC_RELAXED);
+  }
+  return NULL;
+}
+
+static void check_race_seen(pid_t tid, const char *innermost, int depth, void *ctx) {
+  (void)tid;
+  int *bad = ctx;
+  if (!((depth == 1 && strcmp(innermost, "race-outer") == 0) ||
+        (depth == 2 && strcmp(innermost, "race-inner") == 0)))
+    (*bad)++;
+}
+
+/* Every thread's events of one trace: each a well-formed piece of the loop
+ * above (it may start and stop anywhere in it), in time order. */
+static int race_events_bad(void) {
+  int bad = 0;
+  for (int i = 0; i < n_ev; i++) {
+    const event_t *e = &ev[i], *p = i > 0 && ev[i - 1].tid == e->tid ? &ev[i - 1] : NULL;
+    if (p && e->ts < p->ts)
+      bad++;
+    if (e->kind == CPROF__TRACE_LOG && strcmp(e->s2, "inside") != 0)
+      bad++;
+    if ((e->kind == CPROF__TRACE_REGION_BEGIN || e->kind == CPROF__TRACE_REGION_END) &&
+        strcmp(e->s1, "race-outer") != 0 && strcmp(e->s1, "race-inner") != 0)
+      bad++;
+  }
+  return bad;
+}
+
+static void racing(void) {
+  pthread_t t[THREADS];
+  cprof__trace_listen(CPROF__LISTEN_WALL, 1);
+  for (int i = 0; i < THREADS; i++)
+    pthread_create(&t[i], NULL, race, NULL);
+  int bad_seen = 0, bad_events = 0, traces_with_events = 0;
+  for (int round = 0; round < 50; round++) {
+    CHECK_EQ_INT(cprof__trace_begin(4096), 0);
+    /* Some laps inside each trace, however the threads are scheduled. */
+    unsigned long from = __atomic_load_n(&laps, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&laps, __ATOMIC_RELAXED) < from + 2 * THREADS)
+      cprof__regions_each(check_race_seen, &bad_seen);
+    end_trace();
+    traces_with_events += n_ev > 0;
+    bad_events += race_events_bad();
+  }
+  __atomic_store_n(&stop_racing, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(t[i], NULL);
+  cprof__trace_listen(CPROF__LISTEN_WALL, 0);
+  CHECK_EQ_INT(bad_seen, 0);
+  CHECK_EQ_INT(bad_events, 0);
+  CHECK(traces_with_events > 0);
+}
+
 int main(void) {
   nothing_listening();
   one_at_a_time();
@@ -476,5 +544,6 @@ int main(void) {
   open_regions_seen();
   strings();
   deep_regions();
+  racing();
   return check_result("test_trace");
 }
