@@ -52,7 +52,12 @@ enum cprof__trace_kind {
   CPROF__TRACE_THREAD_EXIT,
 };
 
-/* One event, as cprof__trace_end hands it out. Strings are "" when absent
+/* A REGION_END may come without its REGION_BEGIN: a region opened while
+ * only a wall profile listened, before the trace began, is on the stack
+ * and its end is recorded. A writer may start such a region at the trace's
+ * start. Regions open when the trace ends have no REGION_END.
+ *
+ * One event, as cprof__trace_end hands it out. Strings are "" when absent
  * and valid only during the call. */
 typedef struct cprof__trace_rec {
   pid_t tid;
