@@ -94,6 +94,7 @@
 #define CPROF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -291,6 +292,45 @@ CPROF_EXTERN int cprof_profile_add(cprof_profile_t *p, const void *key, int skip
 /* Removes key's record. Returns 0; -ENOENT when key is not in the
  * profile; -EINVAL for a NULL profile. */
 CPROF_EXTERN int cprof_profile_remove(cprof_profile_t *p, const void *key);
+
+/* ---- Trace: regions, tasks and logs, as Go's runtime/trace ---- */
+
+/* What /debug/pprof/trace shows of the program's own structure: regions
+ * (a span of one thread's time, nested), tasks (one logical operation, which
+ * may pass between threads) and log messages, on the trace's timeline; the
+ * wall-clock profile labels each thread's samples with its innermost open
+ * region. While neither records, each of these calls costs one relaxed
+ * atomic load and returns, so they may stay in hot code. All are safe from
+ * any thread, before cprof_start() and after cprof_stop(); none may be
+ * called from a signal handler. A NULL string is taken as "". Longer
+ * strings are cut, at a character boundary of UTF-8 text, to these lengths
+ * in bytes: */
+#define CPROF_MAX_TRACE_NAME 63     /* region and task names, log categories */
+#define CPROF_MAX_TRACE_MESSAGE 255 /* log messages */
+
+/* Opens a region of the calling thread, as Go's trace.StartRegion; the
+ * next cprof_region_end() on the same thread closes it. Regions nest: the
+ * innermost CPROF_MAX_TRACE_DEPTH (16) are kept by name, deeper ones are
+ * counted (their ends come back nameless). A region begun while nothing
+ * recorded is not known to a trace or wall profile started later, and its
+ * end is then ignored, as is an end with no region open. */
+CPROF_EXTERN void cprof_region_begin(const char *name);
+CPROF_EXTERN void cprof_region_end(void);
+#define CPROF_MAX_TRACE_DEPTH 16
+
+/* Starts a task, as Go's trace.NewTask, and returns its id: unique in the
+ * process, never 0. Returns 0 when no trace records; cprof_task_end(0) does
+ * nothing. cprof_task_end() may be called on any thread. */
+CPROF_EXTERN uint64_t cprof_task_begin(const char *name);
+CPROF_EXTERN void cprof_task_end(uint64_t id);
+
+/* Writes message on the trace's timeline under category, as Go's
+ * trace.Log; nothing when no trace records. */
+CPROF_EXTERN void cprof_trace_log(const char *category, const char *message);
+
+/* 1 while a trace records (/debug/pprof/trace), else 0, as Go's
+ * trace.IsEnabled: for work done only to feed cprof_trace_log. */
+CPROF_EXTERN int cprof_trace_enabled(void);
 
 /* ---- Serving from the program's own HTTP server ---- */
 

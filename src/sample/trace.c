@@ -1,0 +1,620 @@
+/* Regions, tasks and logs (cprof_region_begin and its kin), and the
+ * per-thread buffers a trace records them in.
+ *
+ * Nobody listening. Each public call loads cprof__trace_listeners once,
+ * relaxed, finds no bit set and returns: that load is the whole cost, so
+ * the calls may stay in a program's hot paths. Everything else lives in
+ * functions of their own, out of the fast path's way.
+ *
+ * Where the state lives: as labels.c, for the same reasons (read its
+ * comment). Each thread that begins a region while someone listens gets a
+ * block, found through one initial-exec TLS pointer, allocated with the
+ * heap guard raised, on a process-wide list under a mutex with its thread
+ * id, freed by a thread-specific key's destructor at thread exit. The block
+ * holds the thread's stack of open region names (CPROF_MAX_TRACE_DEPTH
+ * deep; deeper regions are counted, not named) and, while a trace records,
+ * a pointer to the thread's event buffer.
+ *
+ * Open regions, for the wall-clock profile. The owner changes its stack
+ * inside a sequence lock (`seq` odd meanwhile); cprof__regions_each copies
+ * another thread's innermost name and depth, and retries a copy the owner
+ * changed underneath it. The names are stored and copied as 64-bit words
+ * with atomics, so that the copy is not a data race in C11's sense
+ * (a torn one is thrown away all the same). Regions are tracked only while
+ * some listener bit is set. A region begun with nobody listening is never
+ * on the stack, and its end finds the stack empty and is ignored. The stack
+ * a thread had when the last listener left would be stale by the time the
+ * next one comes, so the listeners word carries a generation, bumped each
+ * time the first listener arrives; a stack pushed in an older generation
+ * counts as empty.
+ *
+ * Events. A thread's buffer is a byte array of variable-length records,
+ * each a 32-byte header (timestamp, id, duration, kind, the two strings'
+ * lengths) followed by the strings' bytes, padded to 8
+ * (CPROF__TRACE_REC_BYTES). Only the owner appends, without a lock; an
+ * event that does not fit is dropped and counted in the buffer, and the
+ * buffer stays full (it does not wrap: the start of a trace is kept, as a
+ * reader of a timeline expects). A thread's first event while a trace
+ * records allocates its buffer (with the guard raised, under the list's
+ * lock); a thread that cannot have one counts its event in `lost`. Every
+ * buffer of the trace is also on the trace's own list, so that a thread
+ * that exits during the trace leaves its events behind: its block goes, its
+ * buffer stays until collected, named with the name the thread had at exit.
+ *
+ * Ending a trace without locks on the append path. An appender raises its
+ * block's `appending` flag and then reads the trace bit, both sequentially
+ * consistent; cprof__trace_end clears the bit and then, under the list's
+ * lock, reads every block's flag, also sequentially consistent, and waits
+ * while it is up. Of two such store-then-load pairs at least one sees the
+ * other's store (Dekker's argument): either the appender sees the bit clear
+ * and touches nothing, or the ender sees the flag up and waits for the
+ * append to finish. After that no thread can touch a buffer, since the bit
+ * stays clear until the trace's state returns to idle, and the buffers are
+ * read and freed at leisure. An appender never blocks with its flag up: it
+ * lowers it before allocating its buffer (the allocation takes the lock the
+ * ender holds while it waits), then starts again.
+ *
+ * Tasks are numbered from one process-wide counter that is never reset, so
+ * ids stay unique across traces.
+ *
+ * fork: the child keeps only the forking thread's block (as labels.c) and
+ * nothing of a trace or of the listeners, whose threads it does not have. */
+#include "sample/trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "sample/heap.h"
+
+#define NAME_WORDS ((CPROF_MAX_TRACE_NAME + 1) / 8)
+#define MIN_BUFFER 64
+#define MAX_BUFFER ((size_t)1 << 30)
+
+/* A thread's events during one trace. */
+typedef struct buf {
+  struct buf *next; /* on `bufs`, under all_lock */
+  pid_t tid;
+  int exited;       /* under all_lock */
+  char name[16];    /* at the first event, then at exit; under all_lock */
+  uint64_t dropped; /* the owner's while the trace records */
+  size_t used, cap; /* the owner's while the trace records */
+  uint64_t data[];  /* records, 8-byte aligned */
+} buf_t;
+
+typedef struct block {
+  unsigned seq;               /* odd while the owner changes its regions; atomic */
+  int depth;                  /* open regions, named or not; atomic */
+  unsigned gen;               /* the listeners' generation `depth` counts in; atomic */
+  int appending;              /* 1 while the owner appends; atomic */
+  buf_t *buf;                 /* the trace's buffer, or NULL; atomic */
+  pid_t tid;                  /* under all_lock */
+  struct block *next, **prev; /* on `all`, under all_lock */
+  uint64_t names[CPROF_MAX_TRACE_DEPTH][NAME_WORDS]; /* atomic words */
+} block_t;
+
+typedef struct hdr {
+  int64_t ts;
+  uint64_t id, dur;
+  uint16_t kind, n1, n2, pad;
+} hdr_t;
+_Static_assert(sizeof(hdr_t) == CPROF__TRACE_REC_BYTES(0, 0), "the record header is 32 bytes");
+
+int cprof__trace_listeners;
+static int counts[2]; /* listeners per bit, under listen_lock */
+static pthread_mutex_t listen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+enum { IDLE, RECORDING, ENDING };
+static int state;          /* atomic */
+static uint64_t lost;      /* events of threads without a buffer; atomic */
+static uint64_t next_task; /* atomic */
+
+static __thread __attribute__((tls_model("initial-exec"))) block_t *mine;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int have_key;
+
+/* Under all_lock: every block, every buffer of the trace, and the size of
+ * a new buffer (0: no trace takes buffers now). */
+static block_t *all;
+static buf_t *bufs;
+static size_t buf_bytes;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* cprof's locks are taken with the guard raised, so that the lock
+ * wrappers (interpose/locks.c) pass them through unprofiled. */
+static void lock(pthread_mutex_t *m) {
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(m);
+}
+
+static void unlock(pthread_mutex_t *m) {
+  pthread_mutex_unlock(m);
+  cprof__heap_guard_leave();
+}
+
+static void *alloc(size_t n) {
+  cprof__heap_guard_enter();
+  void *p = malloc(n);
+  cprof__heap_guard_leave();
+  return p;
+}
+
+static void release_memory(void *p) {
+  cprof__heap_guard_enter();
+  free(p);
+  cprof__heap_guard_leave();
+}
+
+static int listeners(void) { return __atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED); }
+static unsigned generation(int l) { return (unsigned)l & ~(unsigned)CPROF__LISTEN_BITS; }
+
+void cprof__trace_listen(int bit, int on) {
+  int i = bit == CPROF__LISTEN_TRACE ? 0 : bit == CPROF__LISTEN_WALL ? 1 : -1;
+  if (i < 0)
+    return;
+  lock(&listen_lock);
+  if (on)
+    counts[i]++;
+  else if (counts[i] > 0)
+    counts[i]--;
+  int old = listeners();
+  int bits = (counts[0] ? CPROF__LISTEN_TRACE : 0) | (counts[1] ? CPROF__LISTEN_WALL : 0);
+  unsigned gen = generation(old);
+  if (!(old & CPROF__LISTEN_BITS) && bits)
+    gen = (gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX;
+  /* Sequentially consistent: the trace's end relies on it (see the top). */
+  __atomic_store_n(&cprof__trace_listeners, (int)gen | bits, __ATOMIC_SEQ_CST);
+  unlock(&listen_lock);
+}
+
+static void unlink_block(block_t *b) {
+  *b->prev = b->next;
+  if (b->next)
+    b->next->prev = b->prev;
+}
+
+/* At thread exit. The buffer, if any, stays on the trace's list. */
+static void release(void *p) {
+  block_t *b = p;
+  char name[16] = "";
+  if (__atomic_load_n(&b->buf, __ATOMIC_RELAXED))
+    prctl(PR_GET_NAME, name);
+  mine = NULL;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  lock(&all_lock);
+  unlink_block(b);
+  buf_t *buf = __atomic_load_n(&b->buf, __ATOMIC_RELAXED);
+  if (buf) {
+    if (name[0])
+      memcpy(buf->name, name, sizeof name);
+    buf->exited = 1;
+  }
+  unlock(&all_lock);
+  release_memory(b);
+}
+
+static void make_key(void) { have_key = pthread_key_create(&exit_key, release) == 0; }
+
+static void fork_prepare(void) {
+  lock(&listen_lock);
+  lock(&all_lock);
+}
+
+static void fork_parent(void) {
+  unlock(&all_lock);
+  unlock(&listen_lock);
+}
+
+static void fork_child(void) {
+  if (mine)
+    unlink_block(mine);
+  block_t *gone = all;
+  all = NULL;
+  if (mine) {
+    mine->tid = (pid_t)syscall(SYS_gettid);
+    mine->next = NULL;
+    mine->prev = &all;
+    mine->buf = NULL;
+    mine->appending = 0;
+    all = mine;
+  }
+  buf_t *old = bufs;
+  bufs = NULL;
+  buf_bytes = 0;
+  counts[0] = counts[1] = 0;
+  unsigned gen = generation(cprof__trace_listeners);
+  cprof__trace_listeners = (int)((gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX);
+  state = IDLE;
+  lost = 0;
+  unlock(&all_lock);
+  unlock(&listen_lock);
+  while (gone) {
+    block_t *next = gone->next;
+    release_memory(gone);
+    gone = next;
+  }
+  while (old) {
+    buf_t *next = old->next;
+    release_memory(old);
+    old = next;
+  }
+}
+
+__attribute__((constructor(103))) static void register_fork_handlers(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* The calling thread's block, made on first use; NULL without memory. */
+static block_t *my_block(void) {
+  if (mine)
+    return mine;
+  pthread_once(&key_once, make_key);
+  block_t *b = alloc(sizeof *b);
+  if (!b)
+    return NULL;
+  memset(b, 0, sizeof *b);
+  /* glibc allocates the second level of its key table on a key's first
+   * use by a thread: cprof's too. */
+  cprof__heap_guard_enter();
+  int err = !have_key || pthread_setspecific(exit_key, b) != 0;
+  cprof__heap_guard_leave();
+  if (err) {
+    release_memory(b);
+    return NULL;
+  }
+  lock(&all_lock);
+  b->tid = (pid_t)syscall(SYS_gettid);
+  b->next = all;
+  b->prev = &all;
+  if (all)
+    all->prev = &b->next;
+  all = b;
+  unlock(&all_lock);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  mine = b;
+  return b;
+}
+
+/* The bytes of s kept: at most max, cut before a UTF-8 character that
+ * would not fit whole, so that a JSON writer gets valid text back. */
+static size_t cut(const char *s, size_t max) {
+  size_t n = strnlen(s, max + 1);
+  if (n <= max)
+    return n;
+  n = max;
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+    n--;
+  return n;
+}
+
+/* ---- The event buffers ---- */
+
+/* A buffer for b's thread in the trace now recording, hung on b; NULL when
+ * no trace takes buffers now (no event lost) or there is no memory (one
+ * lost). Called with b->appending down: it takes all_lock, which the
+ * trace's end holds while it waits for appends to finish. */
+static buf_t *new_buf(block_t *b) {
+  char name[16] = "";
+  prctl(PR_GET_NAME, name);
+  lock(&all_lock);
+  buf_t *buf = buf_bytes ? alloc(sizeof *buf + buf_bytes) : NULL;
+  if (buf) {
+    memset(buf, 0, sizeof *buf);
+    buf->tid = b->tid;
+    memcpy(buf->name, name, sizeof name);
+    buf->cap = buf_bytes;
+    buf->next = bufs;
+    bufs = buf;
+    __atomic_store_n(&b->buf, buf, __ATOMIC_RELAXED);
+  } else if (buf_bytes) {
+    __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+  }
+  unlock(&all_lock);
+  return buf;
+}
+
+/* Appends one event to the calling thread's buffer, if a trace records. */
+static void append(block_t *b, int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1,
+                   size_t n1, const char *s2, size_t n2) {
+  size_t need = CPROF__TRACE_REC_BYTES(n1, n2);
+  for (int tries = 0;; tries++) {
+    __atomic_store_n(&b->appending, 1, __ATOMIC_SEQ_CST);
+    if (!(__atomic_load_n(&cprof__trace_listeners, __ATOMIC_SEQ_CST) & CPROF__LISTEN_TRACE))
+      break;
+    buf_t *buf = __atomic_load_n(&b->buf, __ATOMIC_RELAXED);
+    if (!buf) {
+      __atomic_store_n(&b->appending, 0, __ATOMIC_RELEASE);
+      /* A second miss: the trace ended and another began meanwhile. */
+      if (tries > 0 || !new_buf(b))
+        return;
+      continue;
+    }
+    if (buf->cap - buf->used < need) {
+      buf->dropped++;
+      break;
+    }
+    /* Read the clock only for an event that is kept: a full buffer
+     * drops events at a third of the cost. */
+    if (!ts)
+      ts = cprof__now_ns(CLOCK_MONOTONIC);
+    unsigned char *p = (unsigned char *)buf->data + buf->used;
+    hdr_t h = {ts, id, dur, (uint16_t)kind, (uint16_t)n1, (uint16_t)n2, 0};
+    memcpy(p, &h, sizeof h);
+    memcpy(p + sizeof h, s1, n1);
+    memcpy(p + sizeof h + n1, s2, n2);
+    buf->used += need;
+    break;
+  }
+  __atomic_store_n(&b->appending, 0, __ATOMIC_RELEASE);
+}
+
+static void emit(int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1, const char *s2) {
+  block_t *b = my_block();
+  if (!b) {
+    __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  s1 = s1 ? s1 : "";
+  s2 = s2 ? s2 : "";
+  append(b, kind, ts, id, dur, s1, cut(s1, CPROF_MAX_TRACE_NAME), s2,
+         cut(s2, CPROF_MAX_TRACE_MESSAGE));
+}
+
+void cprof__trace_emit(int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1,
+                       const char *s2) {
+  if (listeners() & CPROF__LISTEN_TRACE)
+    emit(kind, ts, id, dur, s1, s2);
+}
+
+int cprof__trace_begin(size_t bytes_per_thread) {
+  if (bytes_per_thread < MIN_BUFFER || bytes_per_thread > MAX_BUFFER)
+    return -EINVAL;
+  int idle = IDLE;
+  if (!__atomic_compare_exchange_n(&state, &idle, RECORDING, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return -EBUSY;
+  __atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
+  lock(&all_lock);
+  buf_bytes = bytes_per_thread;
+  unlock(&all_lock);
+  cprof__trace_listen(CPROF__LISTEN_TRACE, 1);
+  return 0;
+}
+
+/* A live thread's name now, from /proc/self/task/TID/comm; 0 or -1. */
+static int read_comm(pid_t tid, char name[16]) {
+  char path[64], got[17];
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, got, sizeof got - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  got[n] = '\0';
+  size_t len = strcspn(got, "\n");
+  len = len < 15 ? len : 15;
+  memcpy(name, got, len);
+  name[len] = '\0';
+  return 0;
+}
+
+/* Calls fn for each record of buf, in the order they were appended. */
+static void each_record(const buf_t *buf, void (*fn)(const cprof__trace_rec_t *r, void *ctx),
+                        void *ctx) {
+  char s1[CPROF_MAX_TRACE_NAME + 1], s2[CPROF_MAX_TRACE_MESSAGE + 1];
+  const unsigned char *data = (const unsigned char *)buf->data;
+  for (size_t off = 0; off < buf->used;) {
+    hdr_t h;
+    memcpy(&h, data + off, sizeof h);
+    size_t n1 = h.n1 < sizeof s1 ? h.n1 : sizeof s1 - 1;
+    size_t n2 = h.n2 < sizeof s2 ? h.n2 : sizeof s2 - 1;
+    memcpy(s1, data + off + sizeof h, n1);
+    s1[n1] = '\0';
+    memcpy(s2, data + off + sizeof h + h.n1, n2);
+    s2[n2] = '\0';
+    cprof__trace_rec_t r = {buf->tid, buf->name, buf->dropped, h.ts, h.kind, h.id, h.dur, s1, s2};
+    fn(&r, ctx);
+    off += CPROF__TRACE_REC_BYTES(h.n1, h.n2);
+  }
+}
+
+void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx,
+                      uint64_t *dropped) {
+  if (dropped)
+    *dropped = 0;
+  int recording = RECORDING;
+  if (!__atomic_compare_exchange_n(&state, &recording, ENDING, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_RELAXED))
+    return;
+  cprof__trace_listen(CPROF__LISTEN_TRACE, 0);
+  lock(&all_lock);
+  for (block_t *b = all; b; b = b->next) {
+    while (__atomic_load_n(&b->appending, __ATOMIC_SEQ_CST))
+      sched_yield();
+    __atomic_store_n(&b->buf, NULL, __ATOMIC_RELAXED);
+  }
+  buf_t *got = bufs;
+  bufs = NULL;
+  buf_bytes = 0;
+  unlock(&all_lock);
+
+  /* The list holds the newest buffer first; hand the threads out in the
+   * order they first recorded. */
+  buf_t *ordered = NULL;
+  while (got) {
+    buf_t *next = got->next;
+    got->next = ordered;
+    ordered = got;
+    got = next;
+  }
+  uint64_t total = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
+  for (buf_t *buf = ordered; buf; buf = buf->next) {
+    if (!buf->exited)
+      read_comm(buf->tid, buf->name);
+    total += buf->dropped;
+    if (fn)
+      each_record(buf, fn, ctx);
+  }
+  while (ordered) {
+    buf_t *next = ordered->next;
+    release_memory(ordered);
+    ordered = next;
+  }
+  if (dropped)
+    *dropped = total;
+  __atomic_store_n(&state, IDLE, __ATOMIC_RELEASE);
+}
+
+/* ---- Open regions ---- */
+
+/* The writer's side of the sequence lock. Every store inside it is a
+ * release, so that a reader that sees one of them also sees `seq` odd; on
+ * x86 these are plain stores. (labels.c gets the same with a fence, which
+ * TSan cannot follow.) */
+static void seq_begin(block_t *b) { __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELAXED); }
+static void seq_end(block_t *b) { __atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELEASE); }
+
+/* Only the words that the name and its NUL cover: what lies past the NUL
+ * is never read as text. */
+static void store_name(block_t *b, int d, const char *s, size_t n) {
+  uint64_t w[NAME_WORDS] = {0};
+  memcpy(w, s, n);
+  for (size_t i = 0; i < (n + 8) / 8; i++)
+    __atomic_store_n(&b->names[d][i], w[i], __ATOMIC_RELEASE);
+}
+
+/* Acquire loads: the reader's second look at `seq` cannot move above them. */
+static void load_name(const block_t *b, int d, uint64_t w[NAME_WORDS]) {
+  for (int i = 0; i < NAME_WORDS; i++)
+    w[i] = __atomic_load_n(&b->names[d][i], __ATOMIC_ACQUIRE);
+}
+
+/* The thread's depth in generation gen: 0 for a stack of an older one. */
+static int depth_in(const block_t *b, unsigned gen) {
+  if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) != gen)
+    return 0;
+  return __atomic_load_n(&b->depth, __ATOMIC_ACQUIRE);
+}
+
+__attribute__((noinline)) static void region_begin(int l, const char *name) {
+  name = name ? name : "";
+  size_t n = cut(name, CPROF_MAX_TRACE_NAME);
+  block_t *b = my_block();
+  if (!b) {
+    if (l & CPROF__LISTEN_TRACE)
+      __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  unsigned gen = generation(l);
+  int d = depth_in(b, gen);
+  seq_begin(b);
+  __atomic_store_n(&b->gen, gen, __ATOMIC_RELEASE);
+  if (d < CPROF_MAX_TRACE_DEPTH)
+    store_name(b, d, name, n);
+  if (d < INT_MAX)
+    __atomic_store_n(&b->depth, d + 1, __ATOMIC_RELEASE);
+  seq_end(b);
+  if (l & CPROF__LISTEN_TRACE)
+    append(b, CPROF__TRACE_REGION_BEGIN, 0, 0, 0, name, n, "", 0);
+}
+
+__attribute__((noinline)) static void region_end(int l) {
+  block_t *b = mine;
+  int d = b ? depth_in(b, generation(l)) : 0;
+  if (d == 0)
+    return; /* no region open, or none begun while someone listened */
+  seq_begin(b);
+  __atomic_store_n(&b->depth, --d, __ATOMIC_RELEASE);
+  seq_end(b);
+  if (l & CPROF__LISTEN_TRACE) {
+    uint64_t w[NAME_WORDS + 1] = {0};
+    if (d < CPROF_MAX_TRACE_DEPTH)
+      load_name(b, d, w);
+    const char *name = (const char *)w;
+    append(b, CPROF__TRACE_REGION_END, 0, 0, 0, name, strlen(name), "", 0);
+  }
+}
+
+/* The reader's side of the sequence lock, for another thread's block: 0
+ * with its depth and innermost name, or -1 when the owner kept changing
+ * them. */
+static int copy_innermost(const block_t *b, unsigned gen, int *depth,
+                          char name[CPROF_MAX_TRACE_NAME + 1]) {
+  uint64_t w[NAME_WORDS];
+  for (int tries = 0; tries < 4; tries++) {
+    unsigned s1 = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+    if (s1 & 1)
+      continue;
+    int d = depth_in(b, gen);
+    if (d > 0)
+      load_name(b, (d < CPROF_MAX_TRACE_DEPTH ? d : CPROF_MAX_TRACE_DEPTH) - 1, w);
+    if (__atomic_load_n(&b->seq, __ATOMIC_RELAXED) != s1)
+      continue;
+    *depth = d;
+    if (d > 0) {
+      memcpy(name, w, sizeof w);
+      name[CPROF_MAX_TRACE_NAME] = '\0';
+    }
+    return 0;
+  }
+  return -1;
+}
+
+void cprof__regions_each(void (*fn)(pid_t tid, const char *innermost, int depth, void *ctx),
+                         void *ctx) {
+  char name[CPROF_MAX_TRACE_NAME + 1];
+  lock(&all_lock);
+  int l = listeners();
+  for (const block_t *b = all; b && (l & CPROF__LISTEN_BITS); b = b->next) {
+    int d;
+    if (copy_innermost(b, generation(l), &d, name) == 0 && d > 0)
+      fn(b->tid, name, d, ctx);
+  }
+  unlock(&all_lock);
+}
+
+/* ---- The public calls: one relaxed load when nobody listens ---- */
+
+void cprof_region_begin(const char *name) {
+  int l = listeners();
+  if (__builtin_expect(l & CPROF__LISTEN_BITS, 0))
+    region_begin(l, name);
+}
+
+void cprof_region_end(void) {
+  int l = listeners();
+  if (__builtin_expect(l & CPROF__LISTEN_BITS, 0))
+    region_end(l);
+}
+
+uint64_t cprof_task_begin(const char *name) {
+  if (__builtin_expect(!(listeners() & CPROF__LISTEN_TRACE), 1))
+    return 0;
+  uint64_t id = __atomic_add_fetch(&next_task, 1, __ATOMIC_RELAXED);
+  emit(CPROF__TRACE_TASK_BEGIN, 0, id, 0, name, NULL);
+  return id;
+}
+
+void cprof_task_end(uint64_t id) {
+  if (__builtin_expect(!(listeners() & CPROF__LISTEN_TRACE), 1) || id == 0)
+    return;
+  emit(CPROF__TRACE_TASK_END, 0, id, 0, NULL, NULL);
+}
+
+void cprof_trace_log(const char *category, const char *message) {
+  if (__builtin_expect(listeners() & CPROF__LISTEN_TRACE, 0))
+    emit(CPROF__TRACE_LOG, 0, 0, 0, category, message);
+}
+
+int cprof_trace_enabled(void) { return (listeners() & CPROF__LISTEN_TRACE) != 0; }
