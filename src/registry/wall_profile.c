@@ -49,9 +49,11 @@ static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t weight_
   cprof__builder_t *b = arg;
   char call[32];
   const char *state = t->state == 'R' ? "running" : t->state == '?' ? "unknown" : "sleeping";
-  cprof__label_t labels[3 + CPROF_MAX_LABELS] = {{.key = "thread", .str = t->name},
+  cprof__label_t labels[4 + CPROF_MAX_LABELS] = {{.key = "thread", .str = t->name},
                                                  {.key = "state", .str = state}};
   int n = 2;
+  if (t->region[0])
+    labels[n++] = (cprof__label_t){.key = "region", .str = t->region};
   if (t->syscall_nr >= 0 && t->state != 'R')
     labels[n++] = (cprof__label_t){.key = "syscall",
                                    .str = cprof__syscall_name(t->syscall_nr, call, sizeof call)};

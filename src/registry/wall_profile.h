@@ -10,8 +10,9 @@
  * the gzip-compressed profile.proto to out: sample types samples/count
  * and wall/nanoseconds, period type wall/nanoseconds with the period of
  * the rate used at the end, every sample labelled thread=NAME,
- * state=running|sleeping|unknown, syscall=CALL when sleeping in one, and
- * the thread's own labels. res says what the sampling did. 0,
+ * state=running|sleeping|unknown, syscall=CALL when sleeping in one,
+ * region=NAME while it is in a region (cprof_region_begin: the innermost),
+ * and the thread's own labels. res says what the sampling did. 0,
  * -ECANCELED, or a negative errno. */
 int cprof__wall_profile_take(const cprof__wall_opts_t *o, cprof__buf_t *out,
                              cprof__wall_result_t *res);

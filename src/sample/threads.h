@@ -32,6 +32,7 @@ typedef struct cprof__thread_stack {
   cprof__thread_status_t status;
   long syscall_nr; /* the system call it waits in, else -1 (running, or stopped outside one) */
   int reused;      /* the stack is the cache's: asleep where it was at the last capture */
+  char region[CPROF_MAX_TRACE_NAME + 1]; /* its innermost open region (the wall profile's), or "" */
   const char *unreadable; /* UNKNOWN: the file of /proc/self/task/TID/ that was not */
   int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;

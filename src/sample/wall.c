@@ -12,6 +12,9 @@
  * sampling thread itself is left out: at every tick it is the one
  * running, taking the capture.
  *
+ * Regions (cprof_region_begin): while it samples, threads track their open
+ * regions, and each thread's innermost goes with its stack of the tick.
+ *
  * The budget. The sampling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID)
  * is read around each tick. When recent ticks, at the rate asked, would
  * cost more than the budget (2 % of one core by default), the rate is
@@ -21,15 +24,34 @@
 #include "sample/wall.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/trace.h"
 
 #define CAPTURE_TIMEOUT_MS 200
 
 static int64_t thread_cpu_ns(void) { return cprof__now_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+/* Puts a thread's innermost open region into its entry of the dump (by
+ * tid: the dump is in tid order). */
+static void put_region(pid_t tid, const char *innermost, int depth, void *ctx) {
+  (void)depth;
+  cprof__thread_dump_t *d = ctx;
+  int lo = 0, hi = d->n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (d->v[mid].tid < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < d->n && d->v[lo].tid == tid)
+    snprintf(d->v[lo].region, sizeof d->v[lo].region, "%s", innermost);
+}
 
 static int sleep_plainly(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -44,6 +66,7 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   cprof__threads_cache_t *cache = cprof__threads_cache_new();
   if (!cache)
     return -ENOMEM;
+  cprof__trace_listen(CPROF__LISTEN_WALL, 1); /* regions are tracked from now */
   int hz = o->hz, err = 0;
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
   int64_t next = start, last = start - 1000000000LL / hz;
@@ -57,6 +80,7 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
       break;
     int64_t now = cprof__now_ns(CLOCK_MONOTONIC), weight = now - last;
     last = now;
+    cprof__regions_each(put_region, &d);
     for (int i = 0; i < d.n && !err; i++) {
       if (d.v[i].tid == me) /* at every tick it is the one running: the capture */
         continue;
@@ -96,6 +120,7 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   }
   res->hz = hz;
   res->wall_ns = cprof__now_ns(CLOCK_MONOTONIC) - start;
+  cprof__trace_listen(CPROF__LISTEN_WALL, 0);
   cprof__threads_cache_free(cache);
   return err;
 }

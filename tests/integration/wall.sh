@@ -2,7 +2,7 @@
 # known (programs/wall_target.c): a thread that computes 30 % of its time
 # and sleeps 70 % shows those shares within 5 points; threads asleep in
 # clock_nanosleep, a condition variable and read(2) show where they wait,
-# labelled with the call; no sleep of the program ends early, since
+# labelled with the call; the regions a thread is in are labels too; no sleep of the program ends early, since
 # sleeping threads are never signalled; stacks of threads asleep in the same
 # place are reused from tick to tick (the X-Cprof-Wall header says how
 # many); go tool pprof reads it; bad parameters are a 400; the index lists
@@ -46,6 +46,15 @@ check "states running and sleeping" eval 'has "$T/tags" ": running$" && has "$T/
 for call in clock_nanosleep futex read; do
   check "the call a thread waits in is a label: $call" has "$T/tags" ": $call$"
 done
+check "the split thread's regions are labels: compute about 1.8 s, sleep about 4.2 s" \
+  python3 - "$T/tags" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+region = text.split(" region:", 1)[1].split("\n\n", 1)[0] if " region:" in text else ""
+got = dict((name, float(v)) for v, name in re.findall(r'([\d.]+)s \( *[\d.]+%\): (\w+)', region))
+print(got)
+sys.exit(0 if 1.5 <= got.get("compute", 0) <= 2.1 and 3.9 <= got.get("sleep", 0) <= 4.5 else 1)
+PY
 pprof -top -tagfocus=thread=waiter "$T/wall.pb.gz" >"$T/waiter" || fail "pprof reads the waiter"
 check "the waiter waits in wait_part" has "$T/waiter" ' wait_part$'
 pprof -top -tagfocus=thread=reader "$T/wall.pb.gz" >"$T/reader" || fail "pprof reads the reader"

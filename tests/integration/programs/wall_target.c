@@ -2,7 +2,8 @@
  *
  *   split      a thread that computes for 30 ms (compute_part) and sleeps
  *              70 ms (sleep_part, clock_nanosleep), over and over: 30 %
- *              running, 70 % sleeping
+ *              running, 70 % sleeping; each in a region of that name
+ *              ("compute", "sleep") when cprof is there to tell
  *   napper-N   three threads that only sleep, 50 ms at a time (nap_part)
  *   waiter     a thread waiting on a condition variable nobody signals
  *              (wait_part)
@@ -28,6 +29,21 @@
 #define FRAME_STAYS() __asm__ volatile("" ::: "memory")
 
 static atomic_int stop, naps, early_naps, split_sleeps, early_split;
+
+/* cprof's regions, when the program runs under it (LD_PRELOAD): weak, so
+ * that the program runs without it too. */
+__attribute__((weak)) void cprof_region_begin(const char *name);
+__attribute__((weak)) void cprof_region_end(void);
+
+static void region_begin(const char *name) {
+  if (cprof_region_begin)
+    cprof_region_begin(name);
+}
+
+static void region_end(void) {
+  if (cprof_region_end)
+    cprof_region_end();
+}
 static int pipefd[2];
 
 static long long now_ns(void) {
@@ -63,8 +79,12 @@ static void *split(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "split");
   while (!stop) {
+    region_begin("compute");
     compute_part(30);
+    region_end();
+    region_begin("sleep");
     sleep_part(70);
+    region_end();
   }
   return NULL;
 }
