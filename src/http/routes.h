@@ -38,6 +38,11 @@ void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
 void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
                        cprof_response_t *resp);
+/* The wall-clock profile over seconds at hz (0: the default, 50) into out,
+ * as /debug/pprof/wall takes it (with its X-Cprof-Wall header); 0, or -1
+ * with resp filled with the error. */
+int cprof__wall_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds, long hz,
+                     cprof_response_t *resp, cprof__buf_t *out);
 /* The CPU profile over seconds into out, as /debug/pprof/profile takes it;
  * 0, or -1 with resp filled with the error (out may hold partial bytes). */
 int cprof__cpu_profile_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds,

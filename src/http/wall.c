@@ -19,6 +19,32 @@
 
 static int wait_for(void *req, long ms) { return cprof__wait_request(req, ms); }
 
+int cprof__wall_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds, long hz,
+                     cprof_response_t *resp, cprof__buf_t *out) {
+  cprof__wall_opts_t o = {.hz = hz ? (int)hz : CPROF_WALL_DEFAULT_HZ,
+                          .duration_ms = seconds * 1000,
+                          .budget = cfg->wall_budget,
+                          .how = cfg->unwind,
+                          .wait = wait_for,
+                          .ctx = (void *)req};
+  cprof__wall_result_t res;
+  int err = cprof__wall_profile_take(&o, out, &res);
+  if (err == -ECANCELED) {
+    cprof__resp_error(resp, 500, "request cancelled");
+    return -1;
+  }
+  if (err) {
+    cprof__resp_error(resp, 500, "could not take the wall-clock profile: %s", cprof_strerror(err));
+    return -1;
+  }
+  /* What the sampling did, for whoever wants to know its cost. */
+  char how[160];
+  snprintf(how, sizeof how, "hz=%d; ticks=%ld; threads=%ld; reused=%ld; cpu_us=%lld", res.hz,
+           res.ticks, res.threads, res.reused, (long long)(res.cpu_ns / 1000));
+  cprof__resp_header(resp, "X-Cprof-Wall", how);
+  return 0;
+}
+
 void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
                        cprof_response_t *resp) {
   long seconds = DEFAULT_SECONDS, hz = CPROF_WALL_DEFAULT_HZ;
@@ -31,29 +57,11 @@ void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
                       CPROF_WALL_MAX_HZ);
     return;
   }
-  cprof__wall_opts_t o = {.hz = (int)hz,
-                          .duration_ms = seconds * 1000,
-                          .budget = cfg->wall_budget,
-                          .how = cfg->unwind,
-                          .wait = wait_for,
-                          .ctx = (void *)req};
-  cprof__wall_result_t res;
   cprof__buf_t out;
   cprof__buf_init(&out);
-  int err = cprof__wall_profile_take(&o, &out, &res);
-  if (err) {
+  if (cprof__wall_take(req, cfg, seconds, hz, resp, &out) != 0) {
     cprof__buf_free(&out);
-    if (err == -ECANCELED)
-      cprof__resp_error(resp, 500, "request cancelled");
-    else
-      cprof__resp_error(resp, 500, "could not take the wall-clock profile: %s",
-                        cprof_strerror(err));
     return;
   }
-  /* What the sampling did, for whoever wants to know its cost. */
-  char how[160];
-  snprintf(how, sizeof how, "hz=%d; ticks=%ld; threads=%ld; reused=%ld; cpu_us=%lld", res.hz,
-           res.ticks, res.threads, res.reused, (long long)(res.cpu_ns / 1000));
-  cprof__resp_header(resp, "X-Cprof-Wall", how);
   cprof__resp_attachment(resp, "wall", &out);
 }

@@ -14,6 +14,7 @@
 #include "ui/viewer.h"
 
 #define CPU_NAME "profile"
+#define WALL_NAME "wall"
 #define CPU_DEFAULT_SECONDS 30
 #define MAX_SECONDS 3600
 #define CPROF_JSON "application/json; charset=utf-8"
@@ -54,7 +55,9 @@ static void serve_profiles(cprof_response_t *resp) {
     cprof__buf_puts(&b, "},\n");
   }
   cprof__buf_puts(&b, "{\"name\":\"" CPU_NAME "\",\"desc\":\"CPU profile over the seconds given\","
-                      "\"count\":0,\"off\":null}]\n");
+                      "\"count\":0,\"off\":null},\n"
+                      "{\"name\":\"" WALL_NAME "\",\"desc\":\"Wall-clock profile over the seconds "
+                      "given: every thread, running or waiting\",\"count\":0,\"off\":null}]\n");
   cprof__resp_body(resp, CPROF_JSON, &b);
 }
 
@@ -171,16 +174,20 @@ static void serve_data(const cprof_request_t *req, const cprof__config_t *cfg,
   cprof__buf_init(&a);
   cprof__buf_init(&b);
   cprof__pf_t *pa = NULL, *pb = NULL;
-  if (strcmp(name, CPU_NAME) == 0) {
+  int cpu = strcmp(name, CPU_NAME) == 0, wall = strcmp(name, WALL_NAME) == 0;
+  if (cpu || wall) { /* recordings, over the seconds given */
     if (diff) {
-      cprof__resp_error(resp, 400,
-                        "diff is for snapshots (heap, allocs, ...), not the CPU profile");
+      cprof__resp_error(resp, 400, "diff is for snapshots (heap, allocs, ...), not the %s profile",
+                        cpu ? "CPU" : "wall-clock");
       return;
     }
     if (!seconds)
       seconds = CPU_DEFAULT_SECONDS;
-    snprintf(title, sizeof title, "CPU profile of %s, %ld s", prog, seconds);
-    if (cprof__cpu_profile_take(req, cfg, seconds, resp, &a) == 0 && (pa = decode(&a, resp)))
+    snprintf(title, sizeof title, "%s profile of %s, %ld s", cpu ? "CPU" : "Wall-clock", prog,
+             seconds);
+    int err = cpu ? cprof__cpu_profile_take(req, cfg, seconds, resp, &a)
+                  : cprof__wall_take(req, cfg, seconds, 0, resp, &a);
+    if (err == 0 && (pa = decode(&a, resp)))
       answer(NULL, pa, tagroot, title, resp);
     goto done;
   }

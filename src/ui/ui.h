@@ -8,7 +8,8 @@
  *                     [{"name": "heap", "desc": "...", "count": 12,
  *                       "off": null or "how to turn it on"}, ...]
  *                     the registry's (cprof__registry_list, custom ones
- *                     included), then the CPU profile, "profile".
+ *                     included), then the CPU profile, "profile", and
+ *                     the wall-clock profile, "wall".
  *   GET ui/data?name=NAME[&seconds=N | &diff=N]
  *                     the viewer's JSON (cprof__viewer_json) for one
  *                     profile, taken as /debug/pprof/NAME takes it, on the
@@ -16,6 +17,8 @@
  *                       name=profile&seconds=N   the CPU profile over N s
  *                                                (default 30, 1..3600), as
  *                                                /debug/pprof/profile;
+ *                       name=wall&seconds=N      the wall-clock profile,
+ *                                                likewise, at 50 Hz;
  *                       name=NAME&seconds=N      the change over N s, the
  *                                                registry's delta (pprof's
  *                                                seconds= on heap, allocs);

@@ -21,10 +21,10 @@ check "ui redirects to ui/" test "$(http "$U")" = 301
 check "the index links ui/" bash -c "curl -s 'http://$ADDR/debug/pprof/' | grep -q \"href='ui/'\""
 
 check "ui/profiles lists the registry and the CPU profile" test "$(http "$U/profiles")" = 200
-check "ui/profiles is JSON with heap and profile" python3 -c '
+check "ui/profiles is JSON with heap, then the recordings: profile and wall" python3 -c '
 import json, sys
 names = [p["name"] for p in json.load(open(sys.argv[1]))]
-sys.exit(0 if "heap" in names and "goroutine" in names and names[-1] == "profile" else 1)' "$T/body"
+sys.exit(0 if "heap" in names and "goroutine" in names and names[-2:] == ["profile", "wall"] else 1)' "$T/body"
 
 valid_json() {
   python3 -c '
@@ -37,6 +37,9 @@ check "ui/data?name=heap is application/json" grep -qi '^content-type: applicati
 check "ui/data?name=heap is the viewer's JSON" valid_json
 check "ui/data?name=goroutine is 200" test "$(http "$U/data?name=goroutine")" = 200
 check "ui/data?name=goroutine is the viewer's JSON" valid_json
+check "ui/data?name=wall&seconds=1 is 200" test "$(http "$U/data?name=wall&seconds=1")" = 200
+check "ui/data?name=wall&seconds=1 is the viewer's JSON, its type wall" eval \
+  'valid_json && grep -q "\"wall\"" "$T/body"'
 check "ui/data?name=heap&diff=1 is 200" test "$(http "$U/data?name=heap&diff=1")" = 200
 check "ui/data?name=heap&diff=1 is a diff" python3 -c '
 import json, sys
@@ -51,6 +54,7 @@ check "seconds=0 is a 400" one_line_400 "$U/data?name=profile&seconds=0" 'invali
 check "seconds=x is a 400" one_line_400 "$U/data?name=heap&seconds=x" 'invalid value for "seconds"'
 check "diff=99999 is a 400" one_line_400 "$U/data?name=heap&diff=99999" 'invalid value for "diff"'
 check "diff on the CPU profile is a 400" one_line_400 "$U/data?name=profile&diff=2" 'not the CPU profile'
+check "diff on the wall profile is a 400" one_line_400 "$U/data?name=wall&diff=2" 'not the wall-clock profile'
 check "an unknown ui path is a 404" test "$(http "$U/nope")" = 404
 
 if ! command -v chromedriver >/dev/null || ! [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then

@@ -67,7 +67,9 @@
   document.body.insertBefore(form, document.body.firstChild);
 
   var profiles = {};
-  var isCpu = function () { return name.value === 'profile'; };
+  // The recordings (CPU, wall clock), taken over the seconds given; the
+  // rest are snapshots.
+  var isCpu = function () { return name.value === 'profile' || name.value === 'wall'; };
   function sync() {
     var p = profiles[name.value];
     // style, not the hidden attribute, which the css's .field display beats.
@@ -158,7 +160,8 @@
   }).then(function (list) {
     list.forEach(function (p) {
       profiles[p.name] = p;
-      var label = p.name === 'profile' ? 'CPU (profile)' : p.name + (p.off ? ' (off)' : '');
+      var label = p.name === 'profile' ? 'CPU (profile)' : p.name === 'wall' ? 'Wall clock (wall)' :
+        p.name + (p.off ? ' (off)' : '');
       name.appendChild(el('option', { value: p.name }, label));
     });
     // A snapshot at once, so the page is not empty: the heap when it is
