@@ -332,6 +332,27 @@ CPROF_EXTERN void cprof_trace_log(const char *category, const char *message);
  * trace.IsEnabled: for work done only to feed cprof_trace_log. */
 CPROF_EXTERN int cprof_trace_enabled(void);
 
+/* The calls above, where the compiler allows it, test whether anything
+ * listens in the caller, with one relaxed load of this word, before
+ * calling into the library: with nothing listening a region pair costs a
+ * load and a branch each, not two calls. So their arguments are not
+ * evaluated while nothing listens (write cprof_trace_log's message
+ * plainly, or test cprof_trace_enabled() first). The word is cprof's:
+ * read it, never write it. Define CPROF_NO_INLINE_TRACE before including
+ * this header for plain calls. */
+CPROF_EXTERN extern int cprof_trace_listening_;
+#if defined(__GNUC__) && !defined(CPROF_NO_INLINE_TRACE)
+#define CPROF_TRACE_WORD_ __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED)
+/* Bit 0: a trace records; bit 1: a wall profile samples (regions only). */
+#define cprof_region_begin(name) ((CPROF_TRACE_WORD_ & 3) ? cprof_region_begin(name) : (void)0)
+#define cprof_region_end() ((CPROF_TRACE_WORD_ & 3) ? cprof_region_end() : (void)0)
+#define cprof_task_begin(name) ((CPROF_TRACE_WORD_ & 1) ? cprof_task_begin(name) : (uint64_t)0)
+#define cprof_task_end(id) ((CPROF_TRACE_WORD_ & 1) ? cprof_task_end(id) : (void)0)
+#define cprof_trace_log(category, message)                                                         \
+  ((CPROF_TRACE_WORD_ & 1) ? cprof_trace_log(category, message) : (void)0)
+#define cprof_trace_enabled() (CPROF_TRACE_WORD_ & 1)
+#endif
+
 /* ---- Serving from the program's own HTTP server ---- */
 
 typedef struct cprof_request {

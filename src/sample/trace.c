@@ -110,6 +110,12 @@ typedef struct hdr {
 _Static_assert(sizeof(hdr_t) == CPROF__TRACE_REC_BYTES(0, 0), "the record header is 32 bytes");
 
 int cprof__trace_listeners;
+/* The same word under its public name, which cprof.h's macros load in the
+ * caller: with nobody listening, a call is that load and a branch. */
+extern int cprof_trace_listening_
+    __attribute__((alias("cprof__trace_listeners"), visibility("default")));
+_Static_assert(CPROF__LISTEN_TRACE == 1 && CPROF__LISTEN_WALL == 2,
+               "cprof.h's macros test bit 0 for a trace and bit 1 for a wall profile");
 static int counts[2]; /* listeners per bit, under listen_lock */
 static pthread_mutex_t listen_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -586,19 +592,19 @@ void cprof__regions_each(void (*fn)(pid_t tid, const char *innermost, int depth,
 
 /* ---- The public calls: one relaxed load when nobody listens ---- */
 
-void cprof_region_begin(const char *name) {
+void(cprof_region_begin)(const char *name) {
   int l = listeners();
   if (__builtin_expect(l & CPROF__LISTEN_BITS, 0))
     region_begin(l, name);
 }
 
-void cprof_region_end(void) {
+void(cprof_region_end)(void) {
   int l = listeners();
   if (__builtin_expect(l & CPROF__LISTEN_BITS, 0))
     region_end(l);
 }
 
-uint64_t cprof_task_begin(const char *name) {
+uint64_t(cprof_task_begin)(const char *name) {
   if (__builtin_expect(!(listeners() & CPROF__LISTEN_TRACE), 1))
     return 0;
   uint64_t id = __atomic_add_fetch(&next_task, 1, __ATOMIC_RELAXED);
@@ -606,15 +612,15 @@ uint64_t cprof_task_begin(const char *name) {
   return id;
 }
 
-void cprof_task_end(uint64_t id) {
+void(cprof_task_end)(uint64_t id) {
   if (__builtin_expect(!(listeners() & CPROF__LISTEN_TRACE), 1) || id == 0)
     return;
   emit(CPROF__TRACE_TASK_END, 0, id, 0, NULL, NULL);
 }
 
-void cprof_trace_log(const char *category, const char *message) {
+void(cprof_trace_log)(const char *category, const char *message) {
   if (__builtin_expect(listeners() & CPROF__LISTEN_TRACE, 0))
     emit(CPROF__TRACE_LOG, 0, 0, 0, category, message);
 }
 
-int cprof_trace_enabled(void) { return (listeners() & CPROF__LISTEN_TRACE) != 0; }
+int(cprof_trace_enabled)(void) { return (listeners() & CPROF__LISTEN_TRACE) != 0; }
