@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -228,6 +229,13 @@ static long long expected_ms(const char *path, const char *query) {
   char v[32];
   const char *name;
   long seconds = 0;
+  if ((name = profile_name(path)) && strcmp(name, "trace") == 0) {
+    /* A number of seconds, default 1: 0.5 is half a second. */
+    double s = 1;
+    if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
+      s = strtod(v, NULL);
+    return s > 0 && s <= CPROF_LIMIT_TIMEOUT ? (long long)(s * 1000) + 1000 : 1000;
+  }
   if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
     cprof__query_int(v, 1, CPROF_LIMIT_TIMEOUT, &seconds);
   else if (cprof__query_get(query, "diff", v, sizeof v) == 1) /* ui/data: two snapshots */

@@ -33,6 +33,11 @@ static const struct endpoint {
      "seconds=30", cprof__serve_profile},
     {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL,
      cprof__serve_symbol},
+    {"trace",
+     "A timeline of the program's threads over seconds (a number, default 1, at most 60), as "
+     "Chrome Trace Event JSON for Perfetto UI or chrome://tracing: regions, tasks and logs, "
+     "lock waits, threads starting and ending.",
+     "seconds=1", cprof__serve_trace},
     {"wall",
      "Wall-clock profile: every thread's stack, running or waiting, hz times a second (default "
      "50, at most 250) for seconds (default 30): where the time goes, on and off the CPU. "

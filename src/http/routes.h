@@ -36,6 +36,8 @@ int cprof__wait_request(const cprof_request_t *req, long ms);
 void cprof__serve_cmdline(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
 void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp);
+void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp);
 void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
                        cprof_response_t *resp);
 /* The wall-clock profile over seconds at hz (0: the default, 50) into out,

@@ -261,6 +261,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
       .authorization = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"),
       .is_cancelled = client_gone,
       .ctx = con,
+      .accept_encoding = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Accept-Encoding"),
   };
   cprof_response_t resp;
   int rc = cprof_handle_request(&req, &resp);

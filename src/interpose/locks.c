@@ -1,8 +1,9 @@
 /* The blocking pthread and semaphore functions, interposed for the block
  * and mutex profiles (contention.h).
  *
- * While both profiles are off (the default, as in Go) each wrapper is one
- * load and a call to the real function. While one is on, a lock is first
+ * While both profiles are off (the default, as in Go) and no trace
+ * records, each wrapper is two loads and a call to the real function (an
+ * unlock, one load). While one is on, a lock is first
  * tried: a lock that is free is taken with no clock read and nothing
  * recorded. Only when the try fails does the wrapper read the clock, wait
  * in the real function, and report the wait:
@@ -12,7 +13,11 @@
  * - to the mutex profile, through a small table of who waits for which
  *   lock: the holder's unlock reads the waiters' accumulated wait there and
  *   reports it with its own stack (Go 1.22's attribution: the delay is
- *   charged to the code that held the lock).
+ *   charged to the code that held the lock);
+ * - to the execution trace (sample/trace.h), while one records, whether or
+ *   not either profile is on: the wait's start, its length, and the
+ *   address of what was waited for (the lock, condition variable or
+ *   semaphore; 0 for a join).
  *
  * The table has a slot per hash of the lock's address. A slot counts its
  * lock's waiters and when each one's wait is not yet charged (charge.h);
@@ -44,6 +49,7 @@
 #include "sample/contention.h"
 #include "sample/heap.h"
 #include "sample/own_lock.h"
+#include "sample/trace.h"
 
 #ifndef CPROF_NO_INTERPOSE
 
@@ -166,13 +172,23 @@ __attribute__((constructor)) static void init(void) {
 /* A wait in progress. */
 typedef struct wait {
   const void *obj; /* tracked for the mutex profile; NULL: not */
+  const void *on;  /* what is waited for, for the trace */
+  const char *what; /* its kind, for the trace: "mutex", "cond", ... */
   int64_t t0;
 } wait_t;
 
-/* Starts timing a wait for obj (NULL for waits with no holder). */
-static void wait_begin(wait_t *w, const void *obj) {
+/* Whether a trace records: one relaxed load. */
+static inline int tracing(void) {
+  return __atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE;
+}
+
+/* Starts timing a wait of kind `what` for `on`; obj is what a holder is
+ * charged for (NULL for waits with no holder). */
+static void wait_begin(wait_t *w, const void *obj, const void *on, const char *what) {
   w->t0 = now_ns();
   w->obj = NULL;
+  w->on = on;
+  w->what = what;
   if (!obj || cprof__mutex_fraction() <= 0)
     return;
   slot_t *s = slot_of(obj);
@@ -199,6 +215,9 @@ static void wait_end(wait_t *w, uintptr_t ret) {
     slot_unlock(s);
   }
   cprof__block_event(t1 - w->t0, ret);
+  if (tracing())
+    cprof__trace_emit(CPROF__TRACE_LOCK_WAIT, w->t0, (uintptr_t)w->on, (uint64_t)(t1 - w->t0),
+                      w->what, NULL);
   errno = saved;
 }
 
@@ -232,23 +251,32 @@ static int64_t charge(const void *obj) {
       return slow_call;                                                                           \
     return real_call;                                                                             \
   } while (0)
+/* FAST_WAIT: the same for a call that may wait, which a trace also wants
+ * to see. */
+#define FAST_WAIT(bit, slow_call, real_call)                                                       \
+  do {                                                                                             \
+    if (__builtin_expect(cprof__contention_enabled(bit) || tracing(), 0))                          \
+      return slow_call;                                                                            \
+    return real_call;                                                                              \
+  } while (0)
 #define ANY (CPROF_CONTENTION_BLOCK_ON | CPROF_CONTENTION_MUTEX_ON)
 
 /* LOCK: the slow half of every lock with a try-lock: `call` is the real
  * blocking call, `try` the try-lock (0 when taken), obj what waiters wait
- * for (NULL: nothing to charge a holder with), `ret` the caller. */
-#define LOCK(call, try, obj, ret)                                                                 \
-  do {                                                                                            \
-    if (ours(obj, ret))                                                                           \
-      return call;                                                                                \
-    int rc_ = try;                                                                                \
-    if (rc_ != EBUSY)                                                                             \
-      return rc_;                                                                                 \
-    wait_t w_;                                                                                    \
-    wait_begin(&w_, obj);                                                                         \
-    rc_ = call;                                                                                   \
-    wait_end(&w_, ret);                                                                           \
-    return rc_;                                                                                   \
+ * for (NULL: nothing to charge a holder with), on and what the trace's
+ * address and kind, `ret` the caller. */
+#define LOCK(call, try, obj, on, what, ret)                                                        \
+  do {                                                                                             \
+    if (ours(obj, ret))                                                                            \
+      return call;                                                                                 \
+    int rc_ = try;                                                                                 \
+    if (rc_ != EBUSY)                                                                              \
+      return rc_;                                                                                  \
+    wait_t w_;                                                                                     \
+    wait_begin(&w_, obj, on, what);                                                                \
+    rc_ = call;                                                                                    \
+    wait_end(&w_, ret);                                                                            \
+    return rc_;                                                                                    \
   } while (0)
 
 /* UNLOCK: the slow half of an unlock: the real unlock, then the charge
@@ -267,17 +295,17 @@ static int64_t charge(const void *obj) {
   } while (0)
 
 SLOW int mutex_lock(pthread_mutex_t *m, uintptr_t ret) {
-  LOCK(NEXT(pthread_mutex_lock)(m), NEXT(pthread_mutex_trylock)(m), m, ret);
+  LOCK(NEXT(pthread_mutex_lock)(m), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
 CPROF_EXTERN int pthread_mutex_lock(pthread_mutex_t *m) {
-  FAST(ANY, mutex_lock(m, RET), NEXT(pthread_mutex_lock)(m));
+  FAST_WAIT(ANY, mutex_lock(m, RET), NEXT(pthread_mutex_lock)(m));
 }
 
 SLOW int mutex_timedlock(pthread_mutex_t *m, const struct timespec *t, uintptr_t ret) {
-  LOCK(NEXT(pthread_mutex_timedlock)(m, t), NEXT(pthread_mutex_trylock)(m), m, ret);
+  LOCK(NEXT(pthread_mutex_timedlock)(m, t), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
 CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t) {
-  FAST(ANY, mutex_timedlock(m, t, RET), NEXT(pthread_mutex_timedlock)(m, t));
+  FAST_WAIT(ANY, mutex_timedlock(m, t, RET), NEXT(pthread_mutex_timedlock)(m, t));
 }
 
 SLOW int mutex_unlock(pthread_mutex_t *m, uintptr_t ret) {
@@ -288,31 +316,33 @@ CPROF_EXTERN int pthread_mutex_unlock(pthread_mutex_t *m) {
 }
 
 SLOW int rwlock_rdlock(pthread_rwlock_t *l, uintptr_t ret) {
-  LOCK(NEXT(pthread_rwlock_rdlock)(l), NEXT(pthread_rwlock_tryrdlock)(l), l, ret);
+  LOCK(NEXT(pthread_rwlock_rdlock)(l), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
-  FAST(ANY, rwlock_rdlock(l, RET), NEXT(pthread_rwlock_rdlock)(l));
+  FAST_WAIT(ANY, rwlock_rdlock(l, RET), NEXT(pthread_rwlock_rdlock)(l));
 }
 
 SLOW int rwlock_wrlock(pthread_rwlock_t *l, uintptr_t ret) {
-  LOCK(NEXT(pthread_rwlock_wrlock)(l), NEXT(pthread_rwlock_trywrlock)(l), l, ret);
+  LOCK(NEXT(pthread_rwlock_wrlock)(l), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
-  FAST(ANY, rwlock_wrlock(l, RET), NEXT(pthread_rwlock_wrlock)(l));
+  FAST_WAIT(ANY, rwlock_wrlock(l, RET), NEXT(pthread_rwlock_wrlock)(l));
 }
 
 SLOW int rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
-  LOCK(NEXT(pthread_rwlock_timedrdlock)(l, t), NEXT(pthread_rwlock_tryrdlock)(l), l, ret);
+  LOCK(NEXT(pthread_rwlock_timedrdlock)(l, t), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock",
+       ret);
 }
 CPROF_EXTERN int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t) {
-  FAST(ANY, rwlock_timedrdlock(l, t, RET), NEXT(pthread_rwlock_timedrdlock)(l, t));
+  FAST_WAIT(ANY, rwlock_timedrdlock(l, t, RET), NEXT(pthread_rwlock_timedrdlock)(l, t));
 }
 
 SLOW int rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
-  LOCK(NEXT(pthread_rwlock_timedwrlock)(l, t), NEXT(pthread_rwlock_trywrlock)(l), l, ret);
+  LOCK(NEXT(pthread_rwlock_timedwrlock)(l, t), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock",
+       ret);
 }
 CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t) {
-  FAST(ANY, rwlock_timedwrlock(l, t, RET), NEXT(pthread_rwlock_timedwrlock)(l, t));
+  FAST_WAIT(ANY, rwlock_timedwrlock(l, t, RET), NEXT(pthread_rwlock_timedwrlock)(l, t));
 }
 
 SLOW int rwlock_unlock(pthread_rwlock_t *l, uintptr_t ret) {
@@ -323,18 +353,19 @@ CPROF_EXTERN int pthread_rwlock_unlock(pthread_rwlock_t *l) {
 }
 
 SLOW int spin_lock(pthread_spinlock_t *l, uintptr_t ret) {
-  LOCK(NEXT(pthread_spin_lock)(l), NEXT(pthread_spin_trylock)(l), NULL, ret);
+  LOCK(NEXT(pthread_spin_lock)(l), NEXT(pthread_spin_trylock)(l), NULL, (const void *)l, "spin",
+       ret);
 }
 CPROF_EXTERN int pthread_spin_lock(pthread_spinlock_t *l) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, spin_lock(l, RET), NEXT(pthread_spin_lock)(l));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, spin_lock(l, RET), NEXT(pthread_spin_lock)(l));
 }
 
 /* tryjoin says EBUSY while the thread runs: then the join waits. */
 SLOW int join(pthread_t t, void **out, uintptr_t ret) {
-  LOCK(NEXT(pthread_join)(t, out), NEXT(pthread_tryjoin_np)(t, out), NULL, ret);
+  LOCK(NEXT(pthread_join)(t, out), NEXT(pthread_tryjoin_np)(t, out), NULL, NULL, "join", ret);
 }
 CPROF_EXTERN int pthread_join(pthread_t t, void **out) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, join(t, out, RET), NEXT(pthread_join)(t, out));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, join(t, out, RET), NEXT(pthread_join)(t, out));
 }
 
 /* A condition variable always waits: there is nothing to try. */
@@ -343,17 +374,18 @@ SLOW int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec 
   if (ours(m, ret))
     return t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
   wait_t w;
-  wait_begin(&w, NULL);
+  wait_begin(&w, NULL, c, "cond");
   int rc = t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
   wait_end(&w, ret);
   return rc;
 }
 CPROF_EXTERN int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, NULL, RET), NEXT(pthread_cond_wait)(c, m));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, NULL, RET), NEXT(pthread_cond_wait)(c, m));
 }
 CPROF_EXTERN int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                         const struct timespec *t) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, t, RET), NEXT(pthread_cond_timedwait)(c, m, t));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, t, RET),
+            NEXT(pthread_cond_timedwait)(c, m, t));
 }
 
 /* Semaphores say "busy" as -1 with errno EAGAIN; errno is put back when
@@ -368,16 +400,16 @@ SLOW int sem_wait_slow(sem_t *s, const struct timespec *t, uintptr_t ret) {
     return -1;
   errno = saved;
   wait_t w;
-  wait_begin(&w, NULL);
+  wait_begin(&w, NULL, s, "sem");
   int rc = t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
   wait_end(&w, ret);
   return rc;
 }
 CPROF_EXTERN int sem_wait(sem_t *s) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, NULL, RET), NEXT(sem_wait)(s));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, NULL, RET), NEXT(sem_wait)(s));
 }
 CPROF_EXTERN int sem_timedwait(sem_t *s, const struct timespec *t) {
-  FAST(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, t, RET), NEXT(sem_timedwait)(s, t));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, t, RET), NEXT(sem_timedwait)(s, t));
 }
 
 #endif

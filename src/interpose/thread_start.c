@@ -17,7 +17,8 @@
  *   cprof_do), installed before its start routine runs, as a goroutine
  *   starts with the labels of the goroutine that made it (sample/labels.c).
  * And, once it is made, the threadcreate profile counts the creating stack
- * (cprof's own threads are not counted).
+ * (cprof's own threads are not counted). While a trace records, a
+ * program's thread's start and end are events of the trace.
  *
  * The wrapper is exported from libcprof, so it comes first in the lookup
  * order both under LD_PRELOAD and when a program links -lcprof; the real
@@ -29,6 +30,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,6 +40,7 @@
 #include "sample/cpu.h"
 #include "sample/heap.h"
 #include "sample/labels.h"
+#include "sample/trace.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -101,9 +104,26 @@ static void restore_signals(const uint64_t *old) {
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
 }
 
+/* Whether a trace records and wants this thread (the program's): one
+ * relaxed load while none records. */
+static inline int in_trace_program_thread(int internal) {
+  return (__atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE) &&
+         !internal;
+}
+
+/* A thread's start or end, into the trace, with the thread's name now.
+ * Only for a start routine that returns: a thread that ends in
+ * pthread_exit or by cancellation has no exit event. */
+__attribute__((noinline, cold)) static void trace_thread(int kind) {
+  char name[17] = "";
+  prctl(PR_GET_NAME, name);
+  cprof__trace_emit(kind, 0, 0, 0, name, NULL);
+}
+
 /* The first frame of every thread. */
 static void *cprof_thread_start(void *p) {
   start_t *in = p;
+  int internal = in->internal;
   void *(*fn)(void *) = in->fn;
   void *arg = in->arg;
   if (in->internal) {
@@ -118,7 +138,12 @@ static void *cprof_thread_start(void *p) {
   free(p);
   cprof__heap_guard_leave();
   cprof__cpu_thread_started();
-  return fn(arg);
+  if (in_trace_program_thread(internal))
+    trace_thread(CPROF__TRACE_THREAD_START);
+  void *ret = fn(arg);
+  if (in_trace_program_thread(internal))
+    trace_thread(CPROF__TRACE_THREAD_EXIT);
+  return ret;
 }
 
 CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,

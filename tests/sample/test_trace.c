@@ -31,7 +31,9 @@ static int n_ev;
 
 static void collect(const cprof__trace_rec_t *r, void *ctx) {
   (void)ctx;
-  if (n_ev == MAX_EVENTS)
+  /* The interposed thread start and lock wrappers' events, from the test's
+   * own threads, are tests/integration/trace.sh's concern. */
+  if (n_ev == MAX_EVENTS || r->kind >= CPROF__TRACE_LOCK_WAIT)
     return;
   event_t *e = &ev[n_ev++];
   e->tid = r->tid;
@@ -238,9 +240,8 @@ static void *fill(void *arg) {
 
 static void full_buffer(void) {
   CHECK_EQ_INT(cprof__trace_begin(FITS * CPROF__TRACE_REC_BYTES(7, 0)), 0);
-  pthread_t t;
-  pthread_create(&t, NULL, fill, NULL);
-  pthread_join(t, NULL);
+  /* On this thread: a new one's start and join would be events too. */
+  fill(NULL);
   CHECK_EQ_INT(end_trace(), 2 * PAIRS - FITS);
   CHECK_EQ_INT(n_ev, FITS);
   for (int i = 0; i < n_ev; i++) {

@@ -1,0 +1,133 @@
+/* /debug/pprof/trace?seconds=N: the execution trace (sample/trace.h) over
+ * N seconds, as Chrome Trace Event JSON (registry/trace_json.h), named
+ * trace.json, gzipped when the client accepts it.
+ *
+ * seconds is a number, as Go's (default 1; 0.5 and 2.5 are fine), at most
+ * MAX_SECONDS: each thread that records keeps up to BUFFER_BYTES of events
+ * (about 30000 regions), and a longer trace would mostly say how many it
+ * dropped. One trace at a time: a second one gets Go's 500 and message. A
+ * client that goes away ends the trace, and what it recorded is thrown
+ * away. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "http/query.h"
+#include "http/response.h"
+#include "http/routes.h"
+#include "profile/gzip.h"
+#include "registry/trace_json.h"
+#include "sample/trace.h"
+
+#define DEFAULT_SECONDS 1.0
+#define MAX_SECONDS 60
+#define BUFFER_BYTES (1 << 20)
+
+static void discard(const cprof__trace_rec_t *r, void *ctx) {
+  (void)r;
+  (void)ctx;
+}
+
+/* Whether an Accept-Encoding header lets the body be gzipped: a "gzip" or
+ * "*" coding whose q is not 0. */
+static int accepts_gzip(const char *h) {
+  while (h && *h) {
+    const char *end = strchr(h, ',');
+    size_t n = end ? (size_t)(end - h) : strlen(h);
+    while (n && (*h == ' ' || *h == '\t'))
+      h++, n--;
+    size_t name = strcspn(h, " \t;,");
+    if (name > n)
+      name = n;
+    if ((name == 4 && strncasecmp(h, "gzip", 4) == 0) || (name == 1 && *h == '*')) {
+      const char *q = h + name;
+      while (q < h + n && *q != '=')
+        q++;
+      if (q >= h + n || strtod(q + 1, NULL) > 0)
+        return 1;
+    }
+    h = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static void process_name(char name[17]) {
+  name[0] = '\0';
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, name, 16);
+  close(fd);
+  name[n > 0 ? n : 0] = '\0';
+  name[strcspn(name, "\n")] = '\0';
+}
+
+void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp) {
+  (void)cfg;
+  double seconds = DEFAULT_SECONDS;
+  char v[32];
+  int got = cprof__query_get(req->query, "seconds", v, sizeof v);
+  if (got < 0 || got == 1) {
+    char *end = NULL;
+    if (got == 1)
+      seconds = strtod(v, &end);
+    if (got < 0 || end == v || *end != '\0' || !isfinite(seconds) || seconds <= 0 ||
+        seconds > MAX_SECONDS) {
+      cprof__resp_error(resp, 400,
+                        "invalid value for \"seconds\" - must be a number greater than 0 and at "
+                        "most %d",
+                        MAX_SECONDS);
+      return;
+    }
+  }
+  int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
+  int err = cprof__trace_begin(BUFFER_BYTES);
+  if (err == -EBUSY) {
+    cprof__resp_error(resp, 500, "Could not enable tracing: tracing is already enabled");
+    return;
+  }
+  if (err) {
+    cprof__resp_error(resp, 500, "Could not enable tracing: %s", cprof_strerror(err));
+    return;
+  }
+  long ms = (long)ceil(seconds * 1000);
+  if (cprof__wait_request(req, ms) != 0) {
+    cprof__trace_end(discard, NULL, NULL);
+    cprof__resp_error(resp, 500, "request cancelled");
+    return;
+  }
+  int64_t end = cprof__now_ns(CLOCK_MONOTONIC);
+  char name[17];
+  process_name(name);
+  cprof__buf_t json;
+  cprof__buf_init(&json);
+  cprof__trace_json_t j;
+  cprof__trace_json_init(&j, &json, (int)getpid(), name[0] ? name : NULL, start, end);
+  uint64_t dropped = 0;
+  cprof__trace_end(cprof__trace_json_add, &j, &dropped);
+  if (cprof__trace_json_finish(&j, dropped) != 0) {
+    cprof__buf_free(&json);
+    cprof__resp_error(resp, 500, "could not write the trace: %s", cprof_strerror(-ENOMEM));
+    return;
+  }
+  cprof__buf_t body = json;
+  if (accepts_gzip(req->accept_encoding)) {
+    cprof__buf_init(&body);
+    if (cprof__gzip(json.data, json.len, &body) == 0 && !body.failed) {
+      cprof__resp_header(resp, "Content-Encoding", "gzip");
+      cprof__buf_free(&json);
+    } else {
+      cprof__buf_free(&body);
+      body = json;
+    }
+  }
+  cprof__resp_header(resp, "Vary", "Accept-Encoding");
+  cprof__resp_header(resp, "Content-Disposition", "attachment; filename=\"trace.json\"");
+  cprof__resp_body(resp, "application/json", &body);
+}

@@ -1,0 +1,250 @@
+/* The trace as Chrome Trace Event JSON: see trace_json.h.
+ *
+ * Events come thread by thread, so a thread's regions are matched with a
+ * stack that lives only while its thread is read; a thread's regions still
+ * open when the next thread comes run to the trace's end. Tasks cross
+ * threads: a task's end may come before its begin, so begins are kept by
+ * id and ends without a begin yet wait until the end, for their name. */
+#include "registry/trace_json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Grows *arr (of *cap elements of size) to hold n+1. 0 or -1. */
+static int grow(void **arr, int *cap, int n, size_t size) {
+  if (n < *cap)
+    return 0;
+  int c = *cap ? *cap * 2 : 16;
+  void *p = realloc(*arr, (size_t)c * size);
+  if (!p)
+    return -1;
+  *arr = p;
+  *cap = c;
+  return 0;
+}
+
+/* s as a JSON string, quotes included: control bytes, quotes and
+ * backslashes escaped, and bytes that are not UTF-8 replaced by U+FFFD
+ * (the API cuts strings at UTF-8 boundaries, but a program may hand in
+ * anything, and a thread's name is whatever it set). */
+static void put_string(cprof__buf_t *b, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  cprof__buf_putc(b, '"');
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      cprof__buf_putc(b, '\\');
+      cprof__buf_putc(b, (char)c);
+      p++;
+    } else if (c < 0x20) {
+      char esc = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : 0;
+      if (esc)
+        cprof__buf_printf(b, "\\%c", esc);
+      else
+        cprof__buf_printf(b, "\\u%04x", c);
+      p++;
+    } else if (c < 0x80) {
+      cprof__buf_putc(b, (char)c);
+      p++;
+    } else {
+      /* A UTF-8 sequence: its length from the lead byte, its tail bytes
+       * 10xxxxxx; overlong and surrogate forms are not told apart. */
+      int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+      int ok = n > 0;
+      for (int i = 1; ok && i < n; i++)
+        ok = (p[i] & 0xc0) == 0x80;
+      if (ok) {
+        cprof__buf_append(b, p, (size_t)n);
+        p += n;
+      } else {
+        cprof__buf_puts(b, "\\ufffd");
+        p++;
+      }
+    }
+  }
+  cprof__buf_putc(b, '"');
+}
+
+/* Microseconds since the trace's start, with ns precision. */
+static void put_ts(cprof__trace_json_t *j, const char *key, int64_t ns) {
+  cprof__buf_printf(j->out, ",\"%s\":%.3f", key, (double)(ns - j->start_ns) / 1000.0);
+}
+
+/* The start of one event: {"ph":..,"name":..,"pid":..,"tid":..,"ts":..;
+ * the caller adds its fields and the closing brace. */
+static void event_start(cprof__trace_json_t *j, const char *ph, const char *name, pid_t tid,
+                        int64_t ts) {
+  cprof__buf_puts(j->out, j->nevents++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
+  cprof__buf_puts(j->out, ph);
+  cprof__buf_puts(j->out, "\",\"name\":");
+  put_string(j->out, name);
+  cprof__buf_printf(j->out, ",\"pid\":%d,\"tid\":%d", j->pid, (int)tid);
+  put_ts(j, "ts", ts);
+}
+
+/* A complete event from begin to end (clipped to the trace). */
+static void complete(cprof__trace_json_t *j, const char *name, const char *cat, pid_t tid,
+                     int64_t begin, int64_t end) {
+  if (begin < j->start_ns)
+    begin = j->start_ns;
+  if (end < begin)
+    end = begin;
+  event_start(j, "X", name, tid, begin);
+  cprof__buf_printf(j->out, ",\"dur\":%.3f,\"cat\":\"%s\"", (double)(end - begin) / 1000.0, cat);
+}
+
+void cprof__trace_json_init(cprof__trace_json_t *j, cprof__buf_t *out, int pid,
+                            const char *process_name, int64_t start_ns, int64_t end_ns) {
+  memset(j, 0, sizeof *j);
+  j->out = out;
+  j->pid = pid;
+  j->start_ns = start_ns;
+  j->end_ns = end_ns < start_ns ? start_ns : end_ns;
+  cprof__buf_puts(out, "{\"traceEvents\":[");
+  if (process_name) {
+    event_start(j, "M", "process_name", pid, start_ns);
+    cprof__buf_puts(out, ",\"args\":{\"name\":");
+    put_string(out, process_name);
+    cprof__buf_puts(out, "}}");
+  }
+}
+
+/* The regions the thread being read still has open run to the end. */
+static void close_open(cprof__trace_json_t *j) {
+  while (j->nopen > 0) {
+    j->nopen--;
+    complete(j, j->open[j->nopen].name, "region", j->tid, j->open[j->nopen].ts, j->end_ns);
+    cprof__buf_puts(j->out, ",\"args\":{\"open_at_end\":true}}");
+  }
+}
+
+static const char *task_name(cprof__trace_json_t *j, uint64_t id) {
+  for (int i = j->ntasks - 1; i >= 0; i--)
+    if (j->tasks[i].id == id)
+      return j->tasks[i].name;
+  return NULL;
+}
+
+static void task_event(cprof__trace_json_t *j, const char *ph, const char *name, uint64_t id,
+                       pid_t tid, int64_t ts) {
+  event_start(j, ph, name, tid, ts < j->start_ns ? j->start_ns : ts);
+  cprof__buf_printf(j->out, ",\"cat\":\"task\",\"id\":\"0x%llx\"}", (unsigned long long)id);
+}
+
+static void copy_name(char dst[CPROF_MAX_TRACE_NAME + 1], const char *s, const char *absent) {
+  snprintf(dst, CPROF_MAX_TRACE_NAME + 1, "%s", s && s[0] ? s : absent);
+}
+
+void cprof__trace_json_add(const cprof__trace_rec_t *r, void *ctx) {
+  cprof__trace_json_t *j = ctx;
+  if (r->tid != j->tid) {
+    close_open(j);
+    j->tid = r->tid;
+    event_start(j, "M", "thread_name", r->tid, j->start_ns);
+    cprof__buf_puts(j->out, ",\"args\":{\"name\":");
+    put_string(j->out, r->thread && r->thread[0] ? r->thread : "?");
+    cprof__buf_printf(j->out, ",\"dropped\":%llu}}", (unsigned long long)r->thread_dropped);
+  }
+  switch (r->kind) {
+  case CPROF__TRACE_REGION_BEGIN:
+    if (grow((void **)&j->open, &j->capopen, j->nopen, sizeof *j->open) != 0) {
+      j->failed = 1;
+      return;
+    }
+    j->open[j->nopen].ts = r->ts;
+    copy_name(j->open[j->nopen].name, r->s1, "region");
+    j->nopen++;
+    break;
+  case CPROF__TRACE_REGION_END:
+    if (j->nopen > 0) {
+      j->nopen--;
+      complete(j, j->open[j->nopen].name, "region", r->tid, j->open[j->nopen].ts, r->ts);
+      cprof__buf_puts(j->out, "}");
+    } else {
+      /* Begun before the trace: from the trace's start. */
+      complete(j, r->s1 && r->s1[0] ? r->s1 : "region", "region", r->tid, j->start_ns, r->ts);
+      cprof__buf_puts(j->out, ",\"args\":{\"begun_before\":true}}");
+    }
+    break;
+  case CPROF__TRACE_TASK_BEGIN:
+    if (grow((void **)&j->tasks, &j->captasks, j->ntasks, sizeof *j->tasks) != 0) {
+      j->failed = 1;
+      return;
+    }
+    j->tasks[j->ntasks].id = r->id;
+    copy_name(j->tasks[j->ntasks].name, r->s1, "task");
+    task_event(j, "b", j->tasks[j->ntasks].name, r->id, r->tid, r->ts);
+    j->ntasks++;
+    break;
+  case CPROF__TRACE_TASK_END: {
+    const char *name = task_name(j, r->id);
+    if (name) {
+      task_event(j, "e", name, r->id, r->tid, r->ts);
+    } else if (grow((void **)&j->ends, &j->capends, j->nends, sizeof *j->ends) == 0) {
+      j->ends[j->nends++] = (cprof__trace_json_end_t){r->id, r->ts, r->tid};
+    } else {
+      j->failed = 1;
+    }
+    break;
+  }
+  case CPROF__TRACE_LOG:
+    event_start(j, "i",
+                r->s2 && r->s2[0]   ? r->s2
+                : r->s1 && r->s1[0] ? r->s1
+                                    : "log",
+                r->tid, r->ts);
+    cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"log\",\"args\":{\"category\":");
+    put_string(j->out, r->s1 ? r->s1 : "");
+    cprof__buf_puts(j->out, ",\"message\":");
+    put_string(j->out, r->s2 ? r->s2 : "");
+    cprof__buf_puts(j->out, "}}");
+    break;
+  case CPROF__TRACE_LOCK_WAIT: {
+    char name[CPROF_MAX_TRACE_NAME + 16];
+    snprintf(name, sizeof name, "%s wait", r->s1 && r->s1[0] ? r->s1 : "lock");
+    complete(j, name, "lock", r->tid, r->ts, r->ts + (int64_t)r->dur);
+    cprof__buf_printf(j->out, ",\"args\":{\"lock\":\"0x%llx\"}}", (unsigned long long)r->id);
+    break;
+  }
+  case CPROF__TRACE_THREAD_START:
+  case CPROF__TRACE_THREAD_EXIT:
+    event_start(j, "i", r->kind == CPROF__TRACE_THREAD_START ? "thread start" : "thread exit",
+                r->tid, r->ts < j->start_ns ? j->start_ns : r->ts);
+    cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"thread\",\"args\":{\"name\":");
+    put_string(j->out, r->s1 && r->s1[0] ? r->s1 : r->thread ? r->thread : "");
+    cprof__buf_puts(j->out, "}}");
+    break;
+  default:
+    break;
+  }
+}
+
+void cprof__trace_json_counter(cprof__trace_json_t *j, const char *name, const char *series,
+                               int64_t ts, double value) {
+  event_start(j, "C", name, 0, ts < j->start_ns ? j->start_ns : ts);
+  cprof__buf_puts(j->out, ",\"args\":{");
+  put_string(j->out, series);
+  cprof__buf_printf(j->out, ":%.0f}}", value);
+}
+
+int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped) {
+  close_open(j);
+  for (int i = 0; i < j->nends; i++) {
+    const char *name = task_name(j, j->ends[i].id);
+    task_event(j, "e", name ? name : "task", j->ends[i].id, j->ends[i].tid, j->ends[i].ts);
+  }
+  cprof__buf_printf(j->out,
+                    "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":%llu,"
+                    "\"duration_us\":%.3f,\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":%lld}}\n",
+                    (unsigned long long)dropped, (double)(j->end_ns - j->start_ns) / 1000.0,
+                    (long long)j->start_ns);
+  free(j->open);
+  free(j->tasks);
+  free(j->ends);
+  j->open = NULL;
+  j->tasks = NULL;
+  j->ends = NULL;
+  return j->failed || j->out->failed ? -ENOMEM : 0;
+}

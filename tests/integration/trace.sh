@@ -1,0 +1,89 @@
+# /debug/pprof/trace: the execution trace as Chrome Trace Event JSON, on a
+# program whose timeline is known (programs/trace_target.c): the JSON
+# parses; every event has ph, ts, pid, tid and name (dur for complete
+# events); each region sits on its thread with the duration the program
+# measured, within 10 %; the task begins on one thread and ends on another
+# with one id; the logs, a mutex wait on the program's mutex and the thread
+# names of the threads that recorded are there; a second trace at once is Go's 500; bad seconds are a
+# 400; gzip when asked and plain when not; the index lists it.
+. "$(dirname "$0")/lib.sh"
+P=$B/tests/integration
+
+start trace --ready LD_PRELOAD="$LIB" -- "$P/trace_target" 8
+curl -s -o "$T/trace.json" -D "$T/trace.headers" -w '%{http_code}' \
+  "http://$ADDR/debug/pprof/trace?seconds=2" >"$T/trace.code" &
+CURL=$!
+sleep 0.5
+code=$(http "http://$ADDR/debug/pprof/trace?seconds=1")
+check "a second trace at once: 500" [ "$code" = 500 ]
+check "with Go's message" has "$T/body" '^Could not enable tracing: tracing is already enabled$'
+wait $CURL
+check "trace: 200" [ "$(cat "$T/trace.code")" = 200 ]
+check "application/json" has "$T/trace.headers" '^Content-Type: application/json'
+check "named trace.json" has "$T/trace.headers" 'filename="trace.json"'
+check "plain when gzip is not asked for" eval '! has "$T/trace.headers" "^Content-Encoding"'
+
+sleep 0.5 # the program's last regions of the trace are printed
+check "the trace is what the program did" python3 - "$T/trace.json" "$T/trace.out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+ok = True
+def need(cond, what):
+    global ok
+    print(("ok  " if cond else "BAD ") + what)
+    ok = ok and bool(cond)
+need(d.get("displayTimeUnit") == "ms" and d["otherData"]["dropped"] == 0, "displayTimeUnit, nothing dropped")
+bad = [e for e in ev if not all(k in e for k in ("ph", "ts", "pid", "tid", "name"))
+       or (e["ph"] == "X" and "dur" not in e)]
+need(ev and not bad, "%d events, each with ph ts pid tid name (dur for X): %s" % (len(ev), bad[:2]))
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+need({"regions", "task-a", "task-b", "contender", "brief"} <= set(names.values()), "thread names %s" % sorted(set(names.values())))
+start, length = d["otherData"]["start_ns"], d["otherData"]["duration_us"]
+# Every region the program printed that lay inside the trace: on its
+# thread, at its time, with its duration within 10 %.
+printed = [l.split() for l in open(sys.argv[2]) if l.startswith("region ")]
+xs = [e for e in ev if e["ph"] == "X" and e.get("cat") == "region"]
+matched = 0
+for _, name, tid, b, dur in printed:
+    ts = (int(b) - start) / 1000.0
+    if ts < 1000 or ts + int(dur) / 1000.0 > length - 1000:
+        continue # near an edge of the trace
+    hit = [e for e in xs if e["tid"] == int(tid) and e["name"] == name and abs(e["ts"] - ts) < 2000]
+    good = len(hit) == 1 and abs(hit[0]["dur"] - int(dur) / 1000.0) <= 0.1 * int(dur) / 1000.0
+    need(good, "region %s on %s at %.0f us, %.1f ms as printed: %s" % (name, tid, ts, int(dur) / 1e6, hit))
+    matched += good
+need(matched >= 10, "%d regions matched" % matched)
+inner = [e for e in xs if e["name"] == "inner" and "args" not in e]
+outer = [e for e in xs if e["name"] == "outer" and "args" not in e]
+need(any(o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"] for o in outer for i in inner), "inner nested in outer")
+begins = {e["id"]: e for e in ev if e["ph"] == "b" and e["cat"] == "task"}
+ends = [e for e in ev if e["ph"] == "e" and e["cat"] == "task" and e["id"] in begins]
+need(ends and all(names[begins[e["id"]]["tid"]] == "task-a" and names[e["tid"]] == "task-b" and e["name"] == "job" for e in ends),
+     "%d tasks begun on task-a, ended on task-b, one id each" % len(ends))
+logs = [e for e in ev if e["ph"] == "i" and e.get("cat") == "log"]
+need(len(logs) >= 10 and all(e["s"] == "t" and e["args"]["category"] == "loop" and e["args"]["message"].startswith("iteration ") for e in logs), "%d logs" % len(logs))
+mutex = [l.split()[1] for l in open(sys.argv[2]) if l.startswith("mutex ")][0]
+waits = [e for e in ev if e["ph"] == "X" and e.get("cat") == "lock" and e["args"]["lock"] == mutex and names.get(e["tid"]) == "contender"]
+need(len(waits) >= 5 and all(0 < e["dur"] <= 31000 for e in waits), "%d waits of contender on mutex %s" % (len(waits), mutex))
+# A thread starts with its creator's name (it names itself later).
+starts = [e for e in ev if e["ph"] == "i" and e["name"] == "thread start" and names.get(e["tid"]) == "brief"]
+exits = [e for e in ev if e["ph"] == "i" and e["name"] == "thread exit" and e["args"]["name"] == "brief"]
+need(len(starts) >= 3 and len(exits) >= 3, "threads brief: %d starts, %d exits" % (len(starts), len(exits)))
+sys.exit(0 if ok else 1)
+PY
+
+code=$(http "http://$ADDR/debug/pprof/trace?seconds=0.5" --compressed)
+check "trace?seconds=0.5 with --compressed: 200, gzipped" eval '[ "$code" = 200 ] && has "$T/headers" "^Content-Encoding: gzip"'
+check "and it parses" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/body"
+
+for q in seconds=0 seconds=-1 seconds=x seconds=1e9 seconds=61 seconds=nan; do
+  check "trace?$q: 400" eval '[ "$(http "http://$ADDR/debug/pprof/trace?$q")" = 400 ]'
+done
+check "with the reason" has "$T/body" '^invalid value for "seconds" - must be a number greater than 0 and at most 60$'
+http "http://$ADDR/debug/pprof/" >/dev/null
+check "the index lists trace" has "$T/body" "href='trace\\?seconds=1'>trace<"
+
+await trace
+check "exit 0" rc_is trace 0
+finish

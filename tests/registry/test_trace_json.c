@@ -1,0 +1,119 @@
+/* The trace's JSON writer (registry/trace_json.h) on made-up events:
+ * strings escaped, regions nested, an end without its begin starting at
+ * the trace's start, a region open at the end running to it, a task that
+ * ends on another thread (its end handed out first), logs, lock waits,
+ * thread starts, and the dropped count. */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/buf.h"
+#include "registry/trace_json.h"
+
+#define T0 1000000000LL /* the trace's start, ns */
+#define T1 1002000000LL /* its end: 2 ms later */
+
+static cprof__trace_rec_t rec(pid_t tid, const char *thread, int kind, int64_t ts, uint64_t id,
+                              uint64_t dur, const char *s1, const char *s2) {
+  return (cprof__trace_rec_t){.tid = tid,
+                              .thread = thread,
+                              .ts = ts,
+                              .kind = kind,
+                              .id = id,
+                              .dur = dur,
+                              .s1 = s1 ? s1 : "",
+                              .s2 = s2 ? s2 : ""};
+}
+
+static int has(const char *text, const char *want) {
+  if (strstr(text, want))
+    return 1;
+  fprintf(stderr, "missing: %s\n", want);
+  return 0;
+}
+
+static int count(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+    n++;
+  return n;
+}
+
+int main(void) {
+  cprof__buf_t out;
+  cprof__buf_init(&out);
+  cprof__trace_json_t j;
+  cprof__trace_json_init(&j, &out, 42, "prog\"x", T0, T1);
+  cprof__trace_rec_t r[] = {
+      /* Thread 7: an end whose begin came before the trace, then outer
+       * (inner nested), then a region left open. */
+      rec(7, "work\ter", CPROF__TRACE_REGION_END, T0 + 100000, 0, 0, "early", NULL),
+      rec(7, "work\ter", CPROF__TRACE_REGION_BEGIN, T0 + 200000, 0, 0, "outer", NULL),
+      rec(7, "work\ter", CPROF__TRACE_REGION_BEGIN, T0 + 300000, 0, 0, "in\"ner\\", NULL),
+      rec(7, "work\ter", CPROF__TRACE_REGION_END, T0 + 400500, 0, 0, "in\"ner\\", NULL),
+      rec(7, "work\ter", CPROF__TRACE_REGION_END, T0 + 700000, 0, 0, "outer", NULL),
+      rec(7, "work\ter", CPROF__TRACE_TASK_END, T0 + 800000, 5, 0, NULL, NULL),
+      rec(7, "work\ter", CPROF__TRACE_REGION_BEGIN, T0 + 900000, 0, 0, "left open", NULL),
+      /* Thread 8: the task's begin, a log, a lock wait, its start. */
+      rec(8, "other", CPROF__TRACE_THREAD_START, T0 + 10000, 0, 0, "other", NULL),
+      rec(8, "other", CPROF__TRACE_TASK_BEGIN, T0 + 50000, 5, 0, "job", NULL),
+      rec(8, "other", CPROF__TRACE_LOG, T0 + 60000, 0, 0, "cat", "line\nbreak \x01 \xff"),
+      rec(8, "other", CPROF__TRACE_LOCK_WAIT, T0 + 70000, 0x1234abcd, 25000, "mutex", NULL),
+  };
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+    cprof__trace_json_add(&r[i], &j);
+  CHECK_EQ_INT(cprof__trace_json_finish(&j, 17), 0);
+  cprof__buf_putc(&out, '\0');
+  const char *s = out.data;
+
+  CHECK(has(s, "{\"traceEvents\":["));
+  CHECK(has(s, "\"displayTimeUnit\":\"ms\""));
+  CHECK(has(s, "\"otherData\":{\"dropped\":17,"));
+  /* Names and metadata, escaped. */
+  CHECK(has(s, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":42,\"tid\":42,\"ts\":0.000,"
+               "\"args\":{\"name\":\"prog\\\"x\"}}"));
+  CHECK(has(s, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":42,\"tid\":7,\"ts\":0.000,"
+               "\"args\":{\"name\":\"work\\ter\""));
+  CHECK(has(s, "\"name\":\"other\",\"dropped\":0}"));
+  /* Regions: the early one from the start, nested ones, the open one to
+   * the end (2000 µs - 900 µs). */
+  CHECK(has(s, "{\"ph\":\"X\",\"name\":\"early\",\"pid\":42,\"tid\":7,\"ts\":0.000,"
+               "\"dur\":100.000,\"cat\":\"region\""));
+  CHECK(has(s, "{\"ph\":\"X\",\"name\":\"outer\",\"pid\":42,\"tid\":7,\"ts\":200.000,"
+               "\"dur\":500.000,\"cat\":\"region\"}"));
+  CHECK(has(s, "{\"ph\":\"X\",\"name\":\"in\\\"ner\\\\\",\"pid\":42,\"tid\":7,\"ts\":300.000,"
+               "\"dur\":100.500,\"cat\":\"region\"}"));
+  CHECK(has(s, "{\"ph\":\"X\",\"name\":\"left open\",\"pid\":42,\"tid\":7,\"ts\":900.000,"
+               "\"dur\":1100.000,\"cat\":\"region\",\"args\":{\"open_at_end\":true}}"));
+  /* The task: begun on 8, ended on 7 (handed out first), one id. */
+  CHECK(has(s, "{\"ph\":\"b\",\"name\":\"job\",\"pid\":42,\"tid\":8,\"ts\":50.000,"
+               "\"cat\":\"task\",\"id\":\"0x5\"}"));
+  CHECK(has(s, "{\"ph\":\"e\",\"name\":\"job\",\"pid\":42,\"tid\":7,\"ts\":800.000,"
+               "\"cat\":\"task\",\"id\":\"0x5\"}"));
+  /* The log, its control bytes and its byte that is not UTF-8. */
+  CHECK(has(s, "\"s\":\"t\",\"cat\":\"log\",\"args\":{\"category\":\"cat\","
+               "\"message\":\"line\\nbreak \\u0001 \\ufffd\"}}"));
+  CHECK(has(s, "{\"ph\":\"X\",\"name\":\"mutex wait\",\"pid\":42,\"tid\":8,\"ts\":70.000,"
+               "\"dur\":25.000,\"cat\":\"lock\",\"args\":{\"lock\":\"0x1234abcd\"}}"));
+  CHECK(has(s, "{\"ph\":\"i\",\"name\":\"thread start\",\"pid\":42,\"tid\":8,\"ts\":10.000,"
+               "\"s\":\"t\",\"cat\":\"thread\",\"args\":{\"name\":\"other\"}}"));
+  /* Every event has ph, name, pid, tid and ts; no raw control byte. */
+  int events = count(s, "{\"ph\":");
+  CHECK_EQ_INT(events, 1 + 2 + 4 + 2 + 1 + 1 + 1);
+  CHECK_EQ_INT(count(s, "\"pid\":42,\"tid\":"), events);
+  CHECK_EQ_INT(count(s, ",\"ts\":"), events);
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20 && *p != '\n')
+      CHECK(!"a raw control byte");
+  cprof__buf_free(&out);
+
+  /* Nothing recorded: still a document. */
+  cprof__buf_init(&out);
+  cprof__trace_json_init(&j, &out, 1, NULL, T0, T1);
+  CHECK_EQ_INT(cprof__trace_json_finish(&j, 0), 0);
+  cprof__buf_putc(&out, '\0');
+  CHECK(has(out.data, "{\"traceEvents\":[\n],\"displayTimeUnit\":\"ms\",\"otherData\":"
+                      "{\"dropped\":0,\"duration_us\":2000.000,"));
+  cprof__buf_free(&out);
+  return check_result("test_trace_json");
+}
