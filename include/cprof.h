@@ -366,10 +366,6 @@ typedef struct cprof_request {
    * (the client went away). */
   int (*is_cancelled)(void *ctx);
   void *ctx;
-  /* The Accept-Encoding header, or NULL: a body may then come gzipped
-   * (/debug/pprof/trace). Last, so that a caller that does not set it
-   * with a designated initializer leaves it NULL. */
-  const char *accept_encoding;
 } cprof_request_t;
 
 #define CPROF_MAX_HEADERS 8

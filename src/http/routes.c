@@ -88,6 +88,8 @@ int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long 
   return 0;
 }
 
+__thread const char *cprof__accept_encoding;
+
 int cprof__wait_request(const cprof_request_t *req, long ms) {
   while (ms > 0) {
     if (req->is_cancelled && req->is_cancelled(req->ctx))

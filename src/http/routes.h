@@ -28,6 +28,11 @@ int cprof__param_seconds(const cprof_request_t *req, cprof_response_t *resp, lon
 int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long *debug,
                        long *seconds);
 
+/* The Accept-Encoding header of the request cprof's own server is routing
+ * on this thread, or NULL (a program's own server calling
+ * cprof_handle_request: bodies then go plain). */
+extern __thread const char *cprof__accept_encoding;
+
 /* Sleeps up to ms, waking early when the client goes away. Returns 0 after
  * the full wait, -1 if cancelled. */
 int cprof__wait_request(const cprof_request_t *req, long ms);

@@ -49,6 +49,7 @@
 #include "core/fds.h"
 #include "core/log.h"
 #include "http/limits.h"
+#include "http/routes.h"
 #include "cprof.h"
 #include "symbol/symbolize.h"
 
@@ -261,10 +262,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
       .authorization = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"),
       .is_cancelled = client_gone,
       .ctx = con,
-      .accept_encoding = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Accept-Encoding"),
   };
   cprof_response_t resp;
+  /* Not a field of cprof_request_t, whose size programs compile in. */
+  cprof__accept_encoding = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Accept-Encoding");
   int rc = cprof_handle_request(&req, &resp);
+  cprof__accept_encoding = NULL;
   cprof__limits_profile_leave(st->slot); /* built: sending it is cheap */
   st->slot = 0;
   if (rc != 0)

@@ -117,7 +117,7 @@ void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
     return;
   }
   cprof__buf_t body = json;
-  if (accepts_gzip(req->accept_encoding)) {
+  if (accepts_gzip(cprof__accept_encoding)) {
     cprof__buf_init(&body);
     if (cprof__gzip(json.data, json.len, &body) == 0 && !body.failed) {
       cprof__resp_header(resp, "Content-Encoding", "gzip");

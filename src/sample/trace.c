@@ -69,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -148,17 +149,27 @@ static void unlock(pthread_mutex_t *m) {
   cprof__heap_guard_leave();
 }
 
+/* Memory of cprof's own, from mmap, not malloc: the lock wrappers emit
+ * their waits here just after the program's thread took the lock it
+ * waited for, and an allocator that locks with pthread mutexes (jemalloc
+ * does) may be the one holding it; malloc there could wait on that very
+ * lock. Each block says its size in its first 16 bytes. */
+#define ALLOC_HEAD 16
+
 static void *alloc(size_t n) {
-  cprof__heap_guard_enter();
-  void *p = malloc(n);
-  cprof__heap_guard_leave();
-  return p;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), size = (n + ALLOC_HEAD + page - 1) / page * page;
+  char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  *(size_t *)(void *)p = size;
+  return p + ALLOC_HEAD;
 }
 
 static void release_memory(void *p) {
-  cprof__heap_guard_enter();
-  free(p);
-  cprof__heap_guard_leave();
+  if (!p)
+    return;
+  char *head = (char *)p - ALLOC_HEAD;
+  munmap(head, *(size_t *)(void *)head);
 }
 
 static int listeners(void) { return __atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED); }

@@ -65,7 +65,9 @@ logs = [e for e in ev if e["ph"] == "i" and e.get("cat") == "log"]
 need(len(logs) >= 10 and all(e["s"] == "t" and e["args"]["category"] == "loop" and e["args"]["message"].startswith("iteration ") for e in logs), "%d logs" % len(logs))
 mutex = [l.split()[1] for l in open(sys.argv[2]) if l.startswith("mutex ")][0]
 waits = [e for e in ev if e["ph"] == "X" and e.get("cat") == "lock" and e["args"]["lock"] == mutex and names.get(e["tid"]) == "contender"]
-need(len(waits) >= 5 and all(0 < e["dur"] <= 31000 for e in waits), "%d waits of contender on mutex %s" % (len(waits), mutex))
+# The holder keeps it 30 ms at a time: a wait is at most that, and what a
+# loaded machine adds before the contender runs again (bounded at 100 ms).
+need(len(waits) >= 5 and all(0 < e["dur"] <= 100000 for e in waits), "%d waits of contender on mutex %s" % (len(waits), mutex))
 # A thread starts with its creator's name (it names itself later).
 starts = [e for e in ev if e["ph"] == "i" and e["name"] == "thread start" and names.get(e["tid"]) == "brief"]
 exits = [e for e in ev if e["ph"] == "i" and e["name"] == "thread exit" and e["args"]["name"] == "brief"]
