@@ -14,23 +14,8 @@
 #   bench/wall/cost.sh                    10 s each, N in 10 100 1000
 #   DURATION=5 COUNTS="10 100" SPIN_COUNTS=10 bench/wall/cost.sh
 #   CPROF_BUILD=/path/to/build bench/wall/cost.sh
-set -euo pipefail
-
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
-[ -f "$CPROF_BUILD/libcprof.so" ] || make -s -C "$BENCH" lib
-LIB=$CPROF_BUILD/libcprof.so
+. "$(dirname "${BASH_SOURCE[0]}")/../cpu/lib.sh"
 DURATION=${DURATION:-10}
-T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
-cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 cc -O2 -pthread -o "$T/threads" "$BENCH/wall/threads.c"
 
 echo "# The wall profile's cost: the sampling thread's CPU per thread per tick, 50 Hz, $DURATION s"
@@ -42,11 +27,10 @@ for shape in sleep spin; do
   counts=${COUNTS:-10 100 1000}
   [ "$shape" = spin ] && counts=${SPIN_COUNTS:-10 100}
   for n in $counts; do
-    env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_WALL_BUDGET=100% CPROF_METRICS=0 \
-      "$T/threads" "$n" "$shape" $((DURATION + 30)) >"$T/out" 2>"$T/err" &
-    pid=$!
-    for _ in $(seq 1 200); do grep -q '^ready$' "$T/out" 2>/dev/null && break; sleep 0.05; done
-    addr=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/err" | head -1)
+    start "$shape$n" CPROF_WALL_BUDGET=100% CPROF_METRICS=0 -- "$T/threads" "$n" "$shape" \
+      $((DURATION + 30))
+    pid=$PID addr=$ADDR
+    for _ in $(seq 1 200); do grep -q '^ready$' "$T/$shape$n.out" && break; sleep 0.05; done
     curl -s -D "$T/h" -o /dev/null "http://$addr/debug/pprof/wall?seconds=$DURATION&hz=50"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
