@@ -18,7 +18,8 @@
  *   starts with the labels of the goroutine that made it (sample/labels.c).
  * And, once it is made, the threadcreate profile counts the creating stack
  * (cprof's own threads are not counted). While a trace records, a
- * program's thread's start and end are events of the trace.
+ * program's thread's start is an event of the trace (its end is too,
+ * from sample/trace.c's thread-exit destructor).
  *
  * The wrapper is exported from libcprof, so it comes first in the lookup
  * order both under LD_PRELOAD and when a program links -lcprof; the real
@@ -111,9 +112,7 @@ static inline int in_trace_program_thread(int internal) {
          !internal;
 }
 
-/* A thread's start or end, into the trace, with the thread's name now.
- * Only for a start routine that returns: a thread that ends in
- * pthread_exit or by cancellation has no exit event. */
+/* A thread's start, into the trace, with the thread's name now. */
 __attribute__((noinline, cold)) static void trace_thread(int kind) {
   char name[17] = "";
   prctl(PR_GET_NAME, name);
@@ -140,10 +139,9 @@ static void *cprof_thread_start(void *p) {
   cprof__cpu_thread_started();
   if (in_trace_program_thread(internal))
     trace_thread(CPROF__TRACE_THREAD_START);
-  void *ret = fn(arg);
-  if (in_trace_program_thread(internal))
-    trace_thread(CPROF__TRACE_THREAD_EXIT);
-  return ret;
+  /* A tail call: the program's stacks do not show this frame. (Its end
+   * goes into the trace from sample/trace.c, at thread exit.) */
+  return fn(arg);
 }
 
 CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,

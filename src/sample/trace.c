@@ -200,9 +200,19 @@ static void unlink_block(block_t *b) {
     b->next->prev = b->prev;
 }
 
+static void emit(int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1, const char *s2);
+
 /* At thread exit. The buffer, if any, stays on the trace's list. */
 static void release(void *p) {
   block_t *b = p;
+  /* The thread's end on the trace's timeline: here, at thread exit, it
+   * comes however the thread ends (a return, pthread_exit, cancellation),
+   * and the start routine's frame stays a tail call. */
+  if (listeners() & CPROF__LISTEN_TRACE) {
+    char now[17] = "";
+    prctl(PR_GET_NAME, now);
+    emit(CPROF__TRACE_THREAD_EXIT, 0, 0, 0, now, NULL);
+  }
   char name[16] = "";
   if (__atomic_load_n(&b->buf, __ATOMIC_RELAXED))
     prctl(PR_GET_NAME, name);
