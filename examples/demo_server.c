@@ -10,6 +10,12 @@
  *                   below)
  *   waiter        wait_for_jobs: blocked on a condition variable
  *
+ * The work is marked for /debug/pprof/trace's timeline, as Go's
+ * runtime/trace marks it: regions "checksum" and "sort" on the
+ * cpu-burner, "critical section" around each lock holder's work, a task
+ * "refill" per round of the allocator, with a log line every 100 rounds.
+ * While no trace records, each mark is a load and a branch (cprof.h).
+ *
  * Usage: demo_server [--seconds N]   (default: until Ctrl-C)
  * Listens where CPROF_ADDR says, 127.0.0.1:6060 by default. At exit it
  * says how much work its threads did (rounds of their loops), so a
@@ -61,8 +67,12 @@ NOINLINE static void sort_block(uint32_t *v, size_t n) {
 NOINLINE static void burn_cpu(uint64_t *rounds) {
   static uint32_t block[16384];
   while (!stopping) {
+    cprof_region_begin("checksum");
     sink += checksum_block(block, 16384);
+    cprof_region_end();
+    cprof_region_begin("sort");
     sort_block(block, 4096);
+    cprof_region_end();
     ++*rounds;
     sleep_ms(5); /* leave the machine some room: about half a core */
   }
@@ -88,13 +98,19 @@ NOINLINE static void allocate_buffers(uint64_t *rounds) {
   unsigned seed = 1;
   int nsessions = 0;
   while (!stopping) {
+    uint64_t task = cprof_task_begin("refill");
     for (int i = 0; i < 64; i++) {
       seed = seed * 1103515245u + 12345u;
       cache_insert(cache, seed % SLOTS, 64 + (seed >> 8) % 16384);
     }
     if (nsessions < MAX_SESSIONS)
       remember_session(sessions, nsessions++);
-    ++*rounds;
+    cprof_task_end(task);
+    if (++*rounds % 100 == 0 && cprof_trace_enabled()) {
+      char msg[64];
+      snprintf(msg, sizeof msg, "%d sessions remembered", nsessions);
+      cprof_trace_log("allocator", msg);
+    }
     sleep_ms(10);
   }
   for (int i = 0; i < SLOTS; i++)
@@ -109,7 +125,9 @@ NOINLINE static void hold_lock(void) {
 NOINLINE static void contend_on_lock(uint64_t *rounds) {
   while (!stopping) {
     pthread_mutex_lock(&shared_lock);
+    cprof_region_begin("critical section");
     hold_lock();
+    cprof_region_end();
     pthread_mutex_unlock(&shared_lock);
     ++*rounds;
     sleep_ms(2);

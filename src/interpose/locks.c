@@ -179,7 +179,7 @@ typedef struct wait {
 
 /* Whether a trace records: one relaxed load. */
 static inline int tracing(void) {
-  return __atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE;
+  return __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE;
 }
 
 /* Starts timing a wait of kind `what` for `on`; obj is what a holder is

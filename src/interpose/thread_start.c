@@ -108,7 +108,7 @@ static void restore_signals(const uint64_t *old) {
 /* Whether a trace records and wants this thread (the program's): one
  * relaxed load while none records. */
 static inline int in_trace_program_thread(int internal) {
-  return (__atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE) &&
+  return (__atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE) &&
          !internal;
 }
 

@@ -1,7 +1,7 @@
 /* Regions, tasks and logs (cprof_region_begin and its kin), and the
  * per-thread buffers a trace records them in.
  *
- * Nobody listening. Each public call loads cprof__trace_listeners once,
+ * Nobody listening. Each public call loads cprof_trace_listening_ once,
  * relaxed, finds no bit set and returns: that load is the whole cost, so
  * the calls may stay in a program's hot paths. Everything else lives in
  * functions of their own, out of the fast path's way.
@@ -110,11 +110,12 @@ typedef struct hdr {
 } hdr_t;
 _Static_assert(sizeof(hdr_t) == CPROF__TRACE_REC_BYTES(0, 0), "the record header is 32 bytes");
 
-int cprof__trace_listeners;
-/* The same word under its public name, which cprof.h's macros load in the
- * caller: with nobody listening, a call is that load and a branch. */
-extern int cprof_trace_listening_
-    __attribute__((alias("cprof__trace_listeners"), visibility("default")));
+/* The word, under the name cprof.h's macros load in the program: with
+ * nobody listening, a call there is that load and a branch. Default
+ * visibility, and so reached through the GOT here too: a program linked
+ * with -lcprof may hold a copy of it (a copy relocation), and then that
+ * copy is the word, for the library as for the program. */
+CPROF_EXTERN int cprof_trace_listening_;
 _Static_assert(CPROF__LISTEN_TRACE == 1 && CPROF__LISTEN_WALL == 2,
                "cprof.h's macros test bit 0 for a trace and bit 1 for a wall profile");
 static int counts[2]; /* listeners per bit, under listen_lock */
@@ -172,7 +173,7 @@ static void release_memory(void *p) {
   munmap(head, *(size_t *)(void *)head);
 }
 
-static int listeners(void) { return __atomic_load_n(&cprof__trace_listeners, __ATOMIC_RELAXED); }
+static int listeners(void) { return __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED); }
 static unsigned generation(int l) { return (unsigned)l & ~(unsigned)CPROF__LISTEN_BITS; }
 
 void cprof__trace_listen(int bit, int on) {
@@ -190,7 +191,7 @@ void cprof__trace_listen(int bit, int on) {
   if (!(old & CPROF__LISTEN_BITS) && bits)
     gen = (gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX;
   /* Sequentially consistent: the trace's end relies on it (see the top). */
-  __atomic_store_n(&cprof__trace_listeners, (int)gen | bits, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&cprof_trace_listening_, (int)gen | bits, __ATOMIC_SEQ_CST);
   unlock(&listen_lock);
 }
 
@@ -259,8 +260,8 @@ static void fork_child(void) {
   bufs = NULL;
   buf_bytes = 0;
   counts[0] = counts[1] = 0;
-  unsigned gen = generation(cprof__trace_listeners);
-  cprof__trace_listeners = (int)((gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX);
+  unsigned gen = generation(cprof_trace_listening_);
+  cprof_trace_listening_ = (int)((gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX);
   state = IDLE;
   lost = 0;
   unlock(&all_lock);
@@ -356,7 +357,7 @@ static void append(block_t *b, int kind, int64_t ts, uint64_t id, uint64_t dur, 
   size_t need = CPROF__TRACE_REC_BYTES(n1, n2);
   for (int tries = 0;; tries++) {
     __atomic_store_n(&b->appending, 1, __ATOMIC_SEQ_CST);
-    if (!(__atomic_load_n(&cprof__trace_listeners, __ATOMIC_SEQ_CST) & CPROF__LISTEN_TRACE))
+    if (!(__atomic_load_n(&cprof_trace_listening_, __ATOMIC_SEQ_CST) & CPROF__LISTEN_TRACE))
       break;
     buf_t *buf = __atomic_load_n(&b->buf, __ATOMIC_RELAXED);
     if (!buf) {

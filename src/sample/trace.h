@@ -12,7 +12,7 @@
 
 #include "cprof.h"
 
-/* Who listens, as bits of cprof__trace_listeners: a trace records events
+/* Who listens, as bits of cprof_trace_listening_: a trace records events
  * (set by cprof__trace_begin only), a wall-clock profile reads open
  * regions. The bits above these two hold a generation, bumped each time
  * the first listener comes, so test the bits with &. Read with
@@ -21,7 +21,8 @@
 #define CPROF__LISTEN_TRACE 1
 #define CPROF__LISTEN_WALL 2
 #define CPROF__LISTEN_BITS 3
-extern int cprof__trace_listeners;
+/* The word itself is cprof.h's cprof_trace_listening_ (public: the
+ * header's macros load it in the program). */
 
 /* Sets (on) or clears one listener bit. Counted per bit: two wall profiles
  * at once each call it with on = 1 and then 0, and the bit stays set until

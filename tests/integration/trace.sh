@@ -88,4 +88,20 @@ check "the index lists trace" has "$T/body" "href='trace\\?seconds=1'>trace<"
 
 await trace
 check "exit 0" rc_is trace 0
+
+# A program linked with -lcprof marks its work through cprof.h's macros,
+# which test the listening word in the program: a copy of it, when the
+# linker made a copy relocation, which must be the word the library sets.
+# The demo marks regions, tasks and logs so (examples/demo_server.c).
+start demo -- "$B/examples/demo_server" --seconds 20
+check "demo: trace?seconds=1 is 200" eval '[ "$(http "http://$ADDR/debug/pprof/trace?seconds=1")" = 200 ]'
+check "demo: its regions and tasks, marked through the macros, are in the trace" \
+  python3 - "$T/body" <<'PY'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = collections.Counter(e["name"] for e in ev if e.get("cat") in ("region", "task"))
+print(dict(names))
+sys.exit(0 if names["checksum"] and names["sort"] and names["critical section"] and names["refill"] else 1)
+PY
+stop
 finish

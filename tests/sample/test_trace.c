@@ -81,7 +81,7 @@ static void nothing_listening(void) {
   cprof_trace_log("cat", "msg");
   cprof_region_end();
   cprof_region_end(); /* an end without a begin */
-  CHECK_EQ_INT(cprof__trace_listeners & CPROF__LISTEN_BITS, 0);
+  CHECK_EQ_INT(cprof_trace_listening_ & CPROF__LISTEN_BITS, 0);
 
   /* The region opened before the trace is not known to it: its end is
    * ignored, and so is the end without a begin. */
@@ -379,7 +379,7 @@ static void open_regions_seen(void) {
 
   /* One wall profile left: regions are still tracked. */
   cprof__trace_listen(CPROF__LISTEN_WALL, 0);
-  CHECK_EQ_INT(cprof__trace_listeners & CPROF__LISTEN_BITS, CPROF__LISTEN_WALL);
+  CHECK_EQ_INT(cprof_trace_listening_ & CPROF__LISTEN_BITS, CPROF__LISTEN_WALL);
   cprof_region_begin("stale");
   const seen_t *s = seen_of(gettid_());
   CHECK(s != NULL && strcmp(s->name, "stale") == 0 && s->depth == 1);
@@ -387,7 +387,7 @@ static void open_regions_seen(void) {
    * and its end is ignored. */
   cprof__trace_listen(CPROF__LISTEN_WALL, 0);
   cprof__trace_listen(CPROF__LISTEN_WALL, 0); /* one clear too many: ignored */
-  CHECK_EQ_INT(cprof__trace_listeners & CPROF__LISTEN_BITS, 0);
+  CHECK_EQ_INT(cprof_trace_listening_ & CPROF__LISTEN_BITS, 0);
   cprof__trace_listen(CPROF__LISTEN_WALL, 1);
   CHECK(seen_of(gettid_()) == NULL);
   cprof_region_end();
@@ -397,7 +397,7 @@ static void open_regions_seen(void) {
   cprof_region_end();
   CHECK(seen_of(gettid_()) == NULL);
   cprof__trace_listen(CPROF__LISTEN_WALL, 0);
-  CHECK_EQ_INT(cprof__trace_listeners & CPROF__LISTEN_BITS, 0);
+  CHECK_EQ_INT(cprof_trace_listening_ & CPROF__LISTEN_BITS, 0);
   pthread_barrier_destroy(&opened);
   pthread_barrier_destroy(&looked);
   pthread_barrier_destroy(&closed);
