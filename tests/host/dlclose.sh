@@ -11,7 +11,7 @@ H=$B/tests/host
 
 # Any library cprof does not load itself would do; libexpat1 is in Debian's
 # base system.
-ldconfig -p | grep -q 'libexpat\.so\.1 ' || skip "libexpat.so.1 is not installed"
+ldconfig -p | grep 'libexpat\.so\.1 ' >/dev/null || skip "libexpat.so.1 is not installed"
 
 run plain -- "$H/host_dlclose_loop"
 check "runs without cprof" rc_is plain 0

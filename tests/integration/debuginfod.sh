@@ -16,7 +16,7 @@ P=$B/tests/integration
 S=$CPROF_SOURCE_DIR/tests/integration/programs
 
 command -v debuginfod >/dev/null || skip "no debuginfod server (Debian: debuginfod)"
-ldconfig -p | grep -q 'libdebuginfod\.so\.1 ' || skip "no libdebuginfod.so.1 (Debian: libdebuginfod1)"
+ldconfig -p | grep 'libdebuginfod\.so\.1 ' >/dev/null || skip "no libdebuginfod.so.1 (Debian: libdebuginfod1)"
 
 mkdir -p "$T/bin" "$T/dbg" "$T/linked" "$T/root/.build-id"
 for f in stripped_main libstripped_lib.so; do
