@@ -640,42 +640,27 @@ static cprof__thread_stack_t *new_dump(int n, int depth) {
   return v;
 }
 
-/* Fills the labels of dump entries by thread id: the entries sorted by
- * tid in an index, looked up once per labelled thread. */
-typedef struct by_tid {
-  cprof__thread_stack_t **v;
-  int n;
-} by_tid_t;
-
-static int tid_cmp(const void *a, const void *b) {
-  pid_t x = (*(cprof__thread_stack_t *const *)a)->tid, y = (*(cprof__thread_stack_t *const *)b)->tid;
-  return x < y ? -1 : x > y;
-}
-
-static void fill_one(pid_t tid, const cprof__labels_t *l, void *ctx) {
-  const by_tid_t *idx = ctx;
-  int lo = 0, hi = idx->n;
+cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, pid_t tid) {
+  int lo = 0, hi = d->n;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    if (idx->v[mid]->tid < tid)
+    if (d->v[mid].tid < tid)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo < idx->n && idx->v[lo]->tid == tid)
-    idx->v[lo]->labels = *l;
+  return lo < d->n && d->v[lo].tid == tid ? &d->v[lo] : NULL;
 }
 
-static void fill_labels(cprof__thread_dump_t *d) {
-  by_tid_t idx = {malloc((d->n ? d->n : 1) * sizeof *idx.v), d->n};
-  if (!idx.v)
-    return; /* the stacks without their labels, rather than no profile */
-  for (int i = 0; i < d->n; i++)
-    idx.v[i] = &d->v[i];
-  qsort(idx.v, (size_t)idx.n, sizeof *idx.v, tid_cmp);
-  cprof__labels_each(fill_one, &idx);
-  free(idx.v);
+/* Fills the labels of dump entries by thread id, looked up once per
+ * labelled thread. */
+static void fill_one(pid_t tid, const cprof__labels_t *l, void *ctx) {
+  cprof__thread_stack_t *t = cprof__threads_dump_find(ctx, tid);
+  if (t)
+    t->labels = *l;
 }
+
+static void fill_labels(cprof__thread_dump_t *d) { cprof__labels_each(fill_one, d); }
 
 /* The cache's entry for tid, or NULL. */
 static cached_t *cache_find(const cprof__threads_cache_t *c, pid_t tid) {
@@ -786,7 +771,7 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   int n = c && c->task ? list_dir(c->task, &tids) : cprof__threads_list(&tids);
   if (n < 0)
     return n;
-  qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the cache's order */
+  qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the dump's order, and the cache's */
   int err = 0;
   if (c && c->have_maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
       c->modules == cprof__modules_generation_sigsafe() && knows_all(c, tids, n))

@@ -43,7 +43,7 @@ typedef struct cprof__thread_stack {
 } cprof__thread_stack_t;
 
 typedef struct cprof__thread_dump {
-  cprof__thread_stack_t *v;
+  cprof__thread_stack_t *v; /* in tid order */
   int n;
 } cprof__thread_dump_t;
 
@@ -58,6 +58,9 @@ int cprof__threads_init(void);
  * unreadable); free with cprof__threads_dump_free(). */
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out);
 void cprof__threads_dump_free(cprof__thread_dump_t *d);
+/* The entry of thread tid in d (a binary search: d is in tid order), or
+ * NULL. */
+cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, pid_t tid);
 
 /* What a repeated capture keeps of each thread from one to the next (the
  * wall profile's, 50 times a second): where it waited, its stack there,

@@ -36,21 +36,12 @@
 
 static int64_t thread_cpu_ns(void) { return cprof__now_ns(CLOCK_THREAD_CPUTIME_ID); }
 
-/* Puts a thread's innermost open region into its entry of the dump (by
- * tid: the dump is in tid order). */
+/* Puts a thread's innermost open region into its entry of the dump. */
 static void put_region(pid_t tid, const char *innermost, int depth, void *ctx) {
   (void)depth;
-  cprof__thread_dump_t *d = ctx;
-  int lo = 0, hi = d->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (d->v[mid].tid < tid)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo < d->n && d->v[lo].tid == tid)
-    snprintf(d->v[lo].region, sizeof d->v[lo].region, "%s", innermost);
+  cprof__thread_stack_t *t = cprof__threads_dump_find(ctx, tid);
+  if (t)
+    snprintf(t->region, sizeof t->region, "%s", innermost);
 }
 
 static int sleep_plainly(long ms) {

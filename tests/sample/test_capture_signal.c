@@ -50,13 +50,6 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
 }
 static void on_wake(int sig) {}
 
-static const cprof__thread_stack_t *find(const cprof__thread_dump_t *d, pid_t tid) {
-  for (int i = 0; i < d->n; i++)
-    if (d->v[i].tid == tid)
-      return &d->v[i];
-  return NULL;
-}
-
 static void capture(cprof__thread_dump_t *d) {
   CHECK_EQ_INT(cprof__threads_capture(CPROF_UNWIND_DWARF, 1000, d), 0);
 }
@@ -122,7 +115,7 @@ int main(void) {
   for (int k = 0; k < 5; k++) {
     cprof__thread_dump_t d;
     capture(&d);
-    const cprof__thread_stack_t *s = find(&d, LOAD(spinner_tid));
+    const cprof__thread_stack_t *s = cprof__threads_dump_find(&d, LOAD(spinner_tid));
     CHECK(s && s->status == CPROF_THREAD_OK && s->depth >= 2);
     cprof__threads_dump_free(&d);
   }
@@ -136,11 +129,11 @@ int main(void) {
     sigaction(s, &sa, NULL);
   cprof__thread_dump_t d;
   capture(&d);
-  const cprof__thread_stack_t *s = find(&d, LOAD(spinner_tid));
+  const cprof__thread_stack_t *s = cprof__threads_dump_find(&d, LOAD(spinner_tid));
   CHECK(s && s->status == CPROF_THREAD_NO_SIGNAL);
-  const cprof__thread_stack_t *z = find(&d, LOAD(sleeper_tid));
+  const cprof__thread_stack_t *z = cprof__threads_dump_find(&d, LOAD(sleeper_tid));
   CHECK(z && z->status == CPROF_THREAD_OK && z->depth >= 2);
-  const cprof__thread_stack_t *self = find(&d, gettid());
+  const cprof__thread_stack_t *self = cprof__threads_dump_find(&d, gettid());
   CHECK(self && self->status == CPROF_THREAD_OK && self->depth >= 2);
   cprof__threads_dump_free(&d);
   CHECK_EQ_INT(LOAD(got_other), 0);

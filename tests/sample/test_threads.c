@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "stack_has.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 
@@ -112,24 +113,6 @@ static void *churn_main(void *arg) {
   return NULL;
 }
 
-static const cprof__thread_stack_t *find(const cprof__thread_dump_t *d, pid_t tid) {
-  for (int i = 0; i < d->n; i++)
-    if (d->v[i].tid == tid)
-      return &d->v[i];
-  return NULL;
-}
-
-static int stack_has(const cprof__thread_stack_t *t, const char *fn) {
-  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
-  int found = 0;
-  for (int i = 0; i < t->depth && !found; i++) {
-    const char *name = cprof__symbolize_name(s, t->pcs[i] - (i > 0));
-    found = name && strcmp(name, fn) == 0;
-  }
-  cprof__symbolizer_release(s);
-  return found;
-}
-
 int main(void) {
   CHECK_EQ_INT(cprof__threads_init(), 0);
   CHECK(cprof__threads_signal() >= SIGRTMIN);
@@ -148,7 +131,7 @@ int main(void) {
     cprof__thread_dump_t d;
     CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 1000, &d), 0);
     CHECK(d.n >= 5); /* main, target, blocker, sleeper, waiter (a sanitizer may add its own) */
-    const cprof__thread_stack_t *t = find(&d, LOAD(target_tid));
+    const cprof__thread_stack_t *t = cprof__threads_dump_find(&d, LOAD(target_tid));
     CHECK(t && t->status == CPROF_THREAD_OK);
     /* ThreadSanitizer runs the handler later, inside an interceptor, with
      * the context saved when the signal came: the frame-pointer chain it
@@ -162,15 +145,15 @@ int main(void) {
       CHECK(t && stack_has(t, "spin_in_target"));
       CHECK(t && stack_has(t, "target_main"));
     }
-    const cprof__thread_stack_t *self = find(&d, gettid());
+    const cprof__thread_stack_t *self = cprof__threads_dump_find(&d, gettid());
     CHECK(self && self->status == CPROF_THREAD_OK);
     CHECK(!walkable || stack_has(self, "main"));
-    const cprof__thread_stack_t *b = find(&d, LOAD(blocker_tid));
+    const cprof__thread_stack_t *b = cprof__threads_dump_find(&d, LOAD(blocker_tid));
     CHECK(b && b->status == CPROF_THREAD_BLOCKED && b->depth == 0);
-    const cprof__thread_stack_t *z = find(&d, LOAD(sleeper_tid));
+    const cprof__thread_stack_t *z = cprof__threads_dump_find(&d, LOAD(sleeper_tid));
     CHECK(z && z->status == CPROF_THREAD_OK && stack_has(z, "sleep_in_nanosleep"));
     CHECK(z && stack_has(z, "sleeper_main"));
-    const cprof__thread_stack_t *w = find(&d, LOAD(waiter_tid));
+    const cprof__thread_stack_t *w = cprof__threads_dump_find(&d, LOAD(waiter_tid));
     CHECK(w && w->status == CPROF_THREAD_OK && stack_has(w, "wait_in_sigwait"));
     cprof__threads_dump_free(&d);
   }
@@ -198,7 +181,7 @@ int main(void) {
   for (int k = 0; k < (COUNTING ? 100 : 10); k++) {
     cprof__thread_dump_t d;
     CHECK_EQ_INT(cprof__threads_capture(CPROF_UNWIND_DWARF, 1000, &d), 0);
-    CHECK(find(&d, gettid()) != NULL);
+    CHECK(cprof__threads_dump_find(&d, gettid()) != NULL);
     for (int i = 0; i < d.n; i++)
       CHECK(d.v[i].status != CPROF_THREAD_OK || d.v[i].depth >= 1);
     cprof__threads_dump_free(&d);

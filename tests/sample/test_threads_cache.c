@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "stack_has.h"
 #include "sample/threads.h"
 #include "symbol/symbolize.h"
 
@@ -76,24 +77,6 @@ static void *leaver(void *arg) {
   return NULL;
 }
 
-static const cprof__thread_stack_t *find(const cprof__thread_dump_t *d, pid_t tid) {
-  for (int i = 0; i < d->n; i++)
-    if (d->v[i].tid == tid)
-      return &d->v[i];
-  return NULL;
-}
-
-static int stack_has(const cprof__thread_stack_t *t, const char *fn) {
-  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
-  int found = 0;
-  for (int i = 0; t && i < t->depth && !found; i++) {
-    const char *name = cprof__symbolize_name(s, t->pcs[i] - (i > 0));
-    found = name && strcmp(name, fn) == 0;
-  }
-  cprof__symbolizer_release(s);
-  return found;
-}
-
 static int open_fds(void) {
   DIR *d = opendir("/proc/self/fd");
   int n = 0;
@@ -143,7 +126,7 @@ int main(void) {
 
   /* The sleeper: unwound at the first capture, reused at the second, the
    * same frames; its call is clock_nanosleep. */
-  const cprof__thread_stack_t *s1 = find(&d1, sleeper_tid), *s2 = find(&d2, sleeper_tid);
+  const cprof__thread_stack_t *s1 = cprof__threads_dump_find(&d1, sleeper_tid), *s2 = cprof__threads_dump_find(&d2, sleeper_tid);
   CHECK(s1 && s2);
   if (s1 && s2) {
     CHECK_EQ_INT(s1->reused, 0);
@@ -158,14 +141,14 @@ int main(void) {
   /* The spinner runs: asked each time, never reused, no call. (Under
    * ThreadSanitizer it pauses in usleep at every turn, so it is as often
    * asleep as running: only that it is there.) */
-  const cprof__thread_stack_t *p2 = find(&d2, spinner_tid);
+  const cprof__thread_stack_t *p2 = cprof__threads_dump_find(&d2, spinner_tid);
   CHECK(p2 != NULL);
 #ifndef __SANITIZE_THREAD__
   CHECK(p2 && p2->reused == 0 && p2->syscall_nr == -1 && p2->state == 'R');
   CHECK(stack_has(p2, "cache_spin"));
 #endif
   /* The mover, still in read at place A: reused. */
-  const cprof__thread_stack_t *m2 = find(&d2, mover_tid);
+  const cprof__thread_stack_t *m2 = cprof__threads_dump_find(&d2, mover_tid);
   CHECK(m2 && m2->reused == 1 && m2->syscall_nr == SYS_read);
   CHECK(stack_has(m2, "cache_place_a"));
 
@@ -176,12 +159,12 @@ int main(void) {
   pthread_join(t[3], NULL);
   pthread_join(t[1], NULL);
   CHECK_EQ_INT(cprof__threads_capture_cached(CPROF_UNWIND_DWARF, 1000, c, &d3), 0);
-  const cprof__thread_stack_t *m3 = find(&d3, mover_tid);
+  const cprof__thread_stack_t *m3 = cprof__threads_dump_find(&d3, mover_tid);
   CHECK(m3 && m3->reused == 0 && m3->syscall_nr == SYS_poll);
   CHECK(stack_has(m3, "cache_place_b") && !stack_has(m3, "cache_place_a"));
-  CHECK(find(&d3, leaver_tid) == NULL);
-  CHECK(find(&d3, spinner_tid) == NULL);
-  const cprof__thread_stack_t *s3 = find(&d3, sleeper_tid);
+  CHECK(cprof__threads_dump_find(&d3, leaver_tid) == NULL);
+  CHECK(cprof__threads_dump_find(&d3, spinner_tid) == NULL);
+  const cprof__thread_stack_t *s3 = cprof__threads_dump_find(&d3, sleeper_tid);
   CHECK(s3 && s3->reused == 1);
 
   cprof__threads_dump_free(&d1);
