@@ -17,7 +17,10 @@ WRAP=()
 # another program (see tests/integration/lib.sh, where this bit).
 bench_cleanup() {
   local p
-  for p in $(jobs -p); do kill -9 "$p" 2>/dev/null || true; done
+  for p in $(jobs -p); do
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true # reaped here: no "Killed" notice from bash at exit
+  done
   if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
 }
 trap bench_cleanup EXIT

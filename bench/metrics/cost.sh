@@ -13,23 +13,8 @@
 #   DURATION=10 bench/metrics/cost.sh
 #   SHAPES="idle fds" bench/metrics/cost.sh
 #   CPROF_BUILD=/path/to/build bench/metrics/cost.sh
-set -euo pipefail
-
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
-[ -f "$CPROF_BUILD/libcprof.so" ] || make -s -C "$BENCH" lib
-LIB=$CPROF_BUILD/libcprof.so
+. "$(dirname "${BASH_SOURCE[0]}")/../cpu/lib.sh"
 DURATION=${DURATION:-60}
-T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
-cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 
 # cpu_ns PID TID: the thread's CPU time so far, ns.
 cpu_ns() {

@@ -12,23 +12,8 @@
 #   bench/push/cost.sh                 60 s
 #   DURATION=20 bench/push/cost.sh
 #   CPROF_BUILD=/path/to/build bench/push/cost.sh
-set -euo pipefail
-
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
-[ -f "$CPROF_BUILD/libcprof.so" ] || make -s -C "$BENCH" lib
-LIB=$CPROF_BUILD/libcprof.so
+. "$(dirname "${BASH_SOURCE[0]}")/../cpu/lib.sh"
 DURATION=${DURATION:-60}
-T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
-cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 
 # cpu_ns PID NAME: CPU time so far of the process's threads named NAME, ns.
 cpu_ns() {
