@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/buf.h"
 #include "core/fds.h"
 #include "core/log.h"
@@ -614,11 +615,7 @@ static void *keep(void *unused) {
 }
 
 static void keeper_init(void) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&keeper.cond, &ca);
-  pthread_condattr_destroy(&ca);
+  cprof__cond_init_monotonic(&keeper.cond);
   pthread_mutex_init(&keeper.lock, NULL);
 }
 

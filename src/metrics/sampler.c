@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/fds.h"
 #include "core/log.h"
 #include "core/pages.h"
@@ -318,11 +319,7 @@ static void *sampler(void *unused) {
 static void stop_at_exit(void);
 
 static void init_cond(void) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&m.cond, &ca);
-  pthread_condattr_destroy(&ca);
+  cprof__cond_init_monotonic(&m.cond);
 }
 
 int cprof__metrics_start(long interval_ms, long window_s) {

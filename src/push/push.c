@@ -103,11 +103,7 @@ static struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void init_once(void) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&ps.cond, &attr);
-  pthread_condattr_destroy(&attr);
+  cprof__cond_init_monotonic(&ps.cond);
 }
 
 static int64_t mono_ms(void) { return cprof__now_ms(CLOCK_MONOTONIC); }

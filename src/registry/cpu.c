@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "registry/cpu_profile.h"
 #include "sample/cpu.h"
 #include "sample/signals.h"
@@ -80,11 +81,7 @@ static void init_once(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   /* CLOCK_MONOTONIC, so that a change of the wall clock neither stretches
    * nor cuts the drainer's sleeps. */
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&wake, &attr);
-  pthread_condattr_destroy(&attr);
+  cprof__cond_init_monotonic(&wake);
 }
 
 void cprof__cpu_recording_atfork_register(void) { pthread_once(&once, init_once); }

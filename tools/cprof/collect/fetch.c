@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 #ifndef CPROF_VERSION
 #define CPROF_VERSION "dev"
 #endif
@@ -51,12 +53,6 @@ static void unlink_out(collect_fetcher_t *f, transfer_t *t) {
     t->next->prev = t->prev;
   f->running--;
   curl_multi_remove_handle(f->multi, t->easy);
-}
-
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg) {
@@ -171,7 +167,7 @@ int collect_fetcher_add(collect_fetcher_t *f, const collect_request_t *req,
     t->headers = l;
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, t->headers);
   }
-  t->start_ns = now_ns();
+  t->start_ns = cprof__now_ns(CLOCK_MONOTONIC);
   if (curl_multi_add_handle(f->multi, c) != CURLM_OK)
     goto nomem;
   link_in(f, t);
@@ -184,7 +180,7 @@ nomem:
 /* The result of a transfer that ended with code, handed to its callback. */
 static void finish(collect_fetcher_t *f, transfer_t *t, CURLcode code) {
   collect_result_t r = {0};
-  r.duration_ns = now_ns() - t->start_ns;
+  r.duration_ns = cprof__now_ns(CLOCK_MONOTONIC) - t->start_ns;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &r.status);
   if (t->too_big || code == CURLE_FILESIZE_EXCEEDED)
     snprintf(r.error, sizeof r.error, "the answer is larger than %zu bytes", f->max_bytes);

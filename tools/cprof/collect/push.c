@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "collect/fetch.h"
 #include "core/buf.h"
 #include "push/ingest.h"
@@ -41,12 +42,6 @@ struct collect_pusher {
   pthread_t thread;
   int started;
 };
-
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* libcurl as the command links it, for push/ingest.c. */
 static const cprof__curl_t linked_curl = {
@@ -152,7 +147,7 @@ void collect_pusher_totals(collect_pusher_t *p, collect_push_totals_t *out) {
 static int late(void *arg) {
   collect_pusher_t *p = arg;
   pthread_mutex_lock(&p->lock);
-  int late = p->stopping && mono_ns() >= p->deadline_ns;
+  int late = p->stopping && cprof__now_ns(CLOCK_MONOTONIC) >= p->deadline_ns;
   pthread_mutex_unlock(&p->lock);
   return late;
 }
@@ -186,7 +181,7 @@ static void *sender(void *arg) {
   for (;;) {
     while (!p->count && !p->stopping)
       pthread_cond_wait(&p->cond, &p->lock);
-    if (!p->count || (p->stopping && mono_ns() >= p->deadline_ns))
+    if (!p->count || (p->stopping && cprof__now_ns(CLOCK_MONOTONIC) >= p->deadline_ns))
       break;
     item_t *it = p->ring[p->head];
     p->head = (p->head + 1) % p->cap;
@@ -196,7 +191,7 @@ static void *sender(void *arg) {
     for (;;) {
       long timeout = REQUEST_TIMEOUT_MS;
       if (p->stopping) {
-        int64_t left = (p->deadline_ns - mono_ns()) / 1000000;
+        int64_t left = (p->deadline_ns - cprof__now_ns(CLOCK_MONOTONIC)) / 1000000;
         if (left <= 0) {
           p->totals.dropped++;
           break;
@@ -228,10 +223,10 @@ static void *sender(void *arg) {
       /* A pause, cut short by a stop (then retried at once, up to the
        * deadline). */
       int was_stopping = p->stopping;
-      int64_t until = mono_ns() + backoff;
+      int64_t until = cprof__now_ns(CLOCK_MONOTONIC) + backoff;
       if (p->stopping && until > p->deadline_ns)
         until = p->deadline_ns;
-      while (p->stopping == was_stopping && mono_ns() < until)
+      while (p->stopping == was_stopping && cprof__now_ns(CLOCK_MONOTONIC) < until)
         wait_until(p, until);
       backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
     }
@@ -266,11 +261,7 @@ int collect_pusher_new(const collect_remote_write_t *rw, collect_pusher_t **out,
   p->rw = rw;
   p->cap = rw->queue_size > 0 ? (size_t)rw->queue_size : COLLECT_DEFAULT_QUEUE_SIZE;
   pthread_mutex_init(&p->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&p->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  cprof__cond_init_monotonic(&p->cond);
   int rc = -ENOMEM;
   char *h = NULL;
   if (!(p->ring = calloc(p->cap, sizeof *p->ring)))
@@ -305,7 +296,7 @@ void collect_pusher_stop(collect_pusher_t *p, long flush_ms) {
     return;
   pthread_mutex_lock(&p->lock);
   p->stopping = 1;
-  p->deadline_ns = mono_ns() + (int64_t)flush_ms * 1000000;
+  p->deadline_ns = cprof__now_ns(CLOCK_MONOTONIC) + (int64_t)flush_ms * 1000000;
   pthread_cond_broadcast(&p->cond);
   pthread_mutex_unlock(&p->lock);
   pthread_join(p->thread, NULL);

@@ -11,6 +11,7 @@
 #include "collect/fetch.h"
 #include "collect/validate.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "profile/table.h"
 #include "push/ingest.h"
@@ -40,12 +41,6 @@ struct collect_scraper {
   } round;
   int stop; /* atomic */
 };
-
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 static int64_t wall_ns(void) {
   struct timespec t;
@@ -252,7 +247,7 @@ static int start_scrape(collect_scraper_t *s, loop_t *l) {
 }
 
 int collect_scraper_run(collect_scraper_t *s) {
-  int64_t start = mono_ns(), shortest = INT64_MAX;
+  int64_t start = cprof__now_ns(CLOCK_MONOTONIC), shortest = INT64_MAX;
   for (size_t i = 0; i < s->n; i++) {
     loop_t *l = &s->loops[i];
     int64_t every = (int64_t)l->st.job->interval_ms * 1000000;
@@ -264,7 +259,7 @@ int collect_scraper_run(collect_scraper_t *s) {
   }
   int64_t next_log = start + (shortest == INT64_MAX ? 10000000000 : shortest);
   while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-    int64_t now = mono_ns(), wait = 1000000000;
+    int64_t now = cprof__now_ns(CLOCK_MONOTONIC), wait = 1000000000;
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->n; i++) {
       loop_t *l = &s->loops[i];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "collect/web_pages.h"
 #include "ui/viewer.h"
 
@@ -26,12 +27,6 @@ static collect_loop_status_t *statuses(collect_scraper_t *s, size_t *n) {
     free(st);
     want = got;
   }
-}
-
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* 2024-05-01T12:00:00.123Z */
@@ -117,7 +112,7 @@ static const char style[] =
 
 static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n, web_reply_t *r) {
   cprof__buf_t *b = &r->body;
-  int64_t now = now_ns();
+  int64_t now = cprof__now_ns(CLOCK_REALTIME);
   cprof__buf_printf(b,
                     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                     "<title>Targets - cprof collect</title><style>%s</style></head><body>\n"
