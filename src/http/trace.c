@@ -7,7 +7,18 @@
  * (about 30000 regions), and a longer trace would mostly say how many it
  * dropped. One trace at a time: a second one gets Go's 500 and message. A
  * client that goes away ends the trace, and what it recorded is thrown
- * away. */
+ * away.
+ *
+ * Besides the events the program's threads record, the trace shows:
+ * - CPU samples, from the CPU recording: the trace starts one of its own
+ *   at the CPU profile's rate (CPROF_CPU_HZ), or, when one already runs
+ *   (a /debug/pprof/profile, CPROF_OUTPUT, the push), takes its samples
+ *   too. While the trace's own runs, a CPU profile request gets "cpu
+ *   profiling already in use", as during another CPU profile; a program
+ *   that uses SIGPROF itself gets a trace without CPU samples, which
+ *   otherData's cpu_samples says.
+ * - Counter tracks of the resident set and the heap in use, read every
+ *   COUNTER_MS. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,13 +31,23 @@
 #include "http/query.h"
 #include "http/response.h"
 #include "http/routes.h"
+#include "metrics/sampler.h"
 #include "profile/gzip.h"
+#include "registry/cpu.h"
 #include "registry/trace_json.h"
 #include "sample/trace.h"
 
 #define DEFAULT_SECONDS 1.0
 #define MAX_SECONDS 60
 #define BUFFER_BYTES (1 << 20)
+#define DRAIN_MS 50
+#define COUNTER_MS 100
+
+/* The counters read while the trace runs: at most one per COUNTER_MS. */
+typedef struct counter {
+  int64_t ts, rss, heap;
+} counter_t;
+#define MAX_COUNTERS (MAX_SECONDS * 1000 / COUNTER_MS + 2)
 
 static void discard(const cprof__trace_rec_t *r, void *ctx) {
   (void)r;
@@ -69,7 +90,6 @@ static void process_name(char name[17]) {
 
 void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
                         cprof_response_t *resp) {
-  (void)cfg;
   double seconds = DEFAULT_SECONDS;
   char v[32];
   int got = cprof__query_get(req->query, "seconds", v, sizeof v);
@@ -96,9 +116,39 @@ void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
     cprof__resp_error(resp, 500, "Could not enable tracing: %s", cprof_strerror(err));
     return;
   }
-  long ms = (long)ceil(seconds * 1000);
-  if (cprof__wait_request(req, ms) != 0) {
+  counter_t *counters = malloc(MAX_COUNTERS * sizeof *counters);
+  int ncounters = 0;
+  cprof__cpu_recording_t *rec = NULL;
+  char why[256] = "";
+  err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &rec);
+  const char *cpu = err == 0           ? "recorded by the trace"
+                    : err == -EALREADY ? "from the CPU profile already running"
+                    : err == -EBUSY    ? "none: the program uses SIGPROF itself"
+                    : why[0]           ? why
+                                       : cprof_strerror(err);
+  /* A deadline on the monotonic clock: draining takes time of its own. */
+  int64_t until = start + (int64_t)ceil(seconds * 1e9), next_counter = start;
+  int cancelled = 0;
+  for (int64_t now = start; now < until && !cancelled; now = cprof__now_ns(CLOCK_MONOTONIC)) {
+    if (counters && now >= next_counter && ncounters < MAX_COUNTERS) {
+      counter_t *c = &counters[ncounters++];
+      c->ts = now;
+      cprof__metrics_read_memory(&c->rss, &c->heap);
+      next_counter = now + COUNTER_MS * 1000000LL;
+    }
+    long left = (long)((until - now + 999999) / 1000000);
+    cancelled = cprof__wait_request(req, left < DRAIN_MS ? left : DRAIN_MS) != 0;
+    if (rec)
+      cprof__cpu_recording_drain(rec);
+  }
+  /* The last samples, before the events are handed out. */
+  if (rec)
+    cprof__cpu_recording_stop(rec, NULL);
+  else
+    cprof__cpu_recording_flush();
+  if (cancelled) {
     cprof__trace_end(discard, NULL, NULL);
+    free(counters);
     cprof__resp_error(resp, 500, "request cancelled");
     return;
   }
@@ -111,7 +161,15 @@ void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
   cprof__trace_json_init(&j, &json, (int)getpid(), name[0] ? name : NULL, start, end);
   uint64_t dropped = 0;
   cprof__trace_end(cprof__trace_json_add, &j, &dropped);
-  if (cprof__trace_json_finish(&j, dropped) != 0) {
+  for (int i = 0; i < ncounters; i++) {
+    if (counters[i].rss >= 0)
+      cprof__trace_json_counter(&j, "RSS", "bytes", counters[i].ts, (double)counters[i].rss);
+    if (counters[i].heap >= 0)
+      cprof__trace_json_counter(&j, "heap in use", "bytes", counters[i].ts,
+                                (double)counters[i].heap);
+  }
+  free(counters);
+  if (cprof__trace_json_finish(&j, dropped, cpu) != 0) {
     cprof__buf_free(&json);
     cprof__resp_error(resp, 500, "could not write the trace: %s", cprof_strerror(-ENOMEM));
     return;

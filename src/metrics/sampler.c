@@ -141,6 +141,22 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The heap in use: the heap profile's estimate when it is on, else
+ * glibc's figures, walking its free lists under each arena's lock (a few
+ * times a second is cheap for ordinary heaps). */
+static void read_heap(cprof__metrics_point_t *p) {
+  if (cprof__heap_rate() > 0) {
+    uint64_t a, f;
+    cprof__heap_totals(&a, &f);
+    p->heap_alloc_bytes = (int64_t)a;
+    p->heap_inuse_bytes = a > f ? (int64_t)(a - f) : 0;
+  } else {
+    struct mallinfo2 mi = mallinfo2();
+    p->heap_inuse_bytes = (int64_t)(mi.uordblks + mi.hblkhd);
+    p->heap_alloc_bytes = -1;
+  }
+}
+
 /* The figures that need no descriptor, for any thread. */
 static void read_direct(cprof__metrics_point_t *p) {
   p->t_ms = now_ms();
@@ -157,18 +173,7 @@ static void read_direct(cprof__metrics_point_t *p) {
     p->cpu_user_us = p->cpu_system_us = p->ctx_voluntary = p->ctx_involuntary = -1;
     p->faults_minor = p->faults_major = p->rss_peak_bytes = -1;
   }
-  if (cprof__heap_rate() > 0) {
-    uint64_t a, f;
-    cprof__heap_totals(&a, &f);
-    p->heap_alloc_bytes = (int64_t)a;
-    p->heap_inuse_bytes = a > f ? (int64_t)(a - f) : 0;
-  } else {
-    /* glibc's figures, walking its free lists under each arena's lock:
-     * once a second is cheap for ordinary heaps. */
-    struct mallinfo2 mi = mallinfo2();
-    p->heap_inuse_bytes = (int64_t)(mi.uordblks + mi.hblkhd);
-    p->heap_alloc_bytes = -1;
-  }
+  read_heap(p);
   uint64_t taken, dropped;
   cprof__cpu_totals(&taken, &dropped);
   p->cprof_samples = (int64_t)taken;
@@ -224,6 +229,21 @@ void cprof__metrics_read(cprof__metrics_point_t *p) {
     p->rss_bytes = p->vm_bytes = p->threads = p->open_fds = p->read_bytes = p->write_bytes = -1;
   }
   pthread_mutex_unlock(&m.lock);
+}
+
+void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes) {
+  cprof__metrics_point_t p;
+  read_heap(&p);
+  *heap_inuse_bytes = p.heap_inuse_bytes;
+  char buf[256];
+  long page = sysconf(_SC_PAGESIZE);
+  *rss_bytes = -1;
+  /* statm: size, then resident, in pages. */
+  if (cprof__fds_in_own_table() && read_small("/proc/self/statm", buf, sizeof buf) > 0) {
+    const char *s = strchr(buf, ' ');
+    if (s)
+      *rss_bytes = strtoll(s + 1, NULL, 10) * page;
+  }
 }
 
 /* ---- the thread ---- */

@@ -21,6 +21,7 @@
 #include "registry/cpu_profile.h"
 #include "sample/cpu.h"
 #include "sample/signals.h"
+#include "sample/trace.h"
 
 #define DRAIN_MS 50
 
@@ -84,6 +85,15 @@ static void init_once(void) {
   cprof__cond_init_monotonic(&wake);
 }
 
+/* Every sample goes into the profile, and onto a trace's timeline when a
+ * trace records (sample/trace.h): a trace sees the samples of whichever
+ * recording runs. */
+static void add(void *profile, const cprof__cpu_sample_t *s) {
+  cprof__cpu_profile_add(profile, s);
+  if (!s->cpu_ns)
+    cprof__trace_cpu_sample(s->tid, s->ts, s->pcs, s->depth);
+}
+
 void cprof__cpu_recording_atfork_register(void) { pthread_once(&once, init_once); }
 
 int cprof__cpu_recording_start(int hz, cprof__unwinder_t how, char *why, size_t why_size,
@@ -123,8 +133,19 @@ fail:
 void cprof__cpu_recording_drain(cprof__cpu_recording_t *r) {
   cprof__cpu_track_threads();
   pthread_mutex_lock(&profile_lock);
-  cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+  cprof__cpu_drain(add, r->profile);
   pthread_mutex_unlock(&profile_lock);
+}
+
+void cprof__cpu_recording_flush(void) {
+  pthread_mutex_lock(&lock);
+  cprof__cpu_recording_t *r = current;
+  if (r && r->owner == getpid()) {
+    pthread_mutex_lock(&profile_lock);
+    cprof__cpu_drain(add, r->profile);
+    pthread_mutex_unlock(&profile_lock);
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 int cprof__cpu_recording_cut(cprof__cpu_recording_t *r, cprof__buf_t *out) {
@@ -136,7 +157,7 @@ int cprof__cpu_recording_cut(cprof__cpu_recording_t *r, cprof__buf_t *out) {
     cprof__cpu_profile_t *next = cprof__cpu_profile_new(r->hz);
     if (next) {
       pthread_mutex_lock(&profile_lock);
-      cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+      cprof__cpu_drain(add, r->profile);
       done = r->profile;
       r->profile = next;
       pthread_mutex_unlock(&profile_lock);
@@ -210,7 +231,7 @@ int cprof__cpu_recording_stop(cprof__cpu_recording_t *r, cprof__buf_t *out) {
     if (r->drained && !r->parked)
       end_drainer(r);
     pthread_mutex_lock(&profile_lock);
-    lost = cprof__cpu_stop(cprof__cpu_profile_add, r->profile);
+    lost = cprof__cpu_stop(add, r->profile);
     pthread_mutex_unlock(&profile_lock);
     current = NULL;
   }
@@ -227,7 +248,7 @@ void cprof__cpu_recording_park(void) {
   if (r && r->drained && !r->parked && r->owner == getpid()) {
     end_drainer(r);
     pthread_mutex_lock(&profile_lock);
-    cprof__cpu_drain(cprof__cpu_profile_add, r->profile);
+    cprof__cpu_drain(add, r->profile);
     pthread_mutex_unlock(&profile_lock);
     r->parked = 1;
   }

@@ -32,6 +32,11 @@ int cprof__cpu_recording_start(int hz, cprof__unwinder_t how, char *why, size_t 
  * one thread at a time. */
 void cprof__cpu_recording_drain(cprof__cpu_recording_t *r);
 
+/* Drains the running recording, whoever owns it, if one runs: so that a
+ * trace (http/trace.c) has every sample up to now of a recording it did
+ * not start. */
+void cprof__cpu_recording_flush(void);
+
 /* Appends the gzip-compressed profile.proto of what r recorded since it
  * started or since the last cut, and goes on recording into a new one,
  * the timers untouched: a push's window (push/push.c). 0, -EINVAL when r

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/marks.h"
+#include "unwind/pc.h"
+
 /* Grows *arr (of *cap elements of size) to hold n+1. 0 or -1. */
 static int grow(void **arr, int *cap, int n, size_t size) {
   if (n < *cap)
@@ -98,6 +101,7 @@ static void complete(cprof__trace_json_t *j, const char *name, const char *cat, 
 void cprof__trace_json_init(cprof__trace_json_t *j, cprof__buf_t *out, int pid,
                             const char *process_name, int64_t start_ns, int64_t end_ns) {
   memset(j, 0, sizeof *j);
+  cprof__buf_init(&j->stack);
   j->out = out;
   j->pid = pid;
   j->start_ns = start_ns;
@@ -135,6 +139,62 @@ static void task_event(cprof__trace_json_t *j, const char *ph, const char *name,
 
 static void copy_name(char dst[CPROF_MAX_TRACE_NAME + 1], const char *s, const char *absent) {
   snprintf(dst, CPROF_MAX_TRACE_NAME + 1, "%s", s && s[0] ? s : absent);
+}
+
+/* Appends the names of the frames at pc (inlined ones first) to j->stack
+ * as JSON strings; the first one's in leaf when leaf is empty. */
+static void put_frames(cprof__trace_json_t *j, uintptr_t pc, int exact, int modules, uint32_t gen,
+                       char *leaf, size_t leaf_size) {
+  char text[160];
+  const char *mark = cprof__mark_name(pc, text, sizeof text);
+  cprof__frame_t frames[8];
+  int n = 0;
+  if (!mark && !cprof__pc_is_mark(pc)) {
+    uintptr_t addr = exact ? pc : pc - 1, off;
+    int m = modules ? cprof__symbolizer_mapping_then(j->sym, addr, gen)
+                    : cprof__symbolizer_mapping_of(j->sym, addr);
+    n = m >= 0 ? cprof__symbolize_in(j->sym, m, addr, frames, 8, &off) : 0;
+  } else if (!mark) {
+    return; /* a reserved value that names no frame */
+  }
+  for (int i = 0; i < (n ? n : 1); i++) {
+    const char *name = n ? frames[i].function : mark;
+    if (!name) {
+      snprintf(text, sizeof text, "0x%llx", (unsigned long long)pc);
+      name = text;
+    }
+    if (j->stack.len > 1)
+      cprof__buf_putc(&j->stack, ',');
+    put_string(&j->stack, name);
+    if (!leaf[0])
+      snprintf(leaf, leaf_size, "%s", name);
+  }
+}
+
+/* A CPU sample: an instant event named for where it ran, with its stack. */
+static void cpu_sample(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  if (r->ts < j->start_ns || r->ts > j->end_ns || r->depth <= 0)
+    return;
+  if (!j->sym && !(j->sym = cprof__symbolizer_acquire())) {
+    j->failed = 1;
+    return;
+  }
+  int depth = r->depth, modules = cprof__pc_is_modules(r->pcs[depth - 1]);
+  uint32_t gen = modules ? cprof__pc_mark_number(r->pcs[--depth]) : 0;
+  char leaf[256] = "";
+  j->stack.len = 0;
+  cprof__buf_putc(&j->stack, '[');
+  for (int i = 0; i < depth; i++)
+    put_frames(j, r->pcs[i], i == 0, modules, gen, leaf, sizeof leaf);
+  cprof__buf_putc(&j->stack, ']');
+  if (j->stack.failed) {
+    j->failed = 1;
+    return;
+  }
+  event_start(j, "i", leaf[0] ? leaf : "?", r->tid, r->ts);
+  cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"cpu\",\"args\":{\"stack\":");
+  cprof__buf_append(j->out, j->stack.data, j->stack.len);
+  cprof__buf_puts(j->out, "}}");
 }
 
 void cprof__trace_json_add(const cprof__trace_rec_t *r, void *ctx) {
@@ -216,6 +276,9 @@ void cprof__trace_json_add(const cprof__trace_rec_t *r, void *ctx) {
     put_string(j->out, r->s1 && r->s1[0] ? r->s1 : r->thread ? r->thread : "");
     cprof__buf_puts(j->out, "}}");
     break;
+  case CPROF__TRACE_CPU_SAMPLE:
+    cpu_sample(j, r);
+    break;
   default:
     break;
   }
@@ -229,7 +292,7 @@ void cprof__trace_json_counter(cprof__trace_json_t *j, const char *name, const c
   cprof__buf_printf(j->out, ":%.0f}}", value);
 }
 
-int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped) {
+int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped, const char *cpu_samples) {
   close_open(j);
   for (int i = 0; i < j->nends; i++) {
     const char *name = task_name(j, j->ends[i].id);
@@ -237,9 +300,18 @@ int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped) {
   }
   cprof__buf_printf(j->out,
                     "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":%llu,"
-                    "\"duration_us\":%.3f,\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":%lld}}\n",
+                    "\"duration_us\":%.3f,\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":%lld",
                     (unsigned long long)dropped, (double)(j->end_ns - j->start_ns) / 1000.0,
                     (long long)j->start_ns);
+  if (cpu_samples) {
+    cprof__buf_puts(j->out, ",\"cpu_samples\":");
+    put_string(j->out, cpu_samples);
+  }
+  cprof__buf_puts(j->out, "}}\n");
+  if (j->sym)
+    cprof__symbolizer_release(j->sym);
+  j->sym = NULL;
+  cprof__buf_free(&j->stack);
   free(j->open);
   free(j->tasks);
   free(j->ends);

@@ -14,7 +14,13 @@
  * - a log message: an instant event (ph "i", s "t") with args category and
  *   message;
  * - a lock wait: a complete event with args {"lock": "0x..."};
- * - a thread's start and exit: instant events.
+ * - a thread's start and exit: instant events;
+ * - a CPU sample: an instant event (cat "cpu") named for the function that
+ *   ran, with args {"stack": [innermost, ..., outermost]} (inlined
+ *   functions as frames of their own, as in the profiles); samples outside
+ *   the trace's span are left out;
+ * - a counter (cprof__trace_json_counter): a counter event (ph "C"), one
+ *   track per name, on the process.
  * Timestamps are µs from the trace's start, printed with ns precision. */
 #ifndef CPROF_REGISTRY_TRACE_JSON_H
 #define CPROF_REGISTRY_TRACE_JSON_H
@@ -24,6 +30,7 @@
 
 #include "core/buf.h"
 #include "sample/trace.h"
+#include "symbol/symbolize.h"
 
 typedef struct cprof__trace_json_region {
   int64_t ts;
@@ -56,6 +63,8 @@ typedef struct cprof__trace_json {
   int ntasks, captasks;
   cprof__trace_json_end_t *ends;
   int nends, capends;
+  cprof__symbolizer_t *sym; /* from the first CPU sample on */
+  cprof__buf_t stack;       /* a CPU sample's frames, as JSON */
 } cprof__trace_json_t;
 
 /* Starts the document in out: the trace ran from start_ns to end_ns
@@ -72,8 +81,9 @@ void cprof__trace_json_counter(cprof__trace_json_t *j, const char *name, const c
                                int64_t ts, double value);
 
 /* Closes the open regions and the document, with the events lost
- * (dropped) in otherData, and frees the writer's memory. 0, or -ENOMEM
- * (out is then incomplete). */
-int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped);
+ * (dropped) and where the CPU samples came from (cpu_samples: a short
+ * sentence, or NULL) in otherData, and frees the writer's memory. 0, or
+ * -ENOMEM (out is then incomplete). */
+int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped, const char *cpu_samples);
 
 #endif

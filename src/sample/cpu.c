@@ -147,6 +147,9 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
       cprof__cpu_sample_t *smp = &r[i].s;
+      struct timespec now; /* the vDSO's: no system call, bound at load (-z now) */
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      smp->ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
       smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
@@ -406,6 +409,7 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
                                        __ATOMIC_RELAXED)) {
     cprof__cpu_sample_t *smp = &r[i].s;
     smp->cpu_ns = ns;
+    smp->ts = 0;
     if (name)
       memcpy(smp->name, name, sizeof smp->name);
     smp->tid = tid;

@@ -54,6 +54,12 @@
  * lowers it before allocating its buffer (the allocation takes the lock the
  * ender holds while it waits), then starts again.
  *
+ * CPU samples come from whichever thread drains the CPU recording, not
+ * from the thread sampled, so they cannot go in that thread's buffer: they
+ * go in one store of the trace's own, under a lock of its own, in drain
+ * order (a thread's in time order, threads interleaved). The end sorts
+ * them by thread and time and hands each thread's out among its events.
+ *
  * Tasks are numbered from one process-wide counter that is never reset, so
  * ids stay unique across traces.
  *
@@ -76,6 +82,7 @@
 
 #include "core/clock.h"
 #include "sample/heap.h"
+#include "unwind/pc.h"
 
 #define NAME_WORDS ((CPROF_MAX_TRACE_NAME + 1) / 8)
 #define MIN_BUFFER 64
@@ -137,6 +144,19 @@ static block_t *all;
 static buf_t *bufs;
 static size_t buf_bytes;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The trace's CPU samples: records of cpu_rec_t and its pcs, back to back
+ * in `cpu_store` (NULL: no trace takes samples now), under cpu_lock. */
+typedef struct cpu_rec {
+  int64_t ts;
+  int32_t tid, depth;
+  uintptr_t pcs[];
+} cpu_rec_t;
+#define CPU_STORE ((size_t)16 << 20) /* mapped at the trace's start, touched as filled */
+static unsigned char *cpu_store;
+static size_t cpu_used;
+static uint64_t cpu_dropped;
+static pthread_mutex_t cpu_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* cprof's locks are taken with the guard raised, so that the lock
  * wrappers (interpose/locks.c) pass them through unprofiled. */
@@ -236,9 +256,11 @@ static void make_key(void) { have_key = pthread_key_create(&exit_key, release) =
 static void fork_prepare(void) {
   lock(&listen_lock);
   lock(&all_lock);
+  lock(&cpu_lock);
 }
 
 static void fork_parent(void) {
+  unlock(&cpu_lock);
   unlock(&all_lock);
   unlock(&listen_lock);
 }
@@ -264,6 +286,10 @@ static void fork_child(void) {
   cprof_trace_listening_ = (int)((gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX);
   state = IDLE;
   lost = 0;
+  cpu_store = NULL; /* the parent's; mapped in the child too, and left so */
+  cpu_used = 0;
+  cpu_dropped = 0;
+  unlock(&cpu_lock);
   unlock(&all_lock);
   unlock(&listen_lock);
   while (gone) {
@@ -411,11 +437,42 @@ int cprof__trace_begin(size_t bytes_per_thread) {
   if (!__atomic_compare_exchange_n(&state, &idle, RECORDING, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return -EBUSY;
   __atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
+  unsigned char *store = alloc(CPU_STORE);
+  lock(&cpu_lock);
+  cpu_store = store; /* without one, the trace has no CPU samples: counted */
+  cpu_used = 0;
+  cpu_dropped = 0;
+  unlock(&cpu_lock);
   lock(&all_lock);
   buf_bytes = bytes_per_thread;
   unlock(&all_lock);
   cprof__trace_listen(CPROF__LISTEN_TRACE, 1);
   return 0;
+}
+
+void cprof__trace_cpu_sample(pid_t tid, int64_t ts, const uintptr_t *pcs, int depth) {
+  if (!(listeners() & CPROF__LISTEN_TRACE) || depth <= 0)
+    return;
+  int keep = depth < CPROF__TRACE_CPU_FRAMES ? depth : CPROF__TRACE_CPU_FRAMES;
+  size_t need = sizeof(cpu_rec_t) + (size_t)keep * sizeof(uintptr_t);
+  lock(&cpu_lock);
+  if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != RECORDING) {
+    /* Before the trace's start or after its end: not its sample. */
+  } else if (!cpu_store || CPU_STORE - cpu_used < need) {
+    cpu_dropped++;
+  } else {
+    cpu_rec_t *r = (cpu_rec_t *)(void *)(cpu_store + cpu_used);
+    r->ts = ts;
+    r->tid = tid;
+    r->depth = keep;
+    memcpy(r->pcs, pcs, (size_t)keep * sizeof(uintptr_t));
+    /* A stack cut short keeps its last word when that says which
+     * modules its addresses belong to (unwind/pc.h). */
+    if (keep < depth && cprof__pc_is_modules(pcs[depth - 1]))
+      r->pcs[keep - 1] = pcs[depth - 1];
+    cpu_used += need;
+  }
+  unlock(&cpu_lock);
 }
 
 /* A live thread's name now, from /proc/self/task/TID/comm; 0 or -1. */
@@ -437,11 +494,88 @@ static int read_comm(pid_t tid, char name[16]) {
   return 0;
 }
 
-/* Calls fn for each record of buf, in the order they were appended. */
-static void each_record(const buf_t *buf, void (*fn)(const cprof__trace_rec_t *r, void *ctx),
-                        void *ctx) {
+/* The trace's CPU samples of one thread, in time order: [at, end) of an
+ * index sorted by thread and time. */
+typedef struct samples {
+  cpu_rec_t **at, **end;
+} samples_t;
+
+static int by_thread_and_time(const void *a, const void *b) {
+  const cpu_rec_t *x = *(cpu_rec_t *const *)a, *y = *(cpu_rec_t *const *)b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* An index of the store's records, sorted by thread and time, in *out
+ * (malloc'd; NULL and 0 when there are none or no memory, which *lost
+ * then counts). */
+static size_t index_samples(unsigned char *store, size_t used, cpu_rec_t ***out, uint64_t *lost_n) {
+  size_t n = 0;
+  *out = NULL;
+  for (size_t off = 0; off < used; n++)
+    off +=
+        sizeof(cpu_rec_t) + (size_t)((cpu_rec_t *)(void *)(store + off))->depth * sizeof(uintptr_t);
+  if (n == 0)
+    return 0;
+  cpu_rec_t **idx = malloc(n * sizeof *idx);
+  if (!idx) {
+    *lost_n += n;
+    return 0;
+  }
+  size_t i = 0;
+  for (size_t off = 0; off < used; i++) {
+    idx[i] = (cpu_rec_t *)(void *)(store + off);
+    off += sizeof(cpu_rec_t) + (size_t)idx[i]->depth * sizeof(uintptr_t);
+  }
+  qsort(idx, n, sizeof *idx, by_thread_and_time);
+  *out = idx;
+  return n;
+}
+
+/* The samples of thread tid in the sorted index, not yet handed out. */
+static samples_t samples_of(cpu_rec_t **idx, size_t n, pid_t tid) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (idx[mid]->tid < tid)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  size_t end = lo;
+  while (end < n && idx[end]->tid == tid)
+    end++;
+  return (samples_t){idx + lo, idx + end};
+}
+
+/* Hands out s's samples up to (not after) time until, marking each handed
+ * (its depth set to 0: a stored one has at least 1). */
+static void give_samples(samples_t *s, int64_t until, cprof__trace_rec_t *r,
+                         void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx) {
+  for (; s->at < s->end && (*s->at)->ts <= until; s->at++) {
+    cpu_rec_t *c = *s->at;
+    if (!c->depth)
+      continue; /* handed out with an earlier thread of the same tid */
+    cprof__trace_rec_t e = *r;
+    e.ts = c->ts;
+    e.kind = CPROF__TRACE_CPU_SAMPLE;
+    e.id = e.dur = 0;
+    e.s1 = e.s2 = "";
+    e.pcs = c->pcs;
+    e.depth = c->depth;
+    fn(&e, ctx);
+    c->depth = 0;
+  }
+}
+
+/* Calls fn for each record of buf, in the order they were appended, and
+ * for the thread's CPU samples among them. */
+static void each_record(const buf_t *buf, samples_t *cpu,
+                        void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx) {
   char s1[CPROF_MAX_TRACE_NAME + 1], s2[CPROF_MAX_TRACE_MESSAGE + 1];
   const unsigned char *data = (const unsigned char *)buf->data;
+  cprof__trace_rec_t r = {.tid = buf->tid, .thread = buf->name, .thread_dropped = buf->dropped};
   for (size_t off = 0; off < buf->used;) {
     hdr_t h;
     memcpy(&h, data + off, sizeof h);
@@ -451,10 +585,20 @@ static void each_record(const buf_t *buf, void (*fn)(const cprof__trace_rec_t *r
     s1[n1] = '\0';
     memcpy(s2, data + off + sizeof h + h.n1, n2);
     s2[n2] = '\0';
-    cprof__trace_rec_t r = {buf->tid, buf->name, buf->dropped, h.ts, h.kind, h.id, h.dur, s1, s2};
-    fn(&r, ctx);
+    /* A lock wait is recorded at its end with its start: the samples up
+     * to its start come first. */
+    give_samples(cpu, h.ts, &r, fn, ctx);
+    cprof__trace_rec_t e = r;
+    e.ts = h.ts;
+    e.kind = h.kind;
+    e.id = h.id;
+    e.dur = h.dur;
+    e.s1 = s1;
+    e.s2 = s2;
+    fn(&e, ctx);
     off += CPROF__TRACE_REC_BYTES(h.n1, h.n2);
   }
+  give_samples(cpu, INT64_MAX, &r, fn, ctx);
 }
 
 void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx,
@@ -476,6 +620,12 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
   bufs = NULL;
   buf_bytes = 0;
   unlock(&all_lock);
+  lock(&cpu_lock);
+  unsigned char *store = cpu_store;
+  size_t store_used = cpu_used;
+  uint64_t total = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED) + cpu_dropped;
+  cpu_store = NULL;
+  unlock(&cpu_lock);
 
   /* The list holds the newest buffer first; hand the threads out in the
    * order they first recorded. */
@@ -486,14 +636,31 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
     ordered = got;
     got = next;
   }
-  uint64_t total = __atomic_exchange_n(&lost, 0, __ATOMIC_RELAXED);
+  cpu_rec_t **idx = NULL;
+  size_t nsamples = store ? index_samples(store, store_used, &idx, &total) : 0;
   for (buf_t *buf = ordered; buf; buf = buf->next) {
     if (!buf->exited)
       read_comm(buf->tid, buf->name);
     total += buf->dropped;
+    samples_t cpu = samples_of(idx, nsamples, buf->tid);
     if (fn)
-      each_record(buf, fn, ctx);
+      each_record(buf, &cpu, fn, ctx);
   }
+  /* Then the threads that only ran: their CPU samples, named as they are
+   * now (an exited one's name is not known: ""). */
+  for (size_t i = 0; fn && i < nsamples;) {
+    samples_t cpu = samples_of(idx, nsamples, idx[i]->tid);
+    i = (size_t)(cpu.end - idx);
+    if (!cpu.at[0]->depth)
+      continue; /* handed out with the thread's events */
+    pid_t tid = cpu.at[0]->tid;
+    char name[16] = "";
+    read_comm(tid, name);
+    cprof__trace_rec_t r = {.tid = tid, .thread = name};
+    give_samples(&cpu, INT64_MAX, &r, fn, ctx);
+  }
+  free(idx);
+  release_memory(store);
   while (ordered) {
     buf_t *next = ordered->next;
     release_memory(ordered);

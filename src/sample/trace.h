@@ -51,6 +51,7 @@ enum cprof__trace_kind {
   CPROF__TRACE_LOCK_WAIT,        /* ts: wait's start; id: lock address; dur */
   CPROF__TRACE_THREAD_START,     /* s1: thread name */
   CPROF__TRACE_THREAD_EXIT,
+  CPROF__TRACE_CPU_SAMPLE, /* pcs, depth: from cprof__trace_cpu_sample */
 };
 
 /* A REGION_END may come without its REGION_BEGIN: a region opened while
@@ -69,6 +70,8 @@ typedef struct cprof__trace_rec {
   uint64_t id;             /* task id, lock address, or 0 */
   uint64_t dur;            /* ns, or 0 */
   const char *s1, *s2;
+  const uintptr_t *pcs; /* a CPU sample's stack (unwind/pc.h's convention), or NULL */
+  int depth;
 } cprof__trace_rec_t;
 
 /* The bytes one event takes in a thread's buffer, with strings of n1 and
@@ -82,9 +85,20 @@ typedef struct cprof__trace_rec {
  * at a time); -EINVAL for a size out of range. */
 int cprof__trace_begin(size_t bytes_per_thread);
 
+/* A CPU sample, for the trace's timeline, while a trace records: thread
+ * tid was running at ts (CLOCK_MONOTONIC) in the stack pcs (the innermost
+ * CPROF__TRACE_CPU_FRAMES frames are kept). Kept in a store of the trace's
+ * own, since it comes from the thread that drains the CPU recording, not
+ * from the thread sampled (registry/cpu.c hands every sample over); a
+ * full store drops samples and counts them. Takes a lock: not for signal
+ * handlers. */
+#define CPROF__TRACE_CPU_FRAMES 64
+void cprof__trace_cpu_sample(pid_t tid, int64_t ts, const uintptr_t *pcs, int depth);
+
 /* Stops recording and hands out what was recorded: fn(rec, ctx) for every
- * event of every thread that recorded one, exited threads included, thread
- * by thread, each thread's in the order they happened (time order). The
+ * event of every thread that recorded one or was sampled, exited threads
+ * included, thread by thread, each thread's in the order they happened
+ * (time order: its CPU samples among its events). The
  * thread's name is the one it had at exit, or for a live thread its
  * /proc/self/task/TID/comm now (the name at its first event if that cannot
  * be read). *dropped (when not NULL) gets the total of events lost: full

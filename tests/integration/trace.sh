@@ -4,8 +4,11 @@
 # events); each region sits on its thread with the duration the program
 # measured, within 10 %; the task begins on one thread and ends on another
 # with one id; the logs, a mutex wait on the program's mutex and the thread
-# names of the threads that recorded are there; a second trace at once is Go's 500; bad seconds are a
-# 400; gzip when asked and plain when not; the index lists it.
+# names of the threads that recorded are there; the CPU samples of the
+# thread that computes name the function it computes in, and the sleeping
+# threads have next to none; the RSS and heap counter tracks are there; a
+# second trace at once is Go's 500; bad seconds are a 400; gzip when asked
+# and plain when not; the index lists it.
 . "$(dirname "$0")/lib.sh"
 P=$B/tests/integration
 
@@ -72,8 +75,37 @@ need(len(waits) >= 5 and all(0 < e["dur"] <= 100000 for e in waits), "%d waits o
 starts = [e for e in ev if e["ph"] == "i" and e["name"] == "thread start" and names.get(e["tid"]) == "brief"]
 exits = [e for e in ev if e["ph"] == "i" and e["name"] == "thread exit" and e["args"]["name"] == "brief"]
 need(len(starts) >= 3 and len(exits) >= 3, "threads brief: %d starts, %d exits" % (len(starts), len(exits)))
+# CPU samples: instant events with their stacks, on the thread that ran.
+cpu = [e for e in ev if e["ph"] == "i" and e.get("cat") == "cpu"]
+burner = [e for e in cpu if names.get(e["tid"]) == "burner"]
+hot = [e for e in burner if e["name"] == "burn" and e["args"]["stack"][0] == "burn" and "burner" in e["args"]["stack"]]
+# burner computes half of the 2 s: about 100 samples at 100 Hz.
+need(len(burner) >= 30 and len(hot) >= 0.9 * len(burner), "%d CPU samples of burner, %d in burn" % (len(burner), len(hot)))
+sleepers = [e for e in cpu if names.get(e["tid"]) in ("holder", "task-a", "task-b")]
+need(len(sleepers) <= 0.1 * len(burner), "%d CPU samples of the threads that sleep" % len(sleepers))
+need(all(0 <= e["ts"] <= length for e in cpu), "every CPU sample inside the trace")
+need(d["otherData"]["cpu_samples"] == "recorded by the trace", "cpu_samples: %s" % d["otherData"]["cpu_samples"])
+# The program's heap is small: the heap profile's estimate may be 0.
+for track, least in (("RSS", 1 << 20), ("heap in use", 0)):
+    points = [e for e in ev if e["ph"] == "C" and e["name"] == track]
+    need(len(points) >= 10 and all(e["args"]["bytes"] >= least for e in points), "%d points of the %s counter" % (len(points), track))
 sys.exit(0 if ok else 1)
 PY
+
+# While a CPU profile runs, the trace takes its samples.
+curl -s -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=2" &
+CURL=$!
+sleep 0.3
+check "trace during a CPU profile: 200" eval '[ "$(http "http://$ADDR/debug/pprof/trace?seconds=1")" = 200 ]'
+wait $CURL
+check "its CPU samples come from the CPU profile and name burn" python3 - "$T/body" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cpu = [e for e in d["traceEvents"] if e["ph"] == "i" and e.get("cat") == "cpu" and e["name"] == "burn"]
+print(d["otherData"]["cpu_samples"], len(cpu))
+sys.exit(0 if d["otherData"]["cpu_samples"] == "from the CPU profile already running" and len(cpu) >= 10 else 1)
+PY
+check "and the CPU profile is whole: go tool pprof reads burn in it" eval 'pprof -top "$T/cpu.pb.gz" | grep -q " burn$"'
 
 code=$(http "http://$ADDR/debug/pprof/trace?seconds=0.5" --compressed)
 check "trace?seconds=0.5 with --compressed: 200, gzipped" eval '[ "$code" = 200 ] && has "$T/headers" "^Content-Encoding: gzip"'

@@ -62,7 +62,7 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
     cprof__trace_json_add(&r[i], &j);
-  CHECK_EQ_INT(cprof__trace_json_finish(&j, 17), 0);
+  CHECK_EQ_INT(cprof__trace_json_finish(&j, 17, NULL), 0);
   cprof__buf_putc(&out, '\0');
   const char *s = out.data;
 
@@ -110,7 +110,7 @@ int main(void) {
   /* Nothing recorded: still a document. */
   cprof__buf_init(&out);
   cprof__trace_json_init(&j, &out, 1, NULL, T0, T1);
-  CHECK_EQ_INT(cprof__trace_json_finish(&j, 0), 0);
+  CHECK_EQ_INT(cprof__trace_json_finish(&j, 0, "recorded by the trace"), 0);
   cprof__buf_putc(&out, '\0');
   CHECK(has(out.data, "{\"traceEvents\":[\n],\"displayTimeUnit\":\"ms\",\"otherData\":"
                       "{\"dropped\":0,\"duration_us\":2000.000,"));

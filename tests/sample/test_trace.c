@@ -535,7 +535,92 @@ static void racing(void) {
   CHECK(traces_with_events > 0);
 }
 
+/* ---- CPU samples ---- */
+
+typedef struct cpu_seen {
+  pid_t tid;
+  int kind, depth;
+  int64_t ts;
+  uintptr_t first, last;
+  char thread[16];
+} cpu_seen_t;
+
+static cpu_seen_t cs[64];
+static int n_cs;
+
+static void collect_all(const cprof__trace_rec_t *r, void *ctx) {
+  (void)ctx;
+  if (n_cs == 64 || (r->kind >= CPROF__TRACE_LOCK_WAIT && r->kind != CPROF__TRACE_CPU_SAMPLE))
+    return;
+  cpu_seen_t *c = &cs[n_cs++];
+  *c = (cpu_seen_t){r->tid, r->kind, r->depth, r->ts, 0, 0, ""};
+  if (r->pcs) {
+    c->first = r->pcs[0];
+    c->last = r->pcs[r->depth - 1];
+  }
+  snprintf(c->thread, sizeof c->thread, "%s", r->thread);
+}
+
+static void count_samples(const cprof__trace_rec_t *r, void *ctx) {
+  *(long *)ctx += r->kind == CPROF__TRACE_CPU_SAMPLE && r->tid == 4000000;
+}
+
+/* Samples handed over by the CPU recording's drains come back among their
+ * thread's events, in time order; a thread that only ran comes after, its
+ * stack cut to CPROF__TRACE_CPU_FRAMES; nothing outside a trace is kept;
+ * a full store counts what it dropped. */
+static void cpu_samples(void) {
+  uintptr_t pcs[100];
+  for (int i = 0; i < 100; i++)
+    pcs[i] = 0x1000 + (uintptr_t)i;
+  pid_t me = gettid_(), other = 4000000;      /* above pid_max's limit: no such thread */
+  cprof__trace_cpu_sample(me, now(), pcs, 3); /* no trace: not kept */
+  CHECK_EQ_INT(cprof__trace_begin(BUFFER), 0);
+  int64_t t0 = now();
+  cprof_region_begin("a");
+  int64_t t1 = now();
+  cprof_region_end();
+  int64_t t2 = now();
+  cprof__trace_cpu_sample(me, t1, pcs + 1, 3); /* drained out of order */
+  cprof__trace_cpu_sample(other, t1, pcs, 100);
+  cprof__trace_cpu_sample(me, t0 - 1, pcs, 3);
+  cprof__trace_cpu_sample(me, t2 + 1, pcs + 2, 3);
+  cprof__trace_cpu_sample(me, t2 + 2, pcs, 0); /* no stack: not kept */
+  uint64_t dropped = ~0ULL;
+  n_cs = 0;
+  cprof__trace_end(collect_all, NULL, &dropped);
+  cprof__trace_cpu_sample(me, now(), pcs, 3); /* after: not kept */
+  CHECK_EQ_INT((int)dropped, 0);
+  int kinds[] = {CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_BEGIN, CPROF__TRACE_CPU_SAMPLE,
+                 CPROF__TRACE_REGION_END, CPROF__TRACE_CPU_SAMPLE,   CPROF__TRACE_CPU_SAMPLE};
+  uintptr_t firsts[] = {0x1000, 0, 0x1001, 0, 0x1002, 0x1000};
+  CHECK_EQ_INT(n_cs, 6);
+  for (int i = 0; i < n_cs && i < 6; i++) {
+    CHECK_EQ_INT(cs[i].kind, kinds[i]);
+    CHECK_EQ_INT(cs[i].tid, i < 5 ? me : other);
+    CHECK(cs[i].first == firsts[i]);
+    CHECK(i == 0 || cs[i].ts >= cs[i - 1].ts || i == 5);
+  }
+  if (n_cs == 6) {
+    CHECK_EQ_INT(cs[5].depth, CPROF__TRACE_CPU_FRAMES);
+    CHECK(cs[5].last == 0x1000 + CPROF__TRACE_CPU_FRAMES - 1);
+    CHECK_EQ_STR(cs[5].thread, "");
+    CHECK_EQ_INT(cs[2].depth, 3);
+  }
+
+  /* A full store: what does not fit is counted. */
+  CHECK_EQ_INT(cprof__trace_begin(BUFFER), 0);
+  int fed = 40000;
+  for (int i = 0; i < fed; i++)
+    cprof__trace_cpu_sample(other, t0 + i, pcs, 100);
+  long handed = 0;
+  cprof__trace_end(count_samples, &handed, &dropped);
+  CHECK(handed > 0 && dropped > 0);
+  CHECK_EQ_INT((int)dropped, fed - (int)handed);
+}
+
 int main(void) {
+  cpu_samples();
   nothing_listening();
   one_at_a_time();
   nested_regions();

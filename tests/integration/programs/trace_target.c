@@ -7,6 +7,7 @@
  *   holder     holds the mutex 30 ms at a time, 10 ms apart
  *   contender  takes the same mutex every 5 ms: it waits
  *   brief      a thread started every 250 ms that lives 20 ms
+ *   burner     computes in burn() 20 ms at a time, 20 ms apart
  *
  *   trace_target SECONDS
  *
@@ -127,6 +128,33 @@ static void *contender(void *arg) {
   return NULL;
 }
 
+/* Spins for ms of CPU time: the function a trace's CPU samples name. */
+__attribute__((noinline)) static unsigned long burn(long ms) {
+  struct timespec t;
+  long long until;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  until = t.tv_sec * 1000000000LL + t.tv_nsec + ms * 1000000LL;
+  unsigned long x = 1;
+  for (;;) {
+    for (int i = 0; i < 10000; i++)
+      x = x * 6364136223846793005UL + 1442695040888963407UL;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    if (t.tv_sec * 1000000000LL + t.tv_nsec >= until)
+      return x;
+  }
+}
+
+static void *burner(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "burner");
+  volatile unsigned long sink = 0;
+  while (!atomic_load(&stop)) {
+    sink += burn(20);
+    sleep_ms(20);
+  }
+  return NULL;
+}
+
 static void *brief(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "brief");
@@ -136,9 +164,9 @@ static void *brief(void *arg) {
 
 int main(int argc, char **argv) {
   int seconds = argc > 1 ? atoi(argv[1]) : 10;
-  void *(*fns[])(void *) = {regions, task_a, task_b, holder, contender};
-  pthread_t t[5];
-  for (int i = 0; i < 5; i++)
+  void *(*fns[])(void *) = {regions, task_a, task_b, holder, contender, burner};
+  pthread_t t[6];
+  for (int i = 0; i < 6; i++)
     pthread_create(&t[i], NULL, fns[i], NULL);
   printf("mutex %p\nready\n", (void *)&mu);
   fflush(stdout);
@@ -150,7 +178,7 @@ int main(int argc, char **argv) {
     sleep_ms(230);
   }
   atomic_store(&stop, 1);
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     pthread_join(t[i], NULL);
   return 0;
 }
