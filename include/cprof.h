@@ -231,9 +231,12 @@ CPROF_EXTERN long cprof_set_heap_rate(long bytes);
 
 /* Writes the profile of that name to fd, as Go's
  * pprof.Lookup(name).WriteTo(w, debug): "goroutine" (or "threads"),
- * "threadcreate", "heap", "allocs", "block", "mutex", or a custom profile.
- * debug 0 is gzip-compressed profile.proto; 1 the legacy text; 2, for
- * goroutine, every thread's stack. Returns 0; -ENOENT for an unknown name;
+ * "threadcreate", "heap", "allocs", "block", "mutex", "wall", or a custom
+ * profile. debug 0 is gzip-compressed profile.proto; 1 the legacy text; 2,
+ * for goroutine, every thread's stack. "wall" is a recording: the call
+ * samples every thread for the next second (at 50 Hz, within
+ * CPROF_WALL_BUDGET) and returns, and it is profile.proto whatever the
+ * debug, as /debug/pprof/wall is. Returns 0; -ENOENT for an unknown name;
  * -EINVAL for a NULL name or a negative debug; -EBADF or another write(2)
  * error for fd; -ENOMEM. Thread-safe; usable before cprof_start and after
  * cprof_stop (a profile whose sampler is off is written empty). */

@@ -137,7 +137,12 @@ static void serve_index(cprof_response_t *resp) {
   cprof__index_row_t rows[CPROF_MAX_PROFILES_REGISTERED + NENDPOINTS];
   int n = 0, i = 0, e = 0;
   while (i < np || e < NENDPOINTS) {
-    if (e == NENDPOINTS || (i < np && strcmp(profiles[i]->name, endpoints[e].name) < 0)) {
+    int order = i == np ? 1 : e == NENDPOINTS ? -1 : strcmp(profiles[i]->name, endpoints[e].name);
+    if (order == 0) { /* wall: its endpoint's row, which links to its route */
+      i++;
+      continue;
+    }
+    if (order < 0) {
       const cprof__profile_t *p = profiles[i++];
       rows[n++] = (cprof__index_row_t){p->name, p->desc ? p->desc : "", p->ops->count(p),
                                        "debug=1", p->ops->off ? p->ops->off(p) : NULL};

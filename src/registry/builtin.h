@@ -10,5 +10,6 @@ extern const cprof__profile_t cprof__allocs_profile;       /* heap_profile.c */
 extern const cprof__profile_t cprof__block_profile;        /* contention_profile.c */
 extern const cprof__profile_t cprof__mutex_profile;        /* contention_profile.c */
 extern const cprof__profile_t cprof__threadcreate_profile; /* contention_profile.c */
+extern const cprof__profile_t cprof__wall_profile;         /* wall_profile.c */
 
 #endif

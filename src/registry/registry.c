@@ -13,8 +13,9 @@ static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 static const cprof__profile_t *profiles[CPROF_MAX_PROFILES_REGISTERED]; /* sorted by name */
 static int nprofiles;
 
-/* Paths under /debug/pprof/ that are endpoints but not profiles of the
- * registry; a custom profile may not take them. */
+/* Paths under /debug/pprof/ that are endpoints of their own; a custom
+ * profile may not take them. (The built-in wall profile is one too: its
+ * endpoint takes hz, its registry entry serves cprof_profile_write.) */
 static const char *const reserved[] = {"cmdline", "profile", "symbol", "threads", "trace", "wall",
                                        "ui"};
 
@@ -27,10 +28,10 @@ int cprof__registry_name_ok(const char *name) {
   return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int add_locked(const cprof__profile_t *p) {
+static int add_locked(const cprof__profile_t *p, int builtin) {
   if (!p || !p->ops || !cprof__registry_name_ok(p->name))
     return -EINVAL;
-  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0] && !builtin; i++)
     if (strcmp(p->name, reserved[i]) == 0)
       return -EEXIST;
   int at = 0;
@@ -46,16 +47,18 @@ static int add_locked(const cprof__profile_t *p) {
   return 0;
 }
 
-int cprof__registry_add_builtin(const cprof__profile_t *p) {
+static int add(const cprof__profile_t *p, int builtin) {
   pthread_mutex_lock(&lock);
-  int rc = add_locked(p);
+  int rc = add_locked(p, builtin);
   pthread_mutex_unlock(&lock);
   return rc;
 }
 
+int cprof__registry_add_builtin(const cprof__profile_t *p) { return add(p, 1); }
+
 int cprof__registry_add(const cprof__profile_t *p) {
   pthread_once(&builtins_once, cprof__builtin_register);
-  return cprof__registry_add_builtin(p);
+  return add(p, 0);
 }
 
 const cprof__profile_t *cprof__registry_lookup(const char *name) {

@@ -4,12 +4,19 @@
 #include "registry/wall_profile.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/config.h"
+#include "core/fds.h"
 #include "profile/builder.h"
+#include "registry/builtin.h"
+#include "sample/heap.h"
+#include "sample/threads.h"
 
 /* The calls threads wait in, by the names strace gives them. */
 static const struct {
@@ -89,3 +96,101 @@ int cprof__wall_profile_take(const cprof__wall_opts_t *o, cprof__buf_t *out,
   cprof__builder_free(b);
   return err;
 }
+
+/* ---- In the registry ----
+ *
+ * For cprof_profile_write("wall") and whoever lists the registry. A wall
+ * profile is a recording, not a state to snapshot: its snapshot records
+ * the next WRITE_SECONDS at the default rate and the configured budget,
+ * and its writer writes that, profile.proto whatever the debug (as the
+ * CPU profile has one format). The sampling keeps /proc files open while
+ * it runs, so on a thread of the program's (cprof_profile_write) it runs
+ * on a thread of cprof's own, in a descriptor table of its own, and the
+ * caller waits for it: the program's descriptor numbers are untouched.
+ * /debug/pprof/wall (http/wall.c) takes seconds and hz of its own. */
+#define WRITE_SECONDS 1
+
+typedef struct recorded {
+  cprof__wall_opts_t o;
+  cprof__buf_t out;
+  cprof__wall_result_t res;
+  int err;
+} recorded_t;
+
+static void *record_apart(void *arg) {
+  recorded_t *r = arg;
+  pthread_setname_np(pthread_self(), "cprof-wall");
+  r->err = cprof__fds_unshare();
+  if (!r->err)
+    r->err = cprof__wall_profile_take(&r->o, &r->out, &r->res);
+  return NULL;
+}
+
+static int snapshot(const cprof__profile_t *p, void **out) {
+  (void)p;
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  recorded_t *r = calloc(1, sizeof *r);
+  if (!r)
+    return -ENOMEM;
+  r->o = (cprof__wall_opts_t){.hz = CPROF_WALL_DEFAULT_HZ,
+                              .duration_ms = WRITE_SECONDS * 1000,
+                              .budget = cfg.wall_budget,
+                              .how = cfg.unwind};
+  cprof__buf_init(&r->out);
+  if (cprof__fds_in_own_table()) {
+    r->err = cprof__wall_profile_take(&r->o, &r->out, &r->res);
+  } else {
+    /* Created as cprof's own: every signal blocked, nothing sampled. */
+    pthread_t t;
+    cprof__heap_guard_enter();
+    int err = pthread_create(&t, NULL, record_apart, r);
+    cprof__heap_guard_leave();
+    if (err)
+      r->err = -err;
+    else
+      pthread_join(t, NULL);
+  }
+  int err = r->err ? r->err : r->out.failed ? -ENOMEM : 0;
+  if (err) {
+    cprof__buf_free(&r->out);
+    free(r);
+    return err;
+  }
+  *out = r;
+  return 0;
+}
+
+static void release(const cprof__profile_t *p, void *snap) {
+  (void)p;
+  recorded_t *r = snap;
+  cprof__buf_free(&r->out);
+  free(r);
+}
+
+static int write(const cprof__profile_t *p, void *now, void *base, int debug, int64_t duration_ns,
+                 cprof__buf_t *out) {
+  (void)p;
+  (void)debug;
+  (void)duration_ns;
+  if (base)
+    return -EINVAL; /* a recording has no delta */
+  const recorded_t *r = now;
+  cprof__buf_append(out, r->out.data, r->out.len);
+  return 0;
+}
+
+static long count(const cprof__profile_t *p) {
+  (void)p;
+  return cprof__threads_count();
+}
+
+static const cprof__profile_ops_t ops = {count, snapshot, release, write, NULL};
+
+const cprof__profile_t cprof__wall_profile = {
+    .name = "wall",
+    .desc = "Wall-clock profile: every thread's stack, running or waiting, over the seconds "
+            "given (one for cprof_profile_write)",
+    .failure = "could not take the wall-clock profile",
+    .ops = &ops,
+};

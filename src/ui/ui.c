@@ -55,9 +55,7 @@ static void serve_profiles(cprof_response_t *resp) {
     cprof__buf_puts(&b, "},\n");
   }
   cprof__buf_puts(&b, "{\"name\":\"" CPU_NAME "\",\"desc\":\"CPU profile over the seconds given\","
-                      "\"count\":0,\"off\":null},\n"
-                      "{\"name\":\"" WALL_NAME "\",\"desc\":\"Wall-clock profile over the seconds "
-                      "given: every thread, running or waiting\",\"count\":0,\"off\":null}]\n");
+                      "\"count\":0,\"off\":null}]\n");
   cprof__resp_body(resp, CPROF_JSON, &b);
 }
 

@@ -18,11 +18,14 @@ for p in goroutine:goroutine/count threadcreate:threadcreate/count \
   "heap:alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes[dflt]" \
   "allocs:alloc_objects/count alloc_space/bytes[dflt] inuse_objects/count inuse_space/bytes" \
   "block:contentions/count delay/nanoseconds" "mutex:contentions/count delay/nanoseconds" \
-  connections:connections/count; do
+  connections:connections/count "wall:samples/count wall/nanoseconds"; do
   name=${p%%:*} want=${p#*:}
   got=$(types "$name" | tr -s ' ' | sed 's/^ //;s/ $//')
   check "$name.pb.gz: sample types $want (got: $got)" [ "$got" = "$want" ]
 done
+pprof -tags "$D/wall.pb.gz" >"$T/wall.tags" || fail "go tool pprof -tags reads wall.pb.gz"
+check "wall.pb.gz: threads asleep, labelled with their state and call" \
+  eval 'has "$T/wall.tags" " sleeping$" && has "$T/wall.tags" "^ *syscall: "'
 check "heap.txt: Go's legacy heap text" has "$D/heap.txt" '^heap profile: '
 check "goroutine.txt: Go's count text" has "$D/goroutine.txt" '^goroutine profile: total [0-9]+$'
 check "threads.txt (debug=2): every thread's stack" has "$D/threads.txt" '^thread [0-9]+ ".*" \[.*\]:$'

@@ -61,6 +61,8 @@ int main(void) {
   CHECK_EQ_INT(cprof__registry_add(&heap2), -EEXIST);
   static const cprof__profile_t symbol = {"symbol", "", "", &ops, NULL};
   CHECK_EQ_INT(cprof__registry_add(&symbol), -EEXIST);
+  static const cprof__profile_t wall = {"wall", "", "", &ops, NULL}; /* the built-in's */
+  CHECK_EQ_INT(cprof__registry_add(&wall), -EEXIST);
   static const cprof__profile_t bad = {"no/slash", "", "", &ops, NULL};
   CHECK_EQ_INT(cprof__registry_add(&bad), -EINVAL);
   CHECK(cprof__registry_lookup("zz_fake") == &fake);
@@ -68,9 +70,10 @@ int main(void) {
   /* Sorted by name, built-ins and added alike. */
   const cprof__profile_t *list[CPROF_MAX_PROFILES_REGISTERED];
   int n = cprof__registry_list(list, CPROF_MAX_PROFILES_REGISTERED);
-  CHECK_EQ_INT(n, 7);
-  const char *want[] = {"allocs", "block", "goroutine", "heap", "mutex", "threadcreate", "zz_fake"};
-  for (int i = 0; i < n && i < 7; i++)
+  CHECK_EQ_INT(n, 8);
+  const char *want[] = {"allocs", "block",        "goroutine", "heap",
+                        "mutex",  "threadcreate", "wall",      "zz_fake"};
+  for (int i = 0; i < n && i < 8; i++)
     CHECK_EQ_STR(list[i]->name, want[i]);
   CHECK_EQ_INT(cprof__registry_list(list, 2), 2);
 

@@ -182,6 +182,15 @@ int main(int argc, char **argv) {
     write_to(dir, names[i], 1, file);
   }
   write_to(dir, "threads", 2, "threads.txt");
+  /* The wall profile records a second, on a thread of cprof's own with
+   * descriptors of its own: the program's next descriptor is the same
+   * before and after. */
+  int before = open("/dev/null", O_RDONLY);
+  close(before);
+  write_to(dir, "wall", 0, "wall.pb.gz");
+  int after = open("/dev/null", O_RDONLY);
+  close(after);
+  CHECK_EQ_INT(after, before);
 
   if (check_result("library_api") != 0)
     return 1;
