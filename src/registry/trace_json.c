@@ -299,7 +299,7 @@ int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped, const cha
     task_event(j, "e", name ? name : "task", j->ends[i].id, j->ends[i].tid, j->ends[i].ts);
   }
   cprof__buf_printf(j->out,
-                    "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped\":%llu,"
+                    "\n],\"otherData\":{\"dropped\":%llu,"
                     "\"duration_us\":%.3f,\"clock\":\"CLOCK_MONOTONIC\",\"start_ns\":%lld",
                     (unsigned long long)dropped, (double)(j->end_ns - j->start_ns) / 1000.0,
                     (long long)j->start_ns);

@@ -1,7 +1,12 @@
 /* The execution trace as Chrome Trace Event JSON (the "JSON Object
- * Format": {"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
- * {...}}), which Perfetto UI and chrome://tracing open. A consumer of the
- * events cprof__trace_end hands out (sample/trace.h); it knows no HTTP.
+ * Format": {"traceEvents": [...], "otherData": {...}}), which Perfetto UI
+ * and chrome://tracing open. A consumer of the events cprof__trace_end
+ * hands out (sample/trace.h); it knows no HTTP.
+ *
+ * No "displayTimeUnit": the format says it only chooses how times are
+ * shown, but Perfetto's importer takes it for the unit of ts and dur, and
+ * a trace written in µs with "ms" there opens 1000 times too long (google/
+ * perfetto issue 274). Without it every viewer reads µs.
  *
  * What becomes what, per thread (pid: the process, tid: the thread):
  * - the thread's name: a metadata event (ph "M", "thread_name");

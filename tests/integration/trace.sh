@@ -36,7 +36,8 @@ def need(cond, what):
     global ok
     print(("ok  " if cond else "BAD ") + what)
     ok = ok and bool(cond)
-need(d.get("displayTimeUnit") == "ms" and d["otherData"]["dropped"] == 0, "displayTimeUnit, nothing dropped")
+# No displayTimeUnit: Perfetto would take it for the unit of ts.
+need("displayTimeUnit" not in d and d["otherData"]["dropped"] == 0, "no displayTimeUnit, nothing dropped")
 bad = [e for e in ev if not all(k in e for k in ("ph", "ts", "pid", "tid", "name"))
        or (e["ph"] == "X" and "dur" not in e)]
 need(ev and not bad, "%d events, each with ph ts pid tid name (dur for X): %s" % (len(ev), bad[:2]))
