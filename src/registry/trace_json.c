@@ -286,7 +286,11 @@ void cprof__trace_json_add(const cprof__trace_rec_t *r, void *ctx) {
 
 void cprof__trace_json_counter(cprof__trace_json_t *j, const char *name, const char *series,
                                int64_t ts, double value) {
-  event_start(j, "C", name, 0, ts < j->start_ns ? j->start_ns : ts);
+  /* Not at the trace's start itself but 1 ns after it: Perfetto v20's
+   * trace processor (VALUE_AT_MAX_TS, which its counter tracks draw with)
+   * never takes a value at time 0, and its UI stops drawing at the first
+   * sample's track. */
+  event_start(j, "C", name, 0, ts <= j->start_ns ? j->start_ns + 1 : ts);
   cprof__buf_puts(j->out, ",\"args\":{");
   put_string(j->out, series);
   cprof__buf_printf(j->out, ":%.0f}}", value);

@@ -25,7 +25,8 @@
  *   functions as frames of their own, as in the profiles); samples outside
  *   the trace's span are left out;
  * - a counter (cprof__trace_json_counter): a counter event (ph "C"), one
- *   track per name, on the process.
+ *   track per name, on the process; a value read at the trace's start
+ *   is put 1 ns after it (Perfetto v20 drops a counter's value at 0).
  * Timestamps are µs from the trace's start, printed with ns precision. */
 #ifndef CPROF_REGISTRY_TRACE_JSON_H
 #define CPROF_REGISTRY_TRACE_JSON_H

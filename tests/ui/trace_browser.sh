@@ -5,6 +5,9 @@
 # ships it) and checks that each thread is a track with the file's regions,
 # lock waits, logs and tasks, and that a few milliseconds of it show the
 # demo's names. The screenshot goes to $CPROF_BUILD_DIR/artifacts/trace.png.
+# Then the same trace in Perfetto UI (the v20 build the package ships,
+# tests/ui/trace_perfetto.py), checked through Perfetto's trace processor;
+# its screenshot goes to artifacts/perfetto.png.
 . "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
 
 if ! command -v chromedriver >/dev/null || ! [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
@@ -22,6 +25,9 @@ mv "$T/body" "$T/trace.json"
 mkdir -p "$B/artifacts"
 check "the trace viewer shows the demo's threads, regions, tasks and lock waits" \
   python3 "$CPROF_SOURCE_DIR/tests/ui/trace_browser.py" "$T/trace.json" "$T/shots" \
+  checksum sort "critical section" refill "mutex wait"
+check "Perfetto UI shows the demo's threads, regions, lock waits and counters" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/trace_browser.py" --perfetto "$T/trace.json" "$T/shots" \
   checksum sort "critical section" refill "mutex wait"
 cp "$T"/shots/*.png "$B/artifacts/" 2>/dev/null || true
 finish
