@@ -41,6 +41,7 @@
 #include "sample/cpu.h"
 #include "sample/heap.h"
 #include "sample/labels.h"
+#include "sample/threads.h"
 #include "sample/trace.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -180,6 +181,8 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     cprof__heap_guard_enter();
     free(s);
     cprof__heap_guard_leave();
+  } else {
+    cprof__threads_born();
   }
   return rc;
 }

@@ -194,6 +194,11 @@ int cprof__threads_init(void) {
 
 int cprof__threads_signal(void) { return signo; }
 
+/* Threads created since the process began (cprof__threads_born). */
+static uint64_t births;
+
+void cprof__threads_born(void) { __atomic_add_fetch(&births, 1, __ATOMIC_RELAXED); }
+
 /* The ids in d, read from its start. */
 static int list_dir(DIR *d, pid_t **out) {
   rewinddir(d);
@@ -330,37 +335,60 @@ static int same_place(const in_kernel_t *a, const in_kernel_t *b) {
 
 /* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
  * for UNREADABLE, t says why. */
+/* The numbers of a syscall file, "NR a0 .. a5 SP PC" or "-1 SP PC": how
+ * many were read (at most max). By hand: sscanf was a tenth of a tick. */
+static int parse_numbers(const char *s, long long *v, int max) {
+  int n = 0;
+  while (n < max) {
+    while (*s == ' ')
+      s++;
+    char *end;
+    errno = 0;
+    v[n] = n == 0 ? strtoll(s, &end, 10) : (long long)strtoull(s, &end, 16);
+    if (end == s || errno)
+      break;
+    n++;
+    s = end;
+  }
+  return n;
+}
+
 static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t, int *fd) {
   char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  path[0] = '\0';
   int n = -EBADF;
-  if (fd && *fd < 0)
+  if (fd && *fd < 0) {
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
     *fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
   if (fd && *fd >= 0) { /* read again from the start, the file made anew */
     ssize_t got = pread(*fd, buf, sizeof buf - 1, 0);
     n = got < 0 ? -errno : (int)got;
     if (n >= 0)
       buf[n] = '\0';
   }
-  if (n == -EBADF) /* none kept, or it went (the program closed it) */
+  if (n == -EBADF) { /* none kept, or it went (the program closed it) */
+    if (!path[0])
+      snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
     n = read_small(path, buf, sizeof buf);
+  }
   if (n >= 0 && strncmp(buf, "running", 7) == 0)
     return RUNNING;
   if (n >= 0) {
-    unsigned long long a[6], sp, pc;
-    int got = sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &k->nr, &a[0], &a[1],
-                     &a[2], &a[3], &a[4], &a[5], &sp, &pc);
+    long long v[9];
+    int got = parse_numbers(buf, v, 9);
+    k->nr = got > 0 ? (long)v[0] : 0;
     if (got == 3 && k->nr == -1) { /* "-1 sp pc" */
-      sp = a[0];
-      pc = a[1];
-    } else if (got != 9) {
+      k->sp = (uintptr_t)v[1];
+      k->pc = (uintptr_t)v[2];
+    } else if (got == 9) {
+      k->sp = (uintptr_t)v[7];
+      k->pc = (uintptr_t)v[8];
+    } else {
       n = -EPROTO;
     }
-    if (n >= 0) {
-      k->sp = (uintptr_t)sp;
-      k->pc = (uintptr_t)pc;
+    if (n >= 0)
       return k->sp == 0 && k->pc == 0 ? NO_USER : IN_KERNEL;
-    }
   }
   if (n == -ENOENT || n == -ESRCH)
     return EXITED;
@@ -400,6 +428,9 @@ struct cprof__threads_cache {
   cprof__maps_t maps;
   int have_maps;
   DIR *task;         /* /proc/self/task, kept open: read from its start each time */
+  uint64_t births;   /* cprof__threads_born's count when it was last read */
+  int64_t listed_ns; /* CLOCK_MONOTONIC when it was last read */
+  int64_t answers_ns; /* how long the running threads took to answer, last time */
   int64_t maps_ns;   /* CLOCK_MONOTONIC when read */
   int depth;         /* frames each entry holds */
   uint32_t modules;  /* the module generation the stacks are of */
@@ -486,7 +517,12 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
       }
       if (m > 0)
         return BLOCKED;
-      /* The last look, just before the signal goes. */
+      /* The mask believed from before: the look above was microseconds
+       * ago, as close to the signal as a second look would be. */
+      if (fresh)
+        return ASK;
+      /* The last look, just before the signal goes: reading the mask took
+       * a while. */
       where = where_is(tid, &k, t, fd);
       if (where == RUNNING)
         return ASK;
@@ -554,10 +590,17 @@ static int ensure_slots(int n, int depth) {
 
 /* Waits until every thread asked has answered or timeout_ms has passed;
  * then the threads that never started to answer are LATE. */
-static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms) {
-  int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
-  long pause_ns = 50000;
-  for (;;) {
+/* Waits for the answers, and returns how long they took (ns). The first
+ * pause is `expect` ns when given: each pause is a context switch, which
+ * on a VM costs as much as asking a thread, and answers from threads that
+ * wait their turn for a CPU take about as long from one capture to the
+ * next. */
+static int64_t await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms,
+                             int64_t expect) {
+  int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
+  int64_t deadline = start / 1000000 + timeout_ms;
+  long pause_ns = expect > 50000 ? (long)(expect < 5000000 ? expect : 5000000) : 50000;
+  for (int first = 1;; first = 0) {
     int waiting = 0;
     for (int i = 0; i < n; i++) {
       uint64_t st = __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE);
@@ -565,7 +608,7 @@ static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_
         waiting++;
     }
     if (!waiting)
-      return;
+      return cprof__now_ns(CLOCK_MONOTONIC) - start;
     if (cprof__now_ms(CLOCK_MONOTONIC) >= deadline) {
       for (int i = 0; i < n; i++) {
         uint64_t expect = STATE(gen, PENDING);
@@ -581,6 +624,8 @@ static void await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_
      * to run may take many milliseconds, and looking often costs. */
     struct timespec ts = {0, pause_ns};
     nanosleep(&ts, NULL);
+    if (first)
+      pause_ns = 50000;
     pause_ns = pause_ns * 2 < 5000000 ? pause_ns * 2 : 5000000;
   }
 }
@@ -768,9 +813,31 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   const cprof__maps_t *maps = &fresh;
   if (c && !c->task)
     c->task = opendir("/proc/self/task");
-  int n = c && c->task ? list_dir(c->task, &tids) : cprof__threads_list(&tids);
-  if (n < 0)
-    return n;
+  int n = -1;
+  uint64_t born = __atomic_load_n(&births, __ATOMIC_RELAXED);
+  int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
+  if (c && c->n > 0 && born == c->births && now - c->listed_ns < 1000000000LL &&
+      (tids = malloc((size_t)c->n * sizeof *tids)) != NULL) {
+    /* No thread born since the last list: the threads of the last dump. */
+    for (n = 0; n < c->n; n++)
+      tids[n] = c->v[n].tid;
+  } else {
+    n = c && c->task ? list_dir(c->task, &tids) : cprof__threads_list(&tids);
+    if (n < 0)
+      return n;
+    if (c) {
+      c->births = born;
+      c->listed_ns = now;
+    }
+  }
+  if (c) { /* the capturing thread is left out: see threads.h */
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+      if (tids[i] != me)
+        tids[kept++] = tids[i];
+    n = kept;
+  }
   qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the dump's order, and the cache's */
   int err = 0;
   if (c && c->have_maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
@@ -857,7 +924,12 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   }
   if (sym)
     cprof__symbolizer_release(sym);
-  await_answers(gen, n, mode, timeout_ms);
+  int asked = 0;
+  for (int i = 0; i < n; i++)
+    asked += mode[i] == ASK;
+  int64_t took = await_answers(gen, n, mode, timeout_ms, c ? c->answers_ns * 3 / 4 : 0);
+  if (c && asked)
+    c->answers_ns = took;
   if (can_signal)
     cprof__signal_use_end(signo);
   __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);

@@ -69,7 +69,15 @@ cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, p
  * keeps its last stack without being unwound again, and a thread seen
  * before keeps its name: one read of /proc/self/task/TID/syscall is then
  * all it costs. A thread that was not asleep, or that moved, is captured
- * as cprof__threads_capture does. For one capturing thread at a time. */
+ * as cprof__threads_capture does. For one capturing thread at a time.
+ *
+ * The capturing thread is left out (it would be the same stack, the
+ * capture's, every time, and unwinding it costs).
+ *
+ * The list of threads is kept too: /proc/self/task is read again only when
+ * a thread was created since (cprof__threads_born) or a second has passed
+ * (threads made by clone(2) directly are not counted). A thread that
+ * exited is seen at its first look. */
 typedef struct cprof__threads_cache cprof__threads_cache_t;
 cprof__threads_cache_t *cprof__threads_cache_new(void);
 void cprof__threads_cache_free(cprof__threads_cache_t *c);
@@ -78,6 +86,10 @@ void cprof__threads_cache_free(cprof__threads_cache_t *c);
  * /proc's letter. */
 int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
                                   cprof__thread_dump_t *out);
+
+/* A thread was created: called by the pthread_create wrapper
+ * (interpose/thread_start.c) once the thread exists. Async-signal-safe. */
+void cprof__threads_born(void);
 
 /* The ids of the process's threads now, from /proc/self/task: returns the
  * count and a malloc'd array in *out, or a negative errno (and no array:

@@ -9,8 +9,8 @@
  *
  * Each thread of a tick weighs the wall time since the tick before, so a
  * thread's total is the time sampled, however late a tick came. The
- * sampling thread itself is left out: at every tick it is the one
- * running, taking the capture.
+ * sampling thread itself is left out (the capture with a cache leaves out
+ * its caller): at every tick it is the one running, taking the capture.
  *
  * Regions (cprof_region_begin): while it samples, threads track their open
  * regions, and each thread's innermost goes with its stack of the tick.
@@ -44,6 +44,8 @@ static void put_region(pid_t tid, const char *innermost, int depth, void *ctx) {
     snprintf(t->region, sizeof t->region, "%s", innermost);
 }
 
+#define ASK_EVERY_NS 100000000LL
+
 static int sleep_plainly(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -61,8 +63,8 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   int hz = o->hz, err = 0;
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
   int64_t next = start, last = start - 1000000000LL / hz;
-  pid_t me = (pid_t)syscall(SYS_gettid);
   double recent = 0; /* ns of CPU a tick, lately */
+  int64_t asked = start;
   for (;;) {
     int64_t cpu0 = thread_cpu_ns();
     cprof__thread_dump_t d;
@@ -73,8 +75,6 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     last = now;
     cprof__regions_each(put_region, &d);
     for (int i = 0; i < d.n && !err; i++) {
-      if (d.v[i].tid == me) /* at every tick it is the one running: the capture */
-        continue;
       err = o->sink(o->arg, &d.v[i], weight);
       res->reused += d.v[i].reused;
     }
@@ -104,7 +104,13 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     if (next >= end)
       break;
     long ms = (long)((next - now + 999999) / 1000000);
-    if (ms > 0 && (o->wait ? o->wait(o->ctx, ms) : sleep_plainly(ms)) != 0) {
+    /* Whether the client went away is asked every ASK_EVERY_NS, not at
+     * every tick: the asking (a poll of its socket) was a twentieth of a
+     * tick's cost. */
+    int ask = o->wait && now - asked >= ASK_EVERY_NS;
+    if (ask)
+      asked = now;
+    if (ms > 0 && (ask ? o->wait(o->ctx, ms) : sleep_plainly(ms)) != 0) {
       err = -ECANCELED;
       break;
     }

@@ -21,7 +21,8 @@ typedef struct cprof__wall_opts {
   double budget;    /* the most of one core the sampling thread may use, e.g. 0.02 */
   cprof__unwinder_t how;
   /* Sleeps ms, returning non-zero when the wait was cut short (the client
-   * went away); NULL sleeps plainly. */
+   * went away); called at most every 100 ms, the ticks between sleep
+   * plainly; NULL sleeps plainly. */
   int (*wait)(void *ctx, long ms);
   void *ctx;
   /* Called for every thread of every tick, on the sampling thread: t as
