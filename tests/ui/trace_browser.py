@@ -119,8 +119,8 @@ return out;"""
 
 # Shows [a, b] ms of the file's clock in the track area, as the viewer's
 # own initial view does (tr.ui.TimelineTrackView.setInitialViewport_); the
-# viewer moved its clock so that the first event is at 0. Returns the titles of
-# the title of the slice it selects.
+# viewer moved its clock so that the first event is at 0. Returns the title
+# of the slice it selects.
 ZOOM = """
 var pv = document.querySelector('x-profiling-view');
 var shift = pv.timelineView.model.timestampShiftToZeroAmount_;
