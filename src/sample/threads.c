@@ -333,8 +333,6 @@ static int same_place(const in_kernel_t *a, const in_kernel_t *b) {
   return a->nr == b->nr && a->sp == b->sp && a->pc == b->pc;
 }
 
-/* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
- * for UNREADABLE, t says why. */
 /* The numbers of a syscall file, "NR a0 .. a5 SP PC" or "-1 SP PC": how
  * many were read (at most max). By hand: sscanf was a tenth of a tick. */
 static int parse_numbers(const char *s, long long *v, int max) {
@@ -353,6 +351,8 @@ static int parse_numbers(const char *s, long long *v, int max) {
   return n;
 }
 
+/* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
+ * for UNREADABLE, t says why. */
 static int where_is(pid_t tid, in_kernel_t *k, cprof__thread_stack_t *t, int *fd) {
   char path[64], buf[256];
   path[0] = '\0';
@@ -589,17 +589,16 @@ static int ensure_slots(int n, int depth) {
 }
 
 /* Waits until every thread asked has answered or timeout_ms has passed;
- * then the threads that never started to answer are LATE. */
-/* Waits for the answers, and returns how long they took (ns). The first
- * pause is `expect` ns when given: each pause is a context switch, which
- * on a VM costs as much as asking a thread, and answers from threads that
- * wait their turn for a CPU take about as long from one capture to the
- * next. */
+ * then the threads that never started to answer are LATE. Returns how
+ * long that took (ns). The first pause is hint_ns when given (the last
+ * capture's wait, say): each pause is a context switch, which on a VM
+ * costs as much as asking a thread, and threads that wait their turn for
+ * a CPU take about as long to answer from one capture to the next. */
 static int64_t await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms,
-                             int64_t expect) {
+                             int64_t hint_ns) {
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
   int64_t deadline = start / 1000000 + timeout_ms;
-  long pause_ns = expect > 50000 ? (long)(expect < 5000000 ? expect : 5000000) : 50000;
+  long pause_ns = hint_ns > 50000 ? (long)(hint_ns < 5000000 ? hint_ns : 5000000) : 50000;
   for (int first = 1;; first = 0) {
     int waiting = 0;
     for (int i = 0; i < n; i++) {

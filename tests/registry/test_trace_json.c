@@ -2,13 +2,15 @@
  * strings escaped, regions nested, an end without its begin starting at
  * the trace's start, a region open at the end running to it, a task that
  * ends on another thread (its end handed out first), logs, lock waits,
- * thread starts, and the dropped count. */
+ * thread starts, and the dropped count; CPU samples named for the
+ * function they ran in, with their stacks, and counters. */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
 #include "core/buf.h"
 #include "registry/trace_json.h"
+#include "unwind/pc.h"
 
 #define T0 1000000000LL /* the trace's start, ns */
 #define T1 1002000000LL /* its end: 2 ms later */
@@ -24,6 +26,9 @@ static cprof__trace_rec_t rec(pid_t tid, const char *thread, int kind, int64_t t
                               .s1 = s1 ? s1 : "",
                               .s2 = s2 ? s2 : ""};
 }
+
+/* A function of this program's for a CPU sample's stack to name. */
+__attribute__((noinline)) int traced_hot(int x) { return x * 3 + 1; }
 
 static int has(const char *text, const char *want) {
   if (strstr(text, want))
@@ -67,7 +72,7 @@ int main(void) {
   const char *s = out.data;
 
   CHECK(has(s, "{\"traceEvents\":["));
-  CHECK(!has(s, "displayTimeUnit")); /* Perfetto takes it for the unit of ts */
+  CHECK(!strstr(s, "displayTimeUnit")); /* Perfetto takes it for the unit of ts */
   CHECK(has(s, "\"otherData\":{\"dropped\":17,"));
   /* Names and metadata, escaped. */
   CHECK(has(s, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":42,\"tid\":42,\"ts\":0.000,"
@@ -105,6 +110,32 @@ int main(void) {
   for (const char *p = s; *p; p++)
     if ((unsigned char)*p < 0x20 && *p != '\n')
       CHECK(!"a raw control byte");
+  cprof__buf_free(&out);
+
+  /* CPU samples: named for the innermost frame, the stack (innermost
+   * first; return addresses looked up one byte before) in args, a mark
+   * named as the profiles name it; one outside the trace's span left out.
+   * A counter. */
+  cprof__buf_init(&out);
+  cprof__trace_json_init(&j, &out, 42, NULL, T0, T1);
+  uintptr_t pcs[] = {(uintptr_t)traced_hot + 1, (uintptr_t)traced_hot + 2, CPROF_PC_STACK_CUT};
+  cprof__trace_rec_t c = rec(9, "burner", CPROF__TRACE_CPU_SAMPLE, T0 + 5000, 0, 0, NULL, NULL);
+  c.pcs = pcs;
+  c.depth = 3;
+  cprof__trace_json_add(&c, &j);
+  c.ts = T1 + 1;
+  cprof__trace_json_add(&c, &j);
+  cprof__trace_json_counter(&j, "RSS", "bytes", T0, 4096);
+  CHECK_EQ_INT(cprof__trace_json_finish(&j, 0, "recorded by the trace"), 0);
+  cprof__buf_putc(&out, '\0');
+  CHECK(has(out.data, "{\"ph\":\"i\",\"name\":\"traced_hot\",\"pid\":42,\"tid\":9,\"ts\":5.000,"
+                      "\"s\":\"t\",\"cat\":\"cpu\",\"args\":{\"stack\":[\"traced_hot\","
+                      "\"traced_hot\",\"[stack cut]\"]}}"));
+  CHECK_EQ_INT(count(out.data, "\"cat\":\"cpu\""), 1);
+  /* A counter at the start itself goes 1 ns after it (trace_json.h). */
+  CHECK(has(out.data, "{\"ph\":\"C\",\"name\":\"RSS\",\"pid\":42,\"tid\":0,\"ts\":0.001,"
+                      "\"args\":{\"bytes\":4096}}"));
+  CHECK(has(out.data, "\"cpu_samples\":\"recorded by the trace\"}"));
   cprof__buf_free(&out);
 
   /* Nothing recorded: still a document. */
