@@ -18,7 +18,7 @@
  *   that uses SIGPROF itself gets a trace without CPU samples, which
  *   otherData's cpu_samples says.
  * - Counter tracks of the resident set and the heap in use, read every
- *   COUNTER_MS. */
+ *   COUNTER_MS (the heap once a second without the heap profile). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -42,6 +42,10 @@
 #define BUFFER_BYTES (1 << 20)
 #define DRAIN_MS 50
 #define COUNTER_MS 100
+/* Without the heap profile, the heap's figure walks glibc's free lists
+ * under the arenas' locks, which the program's threads wait for: once a
+ * second, as the metrics sampler does. */
+#define WALK_EVERY_NS 1000000000LL
 
 /* The counters read while the trace runs: at most one per COUNTER_MS. */
 typedef struct counter {
@@ -128,12 +132,16 @@ void cprof__serve_trace(const cprof_request_t *req, const cprof__config_t *cfg,
                                        : cprof_strerror(err);
   /* A deadline on the monotonic clock: draining takes time of its own. */
   int64_t until = start + (int64_t)ceil(seconds * 1e9), next_counter = start;
+  int64_t walked = start - WALK_EVERY_NS;
   int cancelled = 0;
   for (int64_t now = start; now < until && !cancelled; now = cprof__now_ns(CLOCK_MONOTONIC)) {
     if (counters && now >= next_counter && ncounters < MAX_COUNTERS) {
       counter_t *c = &counters[ncounters++];
       c->ts = now;
-      cprof__metrics_read_memory(&c->rss, &c->heap);
+      int walk = now - walked >= WALK_EVERY_NS;
+      cprof__metrics_read_memory(&c->rss, &c->heap, walk);
+      if (walk)
+        walked = now;
       next_counter = now + COUNTER_MS * 1000000LL;
     }
     long left = (long)((until - now + 999999) / 1000000);

@@ -231,9 +231,10 @@ void cprof__metrics_read(cprof__metrics_point_t *p) {
   pthread_mutex_unlock(&m.lock);
 }
 
-void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes) {
-  cprof__metrics_point_t p;
-  read_heap(&p);
+void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes, int walk) {
+  cprof__metrics_point_t p = {.heap_inuse_bytes = -1};
+  if (walk || cprof__heap_rate() > 0)
+    read_heap(&p);
   *heap_inuse_bytes = p.heap_inuse_bytes;
   char buf[256];
   long page = sysconf(_SC_PAGESIZE);

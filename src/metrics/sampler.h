@@ -66,9 +66,11 @@ void cprof__metrics_stop(void);
 void cprof__metrics_read(cprof__metrics_point_t *p);
 
 /* Only the resident set (-1 outside cprof's own descriptor table) and the
- * heap in use, as in a point: cheap enough for a trace's counter tracks,
- * read a few times a second (http/trace.c). */
-void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes);
+ * heap in use, as in a point: for a trace's counter tracks, read ten times
+ * a second (http/trace.c). Without the heap profile the heap's figure
+ * walks glibc's free lists under its arenas' locks: only when `walk`, else
+ * -1. */
+void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes, int walk);
 
 /* Set by core/start.c: starts the sampler if it should run and does not.
  * cprof__metrics_demand calls it, from each request for the answers. */
