@@ -141,10 +141,35 @@ static void copy_name(char dst[CPROF_MAX_TRACE_NAME + 1], const char *s, const c
   snprintf(dst, CPROF_MAX_TRACE_NAME + 1, "%s", s && s[0] ? s : absent);
 }
 
-/* Appends the names of the frames at pc (inlined ones first) to j->stack
- * as JSON strings; the first one's in leaf when leaf is empty. */
-static void put_frames(cprof__trace_json_t *j, uintptr_t pc, int exact, int modules, uint32_t gen,
-                       char *leaf, size_t leaf_size) {
+/* What one pc of a stack names, kept for the next sample with it: the
+ * frames' names as JSON strings joined by commas (inlined ones first; ""
+ * for a reserved value that names no frame), and the innermost name. A
+ * long trace of busy threads repeats the same pcs thousands of times, and
+ * symbolizing is most of writing a sample. Direct-mapped. */
+#define FRAMES_CACHE 4096
+
+typedef struct cprof__trace_json_frames {
+  uintptr_t pc;
+  uint64_t key; /* exact, modules and gen, with 1 above them: 0 is an empty entry */
+  char *json, *leaf;
+} frames_t;
+
+static void frames_free(frames_t *e) {
+  free(e->json);
+  free(e->leaf);
+  memset(e, 0, sizeof *e);
+}
+
+/* The entry for pc, symbolized if it is not cached; NULL without memory. */
+static const frames_t *frames_of(cprof__trace_json_t *j, uintptr_t pc, int exact, int modules,
+                                 uint32_t gen) {
+  if (!j->frames && !(j->frames = calloc(FRAMES_CACHE, sizeof *j->frames)))
+    return NULL;
+  uint64_t key = (uint64_t)1 << 40 | (uint64_t)exact << 34 | (uint64_t)modules << 33 | gen;
+  frames_t *e = &j->frames[((pc ^ key) * UINT64_C(0x9e3779b97f4a7c15)) >> 52];
+  if (e->key == key && e->pc == pc)
+    return e;
+  frames_free(e);
   char text[160];
   const char *mark = cprof__mark_name(pc, text, sizeof text);
   cprof__frame_t frames[8];
@@ -154,24 +179,38 @@ static void put_frames(cprof__trace_json_t *j, uintptr_t pc, int exact, int modu
     int m = modules ? cprof__symbolizer_mapping_then(j->sym, addr, gen)
                     : cprof__symbolizer_mapping_of(j->sym, addr);
     n = m >= 0 ? cprof__symbolize_in(j->sym, m, addr, frames, 8, &off) : 0;
-  } else if (!mark) {
-    return; /* a reserved value that names no frame */
   }
-  for (int i = 0; i < (n ? n : 1); i++) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  const char *leaf = "";
+  for (int i = 0; (mark || !cprof__pc_is_mark(pc)) && i < (n ? n : 1); i++) {
     const char *name = n ? frames[i].function : mark;
     if (!name) {
       snprintf(text, sizeof text, "0x%llx", (unsigned long long)pc);
       name = text;
     }
-    if (j->stack.len > 1)
-      cprof__buf_putc(&j->stack, ',');
-    put_string(&j->stack, name);
-    if (!leaf[0])
-      snprintf(leaf, leaf_size, "%s", name);
+    if (i)
+      cprof__buf_putc(&b, ',');
+    put_string(&b, name);
+    if (i == 0)
+      leaf = name;
   }
+  cprof__buf_putc(&b, '\0');
+  e->json = b.failed ? NULL : b.data;
+  e->leaf = strdup(leaf);
+  if (!e->json || !e->leaf) {
+    cprof__buf_free(&b);
+    e->json = NULL;
+    frames_free(e);
+    return NULL;
+  }
+  e->pc = pc;
+  e->key = key;
+  return e;
 }
 
-/* A CPU sample: an instant event named for where it ran, with its stack. */
+/* A CPU sample: an instant event named for where it ran, with its stack
+ * (innermost first). */
 static void cpu_sample(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
   if (r->ts < j->start_ns || r->ts > j->end_ns || r->depth <= 0)
     return;
@@ -181,11 +220,23 @@ static void cpu_sample(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
   }
   int depth = r->depth, modules = cprof__pc_is_modules(r->pcs[depth - 1]);
   uint32_t gen = modules ? cprof__pc_mark_number(r->pcs[--depth]) : 0;
-  char leaf[256] = "";
+  const char *leaf = "";
   j->stack.len = 0;
   cprof__buf_putc(&j->stack, '[');
-  for (int i = 0; i < depth; i++)
-    put_frames(j, r->pcs[i], i == 0, modules, gen, leaf, sizeof leaf);
+  for (int i = 0; i < depth; i++) {
+    const frames_t *e = frames_of(j, r->pcs[i], i == 0, modules, gen);
+    if (!e) {
+      j->failed = 1;
+      return;
+    }
+    if (!e->json[0])
+      continue;
+    if (j->stack.len > 1)
+      cprof__buf_putc(&j->stack, ',');
+    cprof__buf_puts(&j->stack, e->json);
+    if (!leaf[0])
+      leaf = e->leaf;
+  }
   cprof__buf_putc(&j->stack, ']');
   if (j->stack.failed) {
     j->failed = 1;
@@ -315,6 +366,10 @@ int cprof__trace_json_finish(cprof__trace_json_t *j, uint64_t dropped, const cha
   if (j->sym)
     cprof__symbolizer_release(j->sym);
   j->sym = NULL;
+  for (int i = 0; j->frames && i < FRAMES_CACHE; i++)
+    frames_free(&j->frames[i]);
+  free(j->frames);
+  j->frames = NULL;
   cprof__buf_free(&j->stack);
   free(j->open);
   free(j->tasks);

@@ -71,6 +71,7 @@ typedef struct cprof__trace_json {
   int nends, capends;
   cprof__symbolizer_t *sym; /* from the first CPU sample on */
   cprof__buf_t stack;       /* a CPU sample's frames, as JSON */
+  struct cprof__trace_json_frames *frames; /* what each pc names, cached (trace_json.c) */
 } cprof__trace_json_t;
 
 /* Starts the document in out: the trace ran from start_ns to end_ns

@@ -125,13 +125,16 @@ int main(void) {
   cprof__trace_json_add(&c, &j);
   c.ts = T1 + 1;
   cprof__trace_json_add(&c, &j);
+  c.ts = T0 + 6000; /* the same stack again: from the writer's cache */
+  cprof__trace_json_add(&c, &j);
   cprof__trace_json_counter(&j, "RSS", "bytes", T0, 4096);
   CHECK_EQ_INT(cprof__trace_json_finish(&j, 0, "recorded by the trace"), 0);
   cprof__buf_putc(&out, '\0');
   CHECK(has(out.data, "{\"ph\":\"i\",\"name\":\"traced_hot\",\"pid\":42,\"tid\":9,\"ts\":5.000,"
                       "\"s\":\"t\",\"cat\":\"cpu\",\"args\":{\"stack\":[\"traced_hot\","
                       "\"traced_hot\",\"[stack cut]\"]}}"));
-  CHECK_EQ_INT(count(out.data, "\"cat\":\"cpu\""), 1);
+  CHECK_EQ_INT(count(out.data, "\"cat\":\"cpu\""), 2);
+  CHECK_EQ_INT(count(out.data, "\"stack\":[\"traced_hot\",\"traced_hot\",\"[stack cut]\"]"), 2);
   /* A counter at the start itself goes 1 ns after it (trace_json.h). */
   CHECK(has(out.data, "{\"ph\":\"C\",\"name\":\"RSS\",\"pid\":42,\"tid\":0,\"ts\":0.001,"
                       "\"args\":{\"bytes\":4096}}"));
