@@ -1,8 +1,8 @@
 # cprof collect scraping two cprof demo programs, a Go program serving
 # net/http/pprof (tests/cli/goserver, built here with Debian's golang-go,
 # offline) and a target where nothing listens, at a 2 s interval: every
-# default profile of the live targets is stored, each a profile go tool
-# pprof reads; the dead target's scrapes fail
+# default profile of the live targets, and the demos' wall profile, is
+# stored, each a profile go tool pprof reads; the dead target's scrapes fail
 # and nothing of it is stored; SIGTERM ends it with the scrapes in flight
 # finished, and a second run on the same directory finds nothing to repair
 # and adds to it.
@@ -42,6 +42,7 @@ scrape_configs:
     profiling_config:
       pprof_config:
         threadcreate: {}  # off by default, as in Parca
+        wall: { path: "/debug/pprof/wall", delta: true }  # cprof's own: a recording, as process_cpu
   - job_name: "go"
     scrape_interval: "2s"
     static_configs:
@@ -69,14 +70,14 @@ until_rows() {
            group by 1, 2 having count(*) >= $1)")
     local g
     g=$(q "select count(distinct type) from profiles where job = 'go'")
-    [ "${n:-0}" = 12 ] && [ "${g:-0}" = 5 ] && return 0
+    [ "${n:-0}" = 14 ] && [ "${g:-0}" = 5 ] && return 0
     sleep 0.1
   done
   return 1
 }
 
 collector first
-check "two rows of each of the 6 profiles of both demo targets, and of the Go program's 5" until_rows 2
+check "two rows of each of the 7 profiles of both demo targets, and of the Go program's 5" until_rows 2
 kill -TERM "$CPID"
 rc=0
 wait "$CPID" || rc=$?
@@ -84,8 +85,8 @@ check "SIGTERM: exit 0" [ $rc = 0 ]
 check "SIGTERM: says it finishes what is in flight, then stops" \
   bash -c "grep -q 'SIGTERM: finishing the scrapes in flight' '$T/first.err' && tail -1 '$T/first.err' | grep -qx 'cprof collect: stopped'"
 check "a line per round" has "$T/first.err" '^cprof collect: [0-9]+ scraped and stored, [0-9]+ failed'
-check "six profile types for the demo programs, five for Go (no threadcreate)" \
-  [ "$(q "select count(distinct type) || ' ' || count(distinct instance) from profiles where job = 'demo'") $(q "select group_concat(distinct type) from profiles where job = 'go' and type = 'threadcreate'")" = "6 2 " ]
+check "seven profile types for the demo programs (wall too), five for Go (no threadcreate)" \
+  [ "$(q "select count(distinct type) || ' ' || count(distinct instance) from profiles where job = 'demo'") $(q "select group_concat(distinct type) from profiles where job = 'go' and type = 'threadcreate'")" = "7 2 " ]
 check "nothing of the target where nothing listens" [ "$(q "select count(*) from profiles where job = 'gone'")" = 0 ]
 check "labels: job, instance and the target's own" \
   [ "$(q "select count(*) from profiles where job = 'demo' and (labels not like '%env=\"test\"%' or labels not like '%job=\"demo\"%')")" = 0 ]
@@ -97,16 +98,17 @@ bad=0 n=0
 while IFS='|' read -r type path; do
   n=$((n + 1))
   want=$(case $type in memory) echo inuse_space ;; block | mutex) echo delay ;;
-    goroutine) echo goroutine ;; threadcreate) echo threadcreate ;; process_cpu) echo cpu ;; esac)
+    goroutine) echo goroutine ;; threadcreate) echo threadcreate ;; process_cpu) echo cpu ;;
+    wall) echo wall/nanoseconds ;; esac)
   if ! pprof -raw "$path" 2>/dev/null | grep -q "$want"; then
     bad=$((bad + 1))
     echo "not a $type profile: $path" >&2
   fi
 done < <(q "select type, '$T/store/profiles/' || file from profiles
              where id in (select max(id) from profiles group by instance, type)")
-check "the $n latest stored files are profiles of their type (go tool pprof -raw)" [ "$n" = 17 -a "$bad" = 0 ]
-check "process_cpu is a delta profile of about the interval" \
-  [ "$(q "select count(*) from profiles where type = 'process_cpu' and duration_ns not between 500000000 and 2000000000")" = 0 ]
+check "the $n latest stored files are profiles of their type (go tool pprof -raw)" [ "$n" = 19 -a "$bad" = 0 ]
+check "process_cpu and wall are delta profiles of about the interval" \
+  [ "$(q "select count(*) from profiles where type in ('process_cpu', 'wall') and duration_ns not between 500000000 and 2000000000")" = 0 ]
 
 # A second run adds to the same store; nothing to repair after a clean stop.
 before=$(q "select count(*) from profiles")
