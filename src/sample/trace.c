@@ -286,7 +286,8 @@ static void fork_child(void) {
   cprof_trace_listening_ = (int)((gen + CPROF__LISTEN_BITS + 1) & (unsigned)INT_MAX);
   state = IDLE;
   lost = 0;
-  cpu_store = NULL; /* the parent's; mapped in the child too, and left so */
+  unsigned char *store = cpu_store; /* the parent's trace's, copied: freed below */
+  cpu_store = NULL;
   cpu_used = 0;
   cpu_dropped = 0;
   unlock(&cpu_lock);
@@ -302,6 +303,7 @@ static void fork_child(void) {
     release_memory(old);
     old = next;
   }
+  release_memory(store);
 }
 
 __attribute__((constructor(103))) static void register_fork_handlers(void) {
