@@ -18,7 +18,8 @@
  * - The threads profile's capture (threads.c), for every thread at once,
  *   including threads asleep in the kernel that are unwound from outside
  *   and run no handler of ours. So every block is also on a process-wide
- *   list with its thread's id, inserted when the thread first gets a block
+ *   list with its thread's id (sample/thread_list.h, shared with trace.c's
+ *   blocks), inserted when the thread first gets a block
  *   and removed by the destructor, under a mutex (never taken in a signal
  *   handler). The list's lock keeps a block alive while it is read, but the
  *   owner changes its labels without that lock: the reader treats `seq` as a
@@ -54,15 +55,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "sample/heap.h"
+#include "sample/thread_list.h"
 
 typedef struct block {
-  unsigned seq; /* odd while the owner changes l; atomic */
-  pid_t tid;    /* the owner's; written under all_lock */
-  struct block *next, **prev; /* on the list `all`, under all_lock */
+  cprof__thread_node_t node; /* first: on the list `all`, under all_lock */
+  unsigned seq;              /* odd while the owner changes l; atomic */
   cprof__labels_t l;
 } block_t;
 
@@ -71,7 +70,7 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int have_key;
 
-static block_t *all;
+static cprof__thread_node_t *all;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The list's lock is cprof's: taken with the guard raised, so that the
@@ -86,12 +85,6 @@ static void unlock_all(void) {
   cprof__heap_guard_leave();
 }
 
-static void unlink_block(block_t *b) {
-  *b->prev = b->next;
-  if (b->next)
-    b->next->prev = b->prev;
-}
-
 static void free_block(block_t *b) {
   cprof__heap_guard_enter();
   free(b);
@@ -104,7 +97,7 @@ static void release(void *p) {
   mine = NULL;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   lock_all();
-  unlink_block(b);
+  cprof__thread_list_unlink(&b->node);
   unlock_all();
   free_block(b);
 }
@@ -115,20 +108,11 @@ static void fork_prepare(void) { lock_all(); }
 static void fork_parent(void) { unlock_all(); }
 
 static void fork_child(void) {
-  if (mine)
-    unlink_block(mine);
-  block_t *gone = all;
-  all = NULL;
-  if (mine) {
-    mine->tid = (pid_t)syscall(SYS_gettid);
-    mine->next = NULL;
-    mine->prev = &all;
-    all = mine;
-  }
+  cprof__thread_node_t *gone = cprof__thread_list_fork_child(&all, mine ? &mine->node : NULL);
   unlock_all();
   while (gone) {
-    block_t *next = gone->next;
-    free_block(gone);
+    cprof__thread_node_t *next = gone->next;
+    free_block((block_t *)gone);
     gone = next;
   }
 }
@@ -157,12 +141,7 @@ static block_t *my_block(void) {
     return NULL;
   }
   lock_all();
-  b->tid = (pid_t)syscall(SYS_gettid);
-  b->next = all;
-  b->prev = &all;
-  if (all)
-    all->prev = &b->next;
-  all = b;
+  cprof__thread_list_push(&all, &b->node);
   unlock_all();
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   mine = b;
@@ -331,8 +310,8 @@ static int copy_other(const block_t *b, cprof__labels_t *out) {
 void cprof__labels_each(void (*fn)(pid_t tid, const cprof__labels_t *l, void *ctx), void *ctx) {
   cprof__labels_t copy;
   lock_all();
-  for (const block_t *b = all; b; b = b->next)
-    if (copy_other(b, &copy) == 0 && copy.n > 0)
-      fn(b->tid, &copy, ctx);
+  for (const cprof__thread_node_t *n = all; n; n = n->next)
+    if (copy_other((const block_t *)n, &copy) == 0 && copy.n > 0)
+      fn(n->tid, &copy, ctx);
   unlock_all();
 }

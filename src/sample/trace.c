@@ -8,9 +8,10 @@
  *
  * Where the state lives: as labels.c, for the same reasons (read its
  * comment). Each thread that begins a region while someone listens gets a
- * block, found through one initial-exec TLS pointer, allocated with the
- * heap guard raised, on a process-wide list under a mutex with its thread
- * id, freed by a thread-specific key's destructor at thread exit. The block
+ * block, found through one initial-exec TLS pointer, mapped from the kernel
+ * (alloc, below), on a process-wide list under a mutex with its thread id
+ * (sample/thread_list.h, as labels.c's), freed by a thread-specific key's
+ * destructor at thread exit. The block
  * holds the thread's stack of open region names (CPROF_MAX_TRACE_DEPTH
  * deep; deeper regions are counted, not named) and, while a trace records,
  * a pointer to the thread's event buffer.
@@ -77,11 +78,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "sample/heap.h"
+#include "sample/thread_list.h"
 #include "unwind/pc.h"
 
 #define NAME_WORDS ((CPROF_MAX_TRACE_NAME + 1) / 8)
@@ -100,13 +101,12 @@ typedef struct buf {
 } buf_t;
 
 typedef struct block {
-  unsigned seq;               /* odd while the owner changes its regions; atomic */
-  int depth;                  /* open regions, named or not; atomic */
-  unsigned gen;               /* the listeners' generation `depth` counts in; atomic */
-  int appending;              /* 1 while the owner appends; atomic */
-  buf_t *buf;                 /* the trace's buffer, or NULL; atomic */
-  pid_t tid;                  /* under all_lock */
-  struct block *next, **prev; /* on `all`, under all_lock */
+  cprof__thread_node_t node; /* first: on `all`, under all_lock */
+  unsigned seq;              /* odd while the owner changes its regions; atomic */
+  int depth;                 /* open regions, named or not; atomic */
+  unsigned gen;              /* the listeners' generation `depth` counts in; atomic */
+  int appending;             /* 1 while the owner appends; atomic */
+  buf_t *buf;                /* the trace's buffer, or NULL; atomic */
   uint64_t names[CPROF_MAX_TRACE_DEPTH][NAME_WORDS]; /* atomic words */
 } block_t;
 
@@ -140,7 +140,7 @@ static int have_key;
 
 /* Under all_lock: every block, every buffer of the trace, and the size of
  * a new buffer (0: no trace takes buffers now). */
-static block_t *all;
+static cprof__thread_node_t *all;
 static buf_t *bufs;
 static size_t buf_bytes;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -215,12 +215,6 @@ void cprof__trace_listen(int bit, int on) {
   unlock(&listen_lock);
 }
 
-static void unlink_block(block_t *b) {
-  *b->prev = b->next;
-  if (b->next)
-    b->next->prev = b->prev;
-}
-
 static void emit(int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1, const char *s2);
 
 /* At thread exit. The buffer, if any, stays on the trace's list. */
@@ -240,7 +234,7 @@ static void release(void *p) {
   mine = NULL;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   lock(&all_lock);
-  unlink_block(b);
+  cprof__thread_list_unlink(&b->node);
   buf_t *buf = __atomic_load_n(&b->buf, __ATOMIC_RELAXED);
   if (buf) {
     if (name[0])
@@ -266,17 +260,10 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
-  if (mine)
-    unlink_block(mine);
-  block_t *gone = all;
-  all = NULL;
+  cprof__thread_node_t *gone = cprof__thread_list_fork_child(&all, mine ? &mine->node : NULL);
   if (mine) {
-    mine->tid = (pid_t)syscall(SYS_gettid);
-    mine->next = NULL;
-    mine->prev = &all;
     mine->buf = NULL;
     mine->appending = 0;
-    all = mine;
   }
   buf_t *old = bufs;
   bufs = NULL;
@@ -294,7 +281,7 @@ static void fork_child(void) {
   unlock(&all_lock);
   unlock(&listen_lock);
   while (gone) {
-    block_t *next = gone->next;
+    cprof__thread_node_t *next = gone->next;
     release_memory(gone);
     gone = next;
   }
@@ -329,12 +316,7 @@ static block_t *my_block(void) {
     return NULL;
   }
   lock(&all_lock);
-  b->tid = (pid_t)syscall(SYS_gettid);
-  b->next = all;
-  b->prev = &all;
-  if (all)
-    all->prev = &b->next;
-  all = b;
+  cprof__thread_list_push(&all, &b->node);
   unlock(&all_lock);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   mine = b;
@@ -366,7 +348,7 @@ static buf_t *new_buf(block_t *b) {
   buf_t *buf = buf_bytes ? alloc(sizeof *buf + buf_bytes) : NULL;
   if (buf) {
     memset(buf, 0, sizeof *buf);
-    buf->tid = b->tid;
+    buf->tid = b->node.tid;
     memcpy(buf->name, name, sizeof name);
     buf->cap = buf_bytes;
     buf->next = bufs;
@@ -613,7 +595,8 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
     return;
   cprof__trace_listen(CPROF__LISTEN_TRACE, 0);
   lock(&all_lock);
-  for (block_t *b = all; b; b = b->next) {
+  for (cprof__thread_node_t *n = all; n; n = n->next) {
+    block_t *b = (block_t *)n;
     while (__atomic_load_n(&b->appending, __ATOMIC_SEQ_CST))
       sched_yield();
     __atomic_store_n(&b->buf, NULL, __ATOMIC_RELAXED);
@@ -773,10 +756,10 @@ void cprof__regions_each(void (*fn)(pid_t tid, const char *innermost, int depth,
   char name[CPROF_MAX_TRACE_NAME + 1];
   lock(&all_lock);
   int l = listeners();
-  for (const block_t *b = all; b && (l & CPROF__LISTEN_BITS); b = b->next) {
+  for (const cprof__thread_node_t *n = all; n && (l & CPROF__LISTEN_BITS); n = n->next) {
     int d;
-    if (copy_innermost(b, generation(l), &d, name) == 0 && d > 0)
-      fn(b->tid, name, d, ctx);
+    if (copy_innermost((const block_t *)n, generation(l), &d, name) == 0 && d > 0)
+      fn(n->tid, name, d, ctx);
   }
   unlock(&all_lock);
 }
