@@ -117,16 +117,22 @@ m.getAllThreads().forEach(function(t) {
 });
 return out;"""
 
-# Shows [a, b] ms of the file's clock in the track area, as the viewer's
-# own initial view does (tr.ui.TimelineTrackView.setInitialViewport_); the
-# viewer moved its clock so that the first event is at 0. Returns the title
-# of the slice it selects.
-ZOOM = """
+# What ZOOM and SHOWN begin with: the view, [a, b] ms of the file's clock in
+# the viewer's (which moved its clock so that the first event is at 0), and
+# the track area's canvas.
+WINDOW = """
 var pv = document.querySelector('x-profiling-view');
 var shift = pv.timelineView.model.timestampShiftToZeroAmount_;
 var a = arguments[0] + shift, b = arguments[1] + shift;
 var vp = pv.timelineView.trackView.viewport;
 var canvas = vp.modelTrackContainer.canvas;
+"""
+
+# Shows [a, b] ms of the file's clock in the track area, as the viewer's
+# own initial view does (tr.ui.TimelineTrackView.setInitialViewport_); the
+# viewer moved its clock so that the first event is at 0. Returns the title
+# of the slice it selects.
+ZOOM = WINDOW + """
 var dt = new tr.ui.TimelineDisplayTransform();
 dt.set(vp.currentDisplayTransform);
 dt.xSetWorldBounds(a, b, canvas.width);
@@ -150,12 +156,7 @@ return all.length ? all[0].title : '';"""
 
 # The titles of the slices in [a, b] ms, how much of the track canvas is
 # not white, the page's text, and the time range on view.
-SHOWN = """
-var pv = document.querySelector('x-profiling-view');
-var shift = pv.timelineView.model.timestampShiftToZeroAmount_;
-var a = arguments[0] + shift, b = arguments[1] + shift;
-var vp = pv.timelineView.trackView.viewport;
-var canvas = vp.modelTrackContainer.canvas;
+SHOWN = WINDOW + """
 var seen = {};
 pv.timelineView.model.getAllThreads().forEach(function(t) {
   t.sliceGroup.slices.concat(t.asyncSliceGroup.slices).forEach(function(s) {
