@@ -177,11 +177,6 @@ typedef struct wait {
   int64_t t0;
 } wait_t;
 
-/* Whether a trace records: one relaxed load. */
-static inline int tracing(void) {
-  return __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE;
-}
-
 /* Starts timing a wait of kind `what` for `on`; obj is what a holder is
  * charged for (NULL for waits with no holder). */
 static void wait_begin(wait_t *w, const void *obj, const void *on, const char *what) {
@@ -215,7 +210,7 @@ static void wait_end(wait_t *w, uintptr_t ret) {
     slot_unlock(s);
   }
   cprof__block_event(t1 - w->t0, ret);
-  if (tracing())
+  if (cprof__trace_recording())
     cprof__trace_emit(CPROF__TRACE_LOCK_WAIT, w->t0, (uintptr_t)w->on, (uint64_t)(t1 - w->t0),
                       w->what, NULL);
   errno = saved;
@@ -255,7 +250,7 @@ static int64_t charge(const void *obj) {
  * to see. */
 #define FAST_WAIT(bit, slow_call, real_call)                                                       \
   do {                                                                                             \
-    if (__builtin_expect(cprof__contention_enabled(bit) || tracing(), 0))                          \
+    if (__builtin_expect(cprof__contention_enabled(bit) || cprof__trace_recording(), 0))           \
       return slow_call;                                                                            \
     return real_call;                                                                              \
   } while (0)

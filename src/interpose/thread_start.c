@@ -106,13 +106,6 @@ static void restore_signals(const uint64_t *old) {
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
 }
 
-/* Whether a trace records and wants this thread (the program's): one
- * relaxed load while none records. */
-static inline int in_trace_program_thread(int internal) {
-  return (__atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE) &&
-         !internal;
-}
-
 /* A thread's start, into the trace, with the thread's name now. */
 __attribute__((noinline, cold)) static void trace_thread(int kind) {
   char name[17] = "";
@@ -138,7 +131,7 @@ static void *cprof_thread_start(void *p) {
   free(p);
   cprof__heap_guard_leave();
   cprof__cpu_thread_started();
-  if (in_trace_program_thread(internal))
+  if (cprof__trace_recording() && !internal) /* a program's thread, into the trace */
     trace_thread(CPROF__TRACE_THREAD_START);
   /* A tail call: the program's stacks do not show this frame. (Its end
    * goes into the trace from sample/trace.c, at thread exit.) */

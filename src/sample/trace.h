@@ -24,6 +24,12 @@
 /* The word itself is cprof.h's cprof_trace_listening_ (public: the
  * header's macros load it in the program). */
 
+/* Whether a trace records: one relaxed load, for the trace's other
+ * sources (the lock wrappers, thread start) to test on their fast paths. */
+static inline int cprof__trace_recording(void) {
+  return __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED) & CPROF__LISTEN_TRACE;
+}
+
 /* Sets (on) or clears one listener bit. Counted per bit: two wall profiles
  * at once each call it with on = 1 and then 0, and the bit stays set until
  * both have cleared it. A clear with no matching set is ignored. */
