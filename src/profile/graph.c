@@ -537,6 +537,24 @@ static int64_t entropy_score(const cprof__pf_node_t *n) {
   return (int64_t)(score * (double)n->cum) + n->flat;
 }
 
+/* The private part of a graph: what trimming needs to build it again, and
+ * the edges into its nodes from nodes that are no part of it: a sample can
+ * reach a node and leave it nothing (a diff's +1 and -1, a value of 0
+ * with -mean's counts), and selectNodesForGraph leaves such a node out.
+ * pprof still keeps its edges in their callee's In, where they count for
+ * the callee's "(inline)"; here they count for that alone, and trimming
+ * drops them as it drops the others. */
+typedef struct graph_priv {
+  cprof__pf_graph_t g;
+  const cprof__pf_t *p;
+  cprof__pf_graph_options_t o;
+  edge_t **ghosts;
+  size_t n_ghosts;
+} graph_priv_t;
+
+/* Whether node n is part of the graph. */
+static int in_graph(const cprof__pf_node_t *n) { return n->cum || n->flat; }
+
 /* Makes every node's in and out lists anew from the live edges, heaviest
  * first, and g->edges the same way. */
 static int link_edges(cprof__pf_graph_t *g) {
@@ -565,17 +583,20 @@ static int link_edges(cprof__pf_graph_t *g) {
     e->from->out[e->from->n_out++] = e;
     e->to->in[e->to->n_in++] = e;
   }
+  /* report.TextItems' (inline) and (partial-inline), from every live edge
+   * in, the ghosts' too: 1 for an inline one seen, 2 for another. */
+  for (size_t i = 0; i < g->n_nodes; i++)
+    g->nodes[i]->inlined = 0;
+  const graph_priv_t *gp = (const graph_priv_t *)g;
+  for (size_t i = 0; i < g->n_edges + gp->n_ghosts; i++) {
+    const cprof__pf_edge_t *e = i < g->n_edges ? g->edges[i] : &gp->ghosts[i - g->n_edges]->e;
+    if (i >= g->n_edges && gp->ghosts[i - g->n_edges]->dead)
+      continue;
+    e->to->inlined |= e->inline_ ? 1 : 2;
+  }
   for (size_t i = 0; i < g->n_nodes; i++) {
     cprof__pf_node_t *n = g->nodes[i];
-    /* report.TextItems' (inline) and (partial-inline). */
-    int inl = 0, noinl = 0;
-    for (size_t k = 0; k < n->n_in; k++) {
-      if (n->in[k]->inline_)
-        inl = 1;
-      else
-        noinl = 1;
-    }
-    n->inlined = inl ? (noinl ? 2 : 1) : 0;
+    n->inlined = n->inlined & 1 ? (n->inlined & 2 ? 2 : 1) : 0;
     /* A node without callers or callees has NULL lists, which qsort
      * must not be given, even with no elements (UBSan says so). */
     if (n->n_in > 1)
@@ -586,13 +607,6 @@ static int link_edges(cprof__pf_graph_t *g) {
   qsort(g->edges, g->n_edges, sizeof *g->edges, edge_order);
   return 0;
 }
-
-/* The private part of a graph: what trimming needs to build it again. */
-typedef struct graph_priv {
-  cprof__pf_graph_t g;
-  const cprof__pf_t *p;
-  cprof__pf_graph_options_t o;
-} graph_priv_t;
 
 /* graph.newGraph with report.newGraph's options, kept NULL or a set of
  * node keys. */
@@ -619,20 +633,22 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
     /* selectNodesForGraph: nodes no sample reached are no part of it. */
     g->nodes = cprof__arena_array(a, b.n_list ? b.n_list : 1, sizeof *g->nodes);
     g->edges = cprof__arena_array(a, b.n_elist ? b.n_elist : 1, sizeof *g->edges);
-    if (!g->nodes || !g->edges)
+    gp->ghosts = cprof__arena_array(a, b.n_elist ? b.n_elist : 1, sizeof *gp->ghosts);
+    if (!g->nodes || !g->edges || !gp->ghosts)
       rc = -ENOMEM;
   }
   if (rc == 0) {
     for (size_t i = 0; i < b.n_list; i++)
-      if (b.list[i]->n.cum != 0 || b.list[i]->n.flat != 0)
+      if (in_graph(&b.list[i]->n))
         g->nodes[g->n_nodes++] = &b.list[i]->n;
-    /* An edge goes with the nodes: a sample can reach a node and leave
-     * it nothing (a value of 0 with -mean's counts, a diff's), and the
-     * edges to it would point outside the graph. */
+    /* An edge goes with the nodes; one into the graph from a node left
+     * out is a ghost (see graph_priv_t). */
     for (size_t i = 0; i < b.n_elist; i++) {
       const cprof__pf_edge_t *e = &b.elist[i]->e;
-      if ((e->from->cum || e->from->flat) && (e->to->cum || e->to->flat))
+      if (in_graph(e->from) && in_graph(e->to))
         g->edges[g->n_edges++] = &b.elist[i]->e;
+      else if (in_graph(e->to))
+        gp->ghosts[gp->n_ghosts++] = b.elist[i];
     }
     qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
     rc = link_edges(g);
@@ -708,9 +724,10 @@ static void sort_nodes(cprof__pf_graph_t *g, int visual, int cum) {
 
 /* TrimLowFrequencyEdges. */
 static size_t trim_edges(cprof__pf_graph_t *g, int64_t cutoff) {
+  const graph_priv_t *gp = (const graph_priv_t *)g;
   size_t dropped = 0;
-  for (size_t i = 0; i < g->n_edges; i++) {
-    edge_t *e = (edge_t *)g->edges[i];
+  for (size_t i = 0; i < g->n_edges + gp->n_ghosts; i++) {
+    edge_t *e = i < g->n_edges ? (edge_t *)g->edges[i] : gp->ghosts[i - g->n_edges];
     if (!e->dead && abs64(e->e.weight) < cutoff) {
       e->dead = 1;
       dropped++;

@@ -1,7 +1,8 @@
 /* The graph (src/profile/graph.c) on hand-built profiles: flat and cum as
  * pprof counts them (a recursive stack counts once), inline frames as
- * nodes of their own, the names each granularity gives, edge weights, and
- * what trimming drops and keeps. */
+ * nodes of their own, the names each granularity gives, edge weights,
+ * what trimming drops and keeps, and "(inline)" from a caller a diff left
+ * with nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,8 +215,38 @@ static void test_trim(void) {
   free_samples(s, 3);
 }
 
+/* A diff can leave a caller nothing (b: +10 and -10), and pprof leaves
+ * it out of the graph, but its edge to a callee that kept a value still
+ * counts for the callee's "(inline)" (pprof's TextItems reads the
+ * callee's In, which keeps it). */
+static void test_ghost_caller(void) {
+  profile(NULL, 0);
+  cprof__pf_sample_t s[] = {
+      sample(10, (int[]){5, 1, 0}),     /* main -> b -> inl, inlined into b */
+      sample(-10, (int[]){4, 3, 1, 0}), /* main -> b -> leaf */
+  };
+  cprof__pf_t *p = profile(s, 2);
+  cprof__pf_graph_options_t o = {.sample_index = 1, .granularity = CPROF_PF_FUNCTIONS};
+  cprof__pf_graph_t *g = NULL;
+  CHECK_EQ_INT(cprof__pf_graph(p, &o, &g), 0);
+  if (!g)
+    return;
+  const cprof__pf_node_t *inl = node(g, "inl"), *l = node(g, "leaf");
+  CHECK(!node(g, "b") && !node(g, "main")); /* nothing left: out of the graph */
+  CHECK(inl && l && !edge(g, "b", "inl"));
+  if (inl && l) {
+    CHECK_EQ_INT(inl->flat, 10);
+    CHECK_EQ_INT(inl->inlined, 1);
+    CHECK_EQ_INT(l->inlined, 0);
+    CHECK_EQ_INT(inl->n_in, 0);
+  }
+  cprof__pf_graph_free(g);
+  free_samples(s, 2);
+}
+
 int main(void) {
   test_functions();
   test_trim();
+  test_ghost_caller();
   return check_result("test_graph");
 }
