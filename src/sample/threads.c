@@ -11,13 +11,28 @@
  *   fault, a ptrace or job-control stop: /proc/self/task/TID/syscall says
  *   "-1 sp pc"), is never signalled: it is unwound from outside, from the
  *   registers that file shows (see src/unwind/outside.c).
- * - Only a thread known to be running gets a signal: that file says
- *   "running", or, where it cannot be read, /proc/self/task/TID/stat says
- *   state R. Both mean the kernel saw it runnable, not sleeping. The file
- *   is looked at once more just before the signal goes; a thread that enters
- *   a system call in the microseconds between that look and the signal's
- *   arrival takes the signal there, as it would any signal of the
- *   program's: that window is what remains.
+ * - Only a thread known to be running is asked: that file says "running",
+ *   or, where it cannot be read, /proc/self/task/TID/stat says state R.
+ *   Both mean TASK_RUNNING, which is also a thread woken from a timed wait
+ *   (a poll that timed out) but not yet back in user space: a signal sent
+ *   then ends that call with EINTR (do_poll rescans, finds nothing, sees
+ *   the signal and returns -ERESTARTNOHAND), and on a loaded machine a
+ *   thread can stay so for milliseconds. No look at /proc, however close
+ *   to the signal, closes that window. So a thread is not sent a signal:
+ *   it is given a one-shot timer on its own CPU clock, due 1 ns of its CPU
+ *   time later (timer_create(2), SIGEV_THREAD_ID). The kernel notices the
+ *   expiry at a clock tick that finds the thread on a CPU, and, where CPU
+ *   timers expire in task work (CONFIG_POSIX_CPU_TIMERS_TASK_WORK: x86-64
+ *   and arm64 since Linux 5.11), generates the signal only on the thread's
+ *   way back to user space, after any system call has returned: the
+ *   signal never interrupts one. The cost is up to one tick of the
+ *   thread's CPU time before it answers. A thread that goes back to sleep
+ *   before such a tick would answer only when it next runs, so the
+ *   collector looks again at the threads that have not answered, and one
+ *   it finds asleep in the kernel is given up (its timer deleted) and
+ *   unwound from outside where it now sleeps. Without task work (older
+ *   kernels, other architectures) the timer's signal is sent from the
+ *   tick itself, and may land in a system call the tick interrupted.
  * - A thread whose state cannot be read is never signalled, and is
  *   reported as unknown, with the file and the reason. That is every
  *   sleeping thread once a program has dropped root with setuid: the
@@ -31,15 +46,17 @@
  * collector) and the signalled thread's handler:
  *
  * 1. The collector lists /proc/self/task, fills one slot per thread with its
- *    tid and state PENDING for a fresh generation, and sends each running
- *    thread our signal with rt_tgsigqueueinfo(2), whose si_value carries
- *    (generation, slot index).
- * 2. The handler, on the target thread, moves its slot PENDING -> WRITING
- *    with a compare-and-swap, unwinds into it, and marks it DONE.
- * 3. The collector waits until no slot is PENDING or the time is up; then it
- *    moves every PENDING slot to ABANDONED (by compare-and-swap, so exactly
- *    one side wins) and waits out any slot still WRITING, which is actively
- *    running and bounded.
+ *    tid and state PENDING for a fresh generation, and gives each running
+ *    thread a timer whose sigev_value carries the cookie and the slot
+ *    index; the slot keeps the timer's id.
+ * 2. The handler, on the target thread, checks the slot's timer is the one
+ *    that expired (si_timerid), moves the slot PENDING -> WRITING with a
+ *    compare-and-swap, unwinds into it, and marks it DONE.
+ * 3. The collector waits until no slot is PENDING or the time is up,
+ *    giving up the asks of threads found asleep again; then it moves every
+ *    PENDING slot to ABANDONED (by compare-and-swap, so exactly one side
+ *    wins), waits out any slot still WRITING, which is actively running
+ *    and bounded, and deletes the timers.
  *
  * A signal delivered late (a thread that was preempted for the whole
  * second, or stopped just after we looked) finds its slot ABANDONED or of
@@ -47,16 +64,17 @@
  * replaced by larger ones, so a late handler never touches freed memory.
  *
  * Telling our signal from the program's. The program may send, queue or
- * be sent the same signal number. Ours carry SI_QUEUE, our pid in si_pid,
- * and in si_uid a secret drawn from getrandom(2) at the first capture (the
- * kernel lets a process queue a signal to its own threads with any si_pid
- * and si_uid, rt_tgsigqueueinfo(2), and our handler is the only reader of
- * ours; si_value carries the generation and slot). An arrival without all
- * three is the program's, and goes where its own action says (signals.c):
- * for SIG_DFL, the end of the process. If the
- * program installs an action of its own on our signal, the program wins
- * (signals.c, CPROF_SHARE_YIELD): captures then signal nobody, and running
- * threads are reported as such.
+ * be sent the same signal number, or have timers of its own on it. Ours
+ * carry SI_TIMER and, in the high half of si_value, a secret drawn from
+ * getrandom(2) at the first capture (a process may queue any SI_TIMER
+ * siginfo to another of its user's, rt_sigqueueinfo(2), so the code alone
+ * proves nothing). An arrival without both is the program's, and goes
+ * where its own action says (signals.c): for SIG_DFL, the end of the
+ * process. A late arrival of ours (a timer given up, whose signal was
+ * already on its way) finds its slot's timer changed and does nothing. If
+ * the program installs an action of its own on our signal, the program
+ * wins (signals.c, CPROF_SHARE_YIELD): captures then ask nobody, and
+ * running threads are reported as such.
  *
  * Labels. Each thread's labels (sample/labels.c) are read after every
  * stack is in, from the list of label blocks by thread id, not by the
@@ -94,6 +112,7 @@ enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
 
 typedef struct slot {
   uint64_t state; /* STATE(gen, phase), accessed atomically */
+  int timer;      /* the kernel's id of the timer that asks, -1: none; atomic */
   pid_t tid;
   int depth;
   int max;        /* frames pcs holds, fixed when the slots were made */
@@ -114,47 +133,53 @@ static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
  * handler compares without a system call (glibc has not cached the pid
  * since 2.25), and a fork child's is its own. */
 static pid_t self_pid;
-/* The secret our requests carry in si_uid (see the top of this file),
+/* The secret our requests carry in the high half of si_value (see the top of this file),
  * drawn before the first capture sends anything; 0 until then. */
 static uint32_t cookie;
 
-/* Whether an arrival of our signal is a request of ours. */
+/* Whether an arrival of our signal is a request of ours: the expiry of
+ * one of our timers, whose value carries the cookie in its high half and
+ * the slot in its low half. A program's own timer on this signal carries
+ * what the program put there; a signal queued from outside with SI_TIMER
+ * would need the cookie. */
 static int is_request_sigsafe(const siginfo_t *info) {
   uint32_t c = __atomic_load_n(&cookie, __ATOMIC_RELAXED);
-  return c != 0 && info->si_code == SI_QUEUE &&
-         info->si_pid == __atomic_load_n(&self_pid, __ATOMIC_RELAXED) && (uint32_t)info->si_uid == c;
+  uint64_t token = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
+  return c != 0 && info->si_code == SI_TIMER && (uint32_t)(token >> 32) == c;
 }
 
 /* The handler makes no system call for a request. It does not check that
- * it runs on the slot's thread either: rt_tgsigqueueinfo(2) queues the
- * signal for that one thread, and only that thread can take it. */
+ * it runs on the slot's thread either: the timer was made for that one
+ * thread (SIGEV_THREAD_ID), and only that thread can take its signal. An
+ * arrival whose timer is not the slot's (a late one, of an ask since
+ * given up and its timer deleted) does nothing. */
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   if (!is_request_sigsafe(info)) {
     cprof__signal_forward_sigsafe(sig, info, uctx);
     return;
   }
   int saved = errno;
-  uint64_t token = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
-  uint32_t gen = (uint32_t)(token >> 32);
-  uint32_t idx = (uint32_t)token;
+  uint32_t idx = (uint32_t)(uint64_t)(uintptr_t)info->si_value.sival_ptr;
   slot_t *v = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
   if (!v || idx >= (uint32_t)__atomic_load_n(&nslots, __ATOMIC_ACQUIRE))
     goto out;
   slot_t *s = &v[idx];
-  uint64_t expect = STATE(gen, PENDING);
-  if (!__atomic_compare_exchange_n(&s->state, &expect, STATE(gen, WRITING), 0, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
+  uint64_t expect = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  if ((expect & 3) != PENDING || __atomic_load_n(&s->timer, __ATOMIC_ACQUIRE) != info->si_timerid)
+    goto out;
+  if (!__atomic_compare_exchange_n(&s->state, &expect, (expect & ~(uint64_t)3) | WRITING, 0,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     goto out;
   s->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
                                    __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs, s->max);
-  __atomic_store_n(&s->state, STATE(gen, DONE), __ATOMIC_RELEASE);
+  __atomic_store_n(&s->state, (expect & ~(uint64_t)3) | DONE, __ATOMIC_RELEASE);
 out:
   errno = saved;
 }
 
 /* A secret the program cannot guess: never 0, and with the top bit set,
- * so that it is no uid a program's own sigqueue would carry in practice
- * (real uids stay far below 2^31). */
+ * so that it is not the high half of a pointer a program's own timer
+ * would carry in its value. */
 static uint32_t draw_cookie(void) {
   uint32_t c = 0;
   if (getrandom(&c, sizeof c, GRND_NONBLOCK) != (ssize_t)sizeof c) {
@@ -438,7 +463,7 @@ struct cprof__threads_cache {
 };
 
 /* How a thread's stack is got, or why it is not. */
-enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE };
+enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE, RELOOK };
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
@@ -553,15 +578,56 @@ __attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const c
   t->depth = cprof__unwind_sigsafe(how, &uc, maps, t->pcs, max);
 }
 
-static int send_request(pid_t tid, uint32_t gen, uint32_t idx) {
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = signo;
-  si.si_code = SI_QUEUE;
-  si.si_pid = self_pid;
-  si.si_uid = cookie;
-  si.si_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)gen << 32) | idx);
-  return (int)syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, signo, &si);
+/* The CPU-time clock of one thread of this process, as the kernel encodes
+ * it (include/linux/posix-timers.h): CPUCLOCK_SCHED (2) |
+ * CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
+static clockid_t thread_cpu_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
+
+/* Asks thread tid for its stack into slot idx: a one-shot timer on the
+ * thread's own CPU clock (timer_create(2), SIGEV_THREAD_ID), due 1 ns of
+ * its CPU time from now. The kernel notices the expiry at a clock tick
+ * that finds the thread on a CPU, and sends the signal as the thread goes
+ * back to user space: never in the middle of a system call (see the top
+ * of this file). Returns 0, or -1 with errno set and *call the call that
+ * was refused (ESRCH: the thread has exited). */
+static int send_request(pid_t tid, uint32_t idx, const char **call) {
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = signo;
+  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)cookie << 32) | idx);
+  sev._sigev_un._tid = tid;
+  int id = -1;
+  if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0) {
+    int err = errno;
+    char state;
+    /* EINVAL is also what a clock of a thread that has gone gets. */
+    if (err == EINVAL && thread_state(tid, &state) == -ENOENT)
+      err = ESRCH;
+    *call = "timer_create";
+    errno = err;
+    return -1;
+  }
+  __atomic_store_n(&slots[idx].timer, id, __ATOMIC_RELEASE);
+  struct itimerspec due = {{0, 0}, {0, 1}};
+  if (syscall(SYS_timer_settime, id, 0, &due, NULL) != 0) {
+    int err = errno;
+    __atomic_store_n(&slots[idx].timer, -1, __ATOMIC_RELEASE);
+    syscall(SYS_timer_delete, id);
+    *call = "timer_settime";
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+/* Deletes slot i's timer, once its slot is no longer PENDING: a timer that
+ * has not expired never will, and a signal of it still on its way finds
+ * the slot's timer changed. */
+static void drop_timer(int i) {
+  int id = __atomic_exchange_n(&slots[i].timer, -1, __ATOMIC_ACQ_REL);
+  if (id >= 0)
+    syscall(SYS_timer_delete, id);
 }
 
 /* Slots for n threads of `depth` frames each, in one block. */
@@ -578,6 +644,7 @@ static int ensure_slots(int n, int depth) {
   uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
   for (int i = 0; i < cap; i++) {
     v[i].state = STATE(0, ABANDONED);
+    v[i].timer = -1;
     v[i].max = depth;
     v[i].pcs = pcs + (size_t)i * (size_t)depth;
   }
@@ -588,39 +655,59 @@ static int ensure_slots(int n, int depth) {
   return 0;
 }
 
-/* Waits until every thread asked has answered or timeout_ms has passed;
- * then the threads that never started to answer are LATE. Returns how
- * long that took (ns). The first pause is hint_ns when given (the last
+/* Waits until every thread asked has answered, or has been seen back
+ * asleep in the kernel (RELOOK: its ask is given up, and it is looked at
+ * afresh), or until deadline_ms (CLOCK_MONOTONIC); then the threads that
+ * never started to answer are LATE. Returns how long that took (ns).
+ *
+ * An ask is answered at the first clock tick that finds the thread on a
+ * CPU (send_request), a few milliseconds at most for a thread that keeps
+ * running; a thread that goes to sleep first would answer only when it
+ * next runs, so the threads that have not answered are looked at again
+ * at every pause. The first pause is hint_ns when given (the last
  * capture's wait, say): each pause is a context switch, which on a VM
- * costs as much as asking a thread, and threads that wait their turn for
- * a CPU take about as long to answer from one capture to the next. */
-static int64_t await_answers(uint32_t gen, int n, unsigned char *mode, int timeout_ms,
-                             int64_t hint_ns) {
+ * costs as much as asking a thread. */
+static int64_t await_answers(const pid_t *tids, int *fds, int n, unsigned char *mode,
+                             int64_t deadline_ms, int64_t hint_ns) {
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC);
-  int64_t deadline = start / 1000000 + timeout_ms;
   long pause_ns = hint_ns > 50000 ? (long)(hint_ns < 5000000 ? hint_ns : 5000000) : 50000;
   for (int first = 1;; first = 0) {
     int waiting = 0;
     for (int i = 0; i < n; i++) {
+      if (mode[i] != ASK)
+        continue;
       uint64_t st = __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE);
+      if ((st & 3) == PENDING && !first) {
+        in_kernel_t k;
+        cprof__thread_stack_t scratch = {0};
+        int where = where_is(tids[i], &k, &scratch, fds ? &fds[i] : NULL);
+        if (where != RUNNING && where != UNREADABLE &&
+            __atomic_compare_exchange_n(&slots[i].state, &st, (st & ~(uint64_t)3) | ABANDONED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+          mode[i] = RELOOK;
+          continue;
+        }
+      }
       if ((st & 3) == PENDING || (st & 3) == WRITING)
         waiting++;
     }
     if (!waiting)
       return cprof__now_ns(CLOCK_MONOTONIC) - start;
-    if (cprof__now_ms(CLOCK_MONOTONIC) >= deadline) {
+    if (cprof__now_ms(CLOCK_MONOTONIC) >= deadline_ms) {
       for (int i = 0; i < n; i++) {
-        uint64_t expect = STATE(gen, PENDING);
-        if (__atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        uint64_t expect = __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE);
+        if (mode[i] == ASK && (expect & 3) == PENDING &&
+            __atomic_compare_exchange_n(&slots[i].state, &expect,
+                                        (expect & ~(uint64_t)3) | ABANDONED, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
           mode[i] = LATE;
       }
       /* What is left is WRITING: running, and done within microseconds. */
-      deadline = INT64_MAX;
+      deadline_ms = INT64_MAX;
     }
-    /* A pause that grows from 50 µs to 5 ms: answers come within
-     * microseconds from threads on a CPU, but threads waiting their turn
-     * to run may take many milliseconds, and looking often costs. */
+    /* A pause that grows from 50 µs to 5 ms: answers come within a clock
+     * tick from threads on a CPU, but threads waiting their turn to run
+     * may take many milliseconds, and looking often costs. */
     struct timespec ts = {0, pause_ns};
     nanosleep(&ts, NULL);
     if (first)
@@ -658,6 +745,7 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
     break;
   case UNSENT:
     t->status = CPROF_THREAD_UNSENT;
+    t->unreadable = got->unreadable;
     t->err = got->err;
     break;
   case KERNEL:
@@ -900,35 +988,55 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   int can_signal = signo && cprof__signal_use_begin(signo);
   pid_t me = (pid_t)syscall(SYS_gettid);
   cprof__symbolizer_t *sym = NULL;
-  for (int i = 0; i < n; i++) {
-    if (tids[i] == me) {
-      mode[i] = SELF;
-      unwind_self(how, maps, &res[i], depth);
-    } else {
-      mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym,
-                                        cache_find(c, tids[i]), &places[i], fds ? &fds[i] : NULL,
-                                        oks ? &oks[i] : NULL);
-    }
-    if (mode[i] == ASK) {
-      if (send_request(tids[i], gen, (uint32_t)i) == 0)
+  int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
+  /* Rounds: a thread asked that goes back to sleep before it answers is
+   * looked at afresh (RELOOK), unwound from outside where it now sleeps,
+   * and asked again if it runs again; three rounds at most. */
+  for (int round = 0; round < 3; round++) {
+    int asking = 0;
+    for (int i = 0; i < n; i++) {
+      if (round > 0 && mode[i] != RELOOK)
         continue;
-      /* ESRCH: it exited. Anything else is the call refused (a seccomp
-       * filter's EPERM, EAGAIN at RLIMIT_SIGPENDING): said as such. */
-      res[i].err = errno;
-      mode[i] = errno == ESRCH ? GONE : UNSENT;
+      if (tids[i] == me) {
+        mode[i] = SELF;
+        unwind_self(how, maps, &res[i], depth);
+      } else {
+        res[i].depth = 0;
+        mode[i] = (unsigned char)classify(tids[i], can_signal, &res[i], depth, &sym,
+                                          round ? NULL : cache_find(c, tids[i]), &places[i],
+                                          fds ? &fds[i] : NULL, oks ? &oks[i] : NULL);
+      }
+      if (mode[i] == ASK) {
+        if (round > 0) /* the slot again, for a timer of its own */
+          __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
+        const char *call = NULL;
+        if (send_request(tids[i], (uint32_t)i, &call) == 0) {
+          asking++;
+          continue;
+        }
+        /* ESRCH: it exited. Anything else is the call refused (a seccomp
+         * filter's EPERM, EAGAIN at RLIMIT_SIGPENDING): said as such. */
+        res[i].err = errno;
+        res[i].unreadable = call;
+        mode[i] = errno == ESRCH ? GONE : UNSENT;
+      }
+      uint64_t expect = STATE(gen, PENDING);
+      __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
-    uint64_t expect = STATE(gen, PENDING);
-    __atomic_compare_exchange_n(&slots[i].state, &expect, STATE(gen, ABANDONED), 0,
-                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (!asking)
+      break;
+    int64_t took = await_answers(tids, fds, n, mode, deadline, c ? c->answers_ns * 3 / 4 : 0);
+    if (c && round == 0)
+      c->answers_ns = took;
+    for (int i = 0; i < n; i++)
+      drop_timer(i);
   }
+  for (int i = 0; i < n; i++)
+    if (mode[i] == RELOOK) /* asleep, or running again, at the last look: not asked again */
+      mode[i] = LATE;
   if (sym)
     cprof__symbolizer_release(sym);
-  int asked = 0;
-  for (int i = 0; i < n; i++)
-    asked += mode[i] == ASK;
-  int64_t took = await_answers(gen, n, mode, timeout_ms, c ? c->answers_ns * 3 / 4 : 0);
-  if (c && asked)
-    c->answers_ns = took;
   if (can_signal)
     cprof__signal_use_end(signo);
   __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);

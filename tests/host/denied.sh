@@ -7,8 +7,9 @@
 #   no cpu.pb.gz.
 # - process_vm_readv denied: a sleeping thread's stack is its pc and a frame
 #   naming the refusal, in the debug=2 dump and in the profile.
-# - rt_tgsigqueueinfo denied: a running thread is listed, with the refusal
-#   as its frame (it used to be left out of the dump).
+# - timer_create denied (with which a running thread is asked for its
+#   stack): a running thread is listed, with the refusal as its frame (it
+#   used to be left out of the dump).
 . "$(dirname "$0")/../integration/lib.sh"
 H=$B/tests/host
 "$H/host_deny" timer_create true || skip "no seccomp filter here"
@@ -50,7 +51,7 @@ fi
 
 # The stacks of sleeping threads cannot be read, and running threads
 # cannot be asked for theirs.
-start readv --ready -- "$H/host_deny" process_vm_readv,rt_tgsigqueueinfo \
+start readv --ready -- "$H/host_deny" process_vm_readv,timer_create \
   env LD_PRELOAD="$LIB" "$H/host_unsampled" spin 30
 code=$(http "http://$ADDR/debug/pprof/goroutine?debug=2")
 check "denied: the dump is served ($code)" [ "$code" = 200 ]
@@ -62,15 +63,15 @@ cat "$T/main" "$T/spinner"
 check "process_vm_readv denied: the sleeping main thread shows its pc" has "$T/main" '^__futex_abstimed_wait'
 check "process_vm_readv denied: and a last frame naming the refusal" \
   eval '[ "$(grep -v "^	" "$T/main" | grep -v "^$" | tail -1)" = "[stack unreadable: process_vm_readv: Operation not permitted]" ]'
-check "rt_tgsigqueueinfo denied: the running thread is listed" has "$T/spinner" '^thread [0-9]+ "spinner" \[running\]:$'
-check "rt_tgsigqueueinfo denied: its frame names the refusal" \
-  eval '[ "$(sed -n 2p "$T/spinner")" = "[thread running: cprof'"'"'s signal could not be sent: rt_tgsigqueueinfo: Operation not permitted]" ]'
+check "timer_create denied: the running thread is listed" has "$T/spinner" '^thread [0-9]+ "spinner" \[running\]:$'
+check "timer_create denied: its frame names the refusal" \
+  eval '[ "$(sed -n 2p "$T/spinner")" = "[thread running: cprof'"'"'s signal could not be sent: timer_create: Operation not permitted]" ]'
 # The same frames in the profile, through go tool pprof.
 check "denied: fetch the goroutine profile" eval '[ "$(http "http://$ADDR/debug/pprof/goroutine")" = 200 ]'
 pprof -traces "$T/body" >"$T/traces" || true
 check "pprof: the sleeping thread's stack ends with the refusal" \
   eval 'awk "/thread: +host_unsampled/ { p = 1; next } /^-+\\+/ { p = 0 } p" "$T/traces" | tail -1 | grep -q "^ *\[stack unreadable: process_vm_readv: Operation not permitted\]$"'
 check "pprof: the running thread's frame names the refusal" \
-  eval 'awk "/thread: +spinner/ { p = 1; next } /^-+\\+/ { p = 0 } p" "$T/traces" | grep -q "\[thread running: cprof.s signal could not be sent: rt_tgsigqueueinfo: Operation not permitted\]"'
+  eval 'awk "/thread: +spinner/ { p = 1; next } /^-+\\+/ { p = 0 } p" "$T/traces" | grep -q "\[thread running: cprof.s signal could not be sent: timer_create: Operation not permitted\]"'
 stop
 finish
