@@ -52,7 +52,7 @@ const char *cprof__syscall_name(long nr, char *buf, size_t len) {
   return buf;
 }
 
-static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t weight_ns) {
+static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t count, int64_t weight_ns) {
   cprof__builder_t *b = arg;
   char call[32];
   const char *state = t->state == 'R' ? "running" : t->state == '?' ? "unknown" : "sleeping";
@@ -66,7 +66,7 @@ static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t weight_
                                    .str = cprof__syscall_name(t->syscall_nr, call, sizeof call)};
   for (int j = 0; j < t->labels.n; j++)
     labels[n++] = (cprof__label_t){.key = t->labels.key[j], .str = t->labels.value[j]};
-  int64_t values[2] = {1, weight_ns};
+  int64_t values[2] = {count, weight_ns};
   if (t->status == CPROF_THREAD_OK)
     return cprof__builder_add(b, t->pcs, t->depth, values, labels, n);
   return cprof__builder_add_pseudo(b, "[stack not known]", values, labels, n);

@@ -113,18 +113,36 @@ enum { PENDING = 0, WRITING = 1, DONE = 2, ABANDONED = 3 };
 typedef struct slot {
   uint64_t state; /* STATE(gen, phase), accessed atomically */
   int timer;      /* the kernel's id of the timer that asks, -1: none; atomic */
+  int busy;       /* a deferring cache's slot in use for an ask; the collector's */
   pid_t tid;
   int depth;
   int max;        /* frames pcs holds, fixed when the slots were made */
   uintptr_t *pcs; /* in the same block, after the slots */
 } slot_t;
 
-/* Read by handlers: published with release stores, read with acquire loads. */
+/* Read by handlers: published with release stores, read with acquire loads.
+ * Table 0 (slots, nslots) is the captures' own, a slot per thread listed;
+ * the others belong to caches that defer (threads.h), whose asks outlive
+ * a capture: a slot per ask. A request's token says which (see
+ * TOKEN_TABLE). Tables are only ever replaced by larger ones, never
+ * freed. */
 static slot_t *slots;
 static int nslots;
+#define TABLES 16
+#define TOKEN_TABLE(low) ((low) >> 24)
+#define TOKEN_INDEX(low) ((low)&0xffffff)
+static slot_t *table_v[TABLES]; /* [0] unused: slots */
+static int table_n[TABLES];
+static int table_taken[TABLES]; /* under the capture lock */
 static int slots_depth; /* the frames each slot holds; the capture lock's */
 static uint32_t generation;
 static const cprof__maps_t *stacks;
+/* Handlers of requests running now: whoever unpublishes maps that a
+ * handler may be reading (publish_stacks) waits for it. */
+static int handlers_in;
+/* The maps a deferring cache's asks still out are unwound with between
+ * captures (NULL: none); the capture lock's. */
+static const cprof__maps_t *deferred_stacks;
 static cprof__unwinder_t unwinder;
 
 static int signo;
@@ -136,6 +154,17 @@ static pid_t self_pid;
 /* The secret our requests carry in the high half of si_value (see the top of this file),
  * drawn before the first capture sends anything; 0 until then. */
 static uint32_t cookie;
+
+/* Publishes the maps handlers unwind with, and waits for the handlers
+ * that may still read the ones before: once it returns, those may be
+ * freed. Under the capture lock. */
+static void publish_stacks(const cprof__maps_t *m) {
+  __atomic_store_n(&stacks, m, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&handlers_in, __ATOMIC_SEQ_CST) > 0) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
 
 /* Whether an arrival of our signal is a request of ours: the expiry of
  * one of our timers, whose value carries the cookie in its high half and
@@ -159,9 +188,13 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
     return;
   }
   int saved = errno;
-  uint32_t idx = (uint32_t)(uint64_t)(uintptr_t)info->si_value.sival_ptr;
-  slot_t *v = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
-  if (!v || idx >= (uint32_t)__atomic_load_n(&nslots, __ATOMIC_ACQUIRE))
+  __atomic_add_fetch(&handlers_in, 1, __ATOMIC_SEQ_CST);
+  uint32_t low = (uint32_t)(uint64_t)(uintptr_t)info->si_value.sival_ptr;
+  uint32_t tab = TOKEN_TABLE(low), idx = TOKEN_INDEX(low);
+  if (tab >= TABLES)
+    goto out;
+  slot_t *v = __atomic_load_n(tab ? &table_v[tab] : &slots, __ATOMIC_ACQUIRE);
+  if (!v || idx >= (uint32_t)__atomic_load_n(tab ? &table_n[tab] : &nslots, __ATOMIC_ACQUIRE))
     goto out;
   slot_t *s = &v[idx];
   uint64_t expect = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
@@ -174,6 +207,7 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
                                    __atomic_load_n(&stacks, __ATOMIC_ACQUIRE), s->pcs, s->max);
   __atomic_store_n(&s->state, (expect & ~(uint64_t)3) | DONE, __ATOMIC_RELEASE);
 out:
+  __atomic_sub_fetch(&handlers_in, 1, __ATOMIC_SEQ_CST);
   errno = saved;
 }
 
@@ -441,6 +475,8 @@ typedef struct cached {
   /* CLOCK_MONOTONIC ns when it was last seen neither blocking nor holding
    * our signal pending (0: never); believed for a second. */
   int64_t mask_ok;
+  int ask;          /* a deferring cache's ask still out: its slot in the table, or -1 */
+  int64_t asked_ns; /* CLOCK_MONOTONIC when that ask was made */
 } cached_t;
 
 struct cprof__threads_cache {
@@ -450,8 +486,7 @@ struct cprof__threads_cache {
    * threads' walks read them (stack bounds, modules), and reading them is
    * most of a tick's cost in a program of many mappings. Read again when
    * a thread is new (its stack is a new mapping) or a module came or went. */
-  cprof__maps_t maps;
-  int have_maps;
+  cprof__maps_t *maps; /* NULL: none yet */
   DIR *task;         /* /proc/self/task, kept open: read from its start each time */
   uint64_t births;   /* cprof__threads_born's count when it was last read */
   int64_t listed_ns; /* CLOCK_MONOTONIC when it was last read */
@@ -460,10 +495,20 @@ struct cprof__threads_cache {
   int depth;         /* frames each entry holds */
   uint32_t modules;  /* the module generation the stacks are of */
   uintptr_t *frames; /* the entries' stacks, one block */
+  /* Deferring (cprof__threads_cache_defer): its slot table, the asks out,
+   * and whether it holds the capture signal's use (signals.c) for them. */
+  int defer;
+  int table; /* 0: none yet */
+  int out;
+  int holding;
 };
 
+/* An ask still out after this long is given up: the thread has not been
+ * on a CPU at a clock tick since (it went back to sleep). */
+#define ASK_GIVE_UP_NS 1000000000LL
+
 /* How a thread's stack is got, or why it is not. */
-enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE, RELOOK };
+enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE, RELOOK, DEFERRED };
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
@@ -590,12 +635,12 @@ static clockid_t thread_cpu_clock(pid_t tid) { return (clockid_t)((~(unsigned)ti
  * back to user space: never in the middle of a system call (see the top
  * of this file). Returns 0, or -1 with errno set and *call the call that
  * was refused (ESRCH: the thread has exited). */
-static int send_request(pid_t tid, uint32_t idx, const char **call) {
+static int send_request(slot_t *slot, uint32_t low, pid_t tid, const char **call) {
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = signo;
-  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)cookie << 32) | idx);
+  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)cookie << 32) | low);
   sev._sigev_un._tid = tid;
   int id = -1;
   if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0) {
@@ -608,11 +653,11 @@ static int send_request(pid_t tid, uint32_t idx, const char **call) {
     errno = err;
     return -1;
   }
-  __atomic_store_n(&slots[idx].timer, id, __ATOMIC_RELEASE);
+  __atomic_store_n(&slot->timer, id, __ATOMIC_RELEASE);
   struct itimerspec due = {{0, 0}, {0, 1}};
   if (syscall(SYS_timer_settime, id, 0, &due, NULL) != 0) {
     int err = errno;
-    __atomic_store_n(&slots[idx].timer, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->timer, -1, __ATOMIC_RELEASE);
     syscall(SYS_timer_delete, id);
     *call = "timer_settime";
     errno = err;
@@ -624,8 +669,8 @@ static int send_request(pid_t tid, uint32_t idx, const char **call) {
 /* Deletes slot i's timer, once its slot is no longer PENDING: a timer that
  * has not expired never will, and a signal of it still on its way finds
  * the slot's timer changed. */
-static void drop_timer(int i) {
-  int id = __atomic_exchange_n(&slots[i].timer, -1, __ATOMIC_ACQ_REL);
+static void drop_timer(slot_t *slot) {
+  int id = __atomic_exchange_n(&slot->timer, -1, __ATOMIC_ACQ_REL);
   if (id >= 0)
     syscall(SYS_timer_delete, id);
 }
@@ -652,6 +697,141 @@ static int ensure_slots(int n, int depth) {
   /* The old array is left in place for any late handler still reading it. */
   __atomic_store_n(&slots, v, __ATOMIC_RELEASE);
   __atomic_store_n(&nslots, cap, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* ---- Caches that defer (threads.h) ----
+ *
+ * A deferring cache asks a running thread and does not wait: the ask stays
+ * out, in a slot of the cache's own table, from capture to capture, and
+ * the answer is handed out with the thread's entry of the first capture
+ * that finds it in. While asks are out the cache holds the capture
+ * signal's use (signals.c), so that a program that takes the signal waits
+ * for the next capture, which gives them all up first; and the maps the
+ * answers unwind with stay published (deferred_stacks). All under the
+ * capture lock. */
+
+/* Gives up an ask: its answer, if it comes, finds the slot abandoned. */
+static void give_up(slot_t *sl) {
+  uint64_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+  while ((st & 3) == PENDING &&
+         !__atomic_compare_exchange_n(&sl->state, &st, (st & ~(uint64_t)3) | ABANDONED, 0,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    ;
+  while ((__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) & 3) == WRITING) /* microseconds */
+    ;
+  drop_timer(sl);
+  sl->busy = 0;
+}
+
+static void give_up_all(cprof__threads_cache_t *c) {
+  for (int i = 0; i < c->n; i++) {
+    if (c->v[i].ask >= 0)
+      give_up(&table_v[c->table][c->v[i].ask]);
+    c->v[i].ask = -1;
+  }
+  c->out = 0;
+  if (c->holding)
+    cprof__signal_use_end(signo);
+  c->holding = 0;
+}
+
+/* A table for the cache with room for `want` asks of `depth` frames; one
+ * made anew gives up the asks out. Returns 0, or -1 (no table free, or no
+ * memory: the cache then waits for answers as other captures do). */
+static int defer_table(cprof__threads_cache_t *c, int want, int depth) {
+  if (!c->table) {
+    for (int t = 1; t < TABLES && !c->table; t++)
+      if (!table_taken[t])
+        c->table = t;
+    if (!c->table)
+      return -1;
+    table_taken[c->table] = 1;
+  }
+  slot_t *old = table_v[c->table];
+  if (old && want <= table_n[c->table] && old[0].max == depth)
+    return 0;
+  give_up_all(c);
+  int cap = 64;
+  while (cap < 2 * want)
+    cap *= 2;
+  if (old && cap < table_n[c->table] && old[0].max == depth)
+    cap = table_n[c->table];
+  size_t head = (size_t)cap * sizeof(slot_t);
+  slot_t *v = calloc(1, head + (size_t)cap * (size_t)depth * sizeof(uintptr_t));
+  if (!v)
+    return -1;
+  uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
+  for (int i = 0; i < cap; i++) {
+    v[i].state = STATE(0, ABANDONED);
+    v[i].timer = -1;
+    v[i].max = depth;
+    v[i].pcs = pcs + (size_t)i * (size_t)depth;
+  }
+  /* The old table is left in place for any late handler still reading it. */
+  __atomic_store_n(&table_v[c->table], v, __ATOMIC_RELEASE);
+  __atomic_store_n(&table_n[c->table], cap, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* A free slot of the cache's table, or -1. */
+static int defer_slot(cprof__threads_cache_t *c) {
+  for (int k = 0; k < table_n[c->table]; k++)
+    if (!table_v[c->table][k].busy)
+      return k;
+  return -1;
+}
+
+/* The answer to thread i's ask still out (prev: its cache entry), if it
+ * came, into t; asks[i] and askeds[i] say what is still out after. */
+static void harvest(cprof__threads_cache_t *c, cached_t *prev, cprof__thread_stack_t *t,
+                    int *ask, int64_t *asked, int64_t now) {
+  *ask = -1;
+  if (!prev || prev->ask < 0)
+    return;
+  slot_t *sl = &table_v[c->table][prev->ask];
+  uint64_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+  if ((st & 3) == DONE) {
+    t->answered = 1;
+    t->answer_depth = sl->depth < sl->max ? sl->depth : sl->max;
+    memcpy(t->answer_pcs, sl->pcs, (size_t)t->answer_depth * sizeof *t->answer_pcs);
+  } else if ((st & 3) != PENDING || now - prev->asked_ns < ASK_GIVE_UP_NS) {
+    *ask = prev->ask; /* still out (or being written: in at the next capture) */
+    *asked = prev->asked_ns;
+    prev->ask = -1;
+    return;
+  } else {
+    t->answered = -1;
+  }
+  give_up(sl);
+  prev->ask = -1;
+  c->out--;
+}
+
+/* Asks thread tid, deferring: its slot into *ask. Returns 0, or -1 with
+ * errno and *call as send_request's. */
+static int defer_ask(cprof__threads_cache_t *c, pid_t tid, uint32_t gen, int *ask, int64_t *asked,
+                     const char **call) {
+  int k = defer_slot(c);
+  if (k < 0) {
+    *call = "timer_create";
+    errno = EAGAIN;
+    return -1;
+  }
+  slot_t *sl = &table_v[c->table][k];
+  sl->busy = 1;
+  sl->tid = tid;
+  sl->depth = 0;
+  __atomic_store_n(&sl->state, STATE(gen, PENDING), __ATOMIC_RELEASE);
+  if (send_request(sl, ((uint32_t)c->table << 24) | (uint32_t)k, tid, call) != 0) {
+    int err = errno;
+    give_up(sl);
+    errno = err;
+    return -1;
+  }
+  *ask = k;
+  *asked = cprof__now_ns(CLOCK_MONOTONIC);
+  c->out++;
   return 0;
 }
 
@@ -751,6 +931,9 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
   case KERNEL:
     t->status = CPROF_THREAD_KERNEL;
     break;
+  case DEFERRED:
+    t->status = CPROF_THREAD_DEFERRED;
+    break;
   default: /* LATE */
     t->status = CPROF_THREAD_TIMEOUT;
   }
@@ -758,15 +941,18 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
 }
 
 /* The dump's entries and their stacks of `depth` frames, in one block
- * (freed with the entries). */
-static cprof__thread_stack_t *new_dump(int n, int depth) {
+ * (freed with the entries); with room for the answers of earlier asks
+ * when `answers`. */
+static cprof__thread_stack_t *new_dump(int n, int depth, int answers) {
   size_t head = (size_t)n * sizeof(cprof__thread_stack_t);
-  cprof__thread_stack_t *v = calloc(1, head + (size_t)n * (size_t)depth * sizeof(uintptr_t));
+  size_t per = (size_t)depth * (answers ? 2 : 1);
+  cprof__thread_stack_t *v = calloc(1, head + (size_t)n * per * sizeof(uintptr_t));
   if (!v)
     return NULL;
   uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
   for (int i = 0; i < n; i++) {
-    v[i].pcs = pcs + (size_t)i * (size_t)depth;
+    v[i].pcs = pcs + (size_t)i * per;
+    v[i].answer_pcs = answers ? v[i].pcs + depth : NULL;
     v[i].syscall_nr = -1;
   }
   return v;
@@ -811,16 +997,23 @@ static cached_t *cache_find(const cprof__threads_cache_t *c, pid_t tid) {
  * when its stack is exact where it slept (places[i], aligned with d's
  * entries; nr -1 and sp 0 for none), that stack. */
 static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
-                       const in_kernel_t *places, int *fds, const int64_t *oks) {
+                       const in_kernel_t *places, int *fds, const int64_t *oks, const int *asks,
+                       const int64_t *askeds) {
   int depth = cprof__max_depth();
   cached_t *v = malloc((size_t)(d->n ? d->n : 1) * sizeof *v);
   uintptr_t *frames = malloc((size_t)(d->n ? d->n : 1) * (size_t)depth * sizeof *frames);
   if (!v || !frames) { /* the next capture unwinds everyone */
     free(v);
     free(frames);
-    for (int i = 0; i < d->n; i++)
+    for (int i = 0; i < d->n; i++) {
       if (fds[i] >= 0)
         close(fds[i]);
+      if (asks[i] >= 0) {
+        give_up(&table_v[c->table][asks[i]]);
+        c->out--;
+      }
+    }
+    give_up_all(c);
     for (int i = 0; i < c->n; i++)
       if (c->v[i].fd >= 0)
         close(c->v[i].fd);
@@ -836,14 +1029,21 @@ static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
     e->place = places[i];
     e->fd = fds[i];
     e->mask_ok = oks[i];
+    e->ask = asks[i];
+    e->asked_ns = askeds[i];
     e->depth = t->status == CPROF_THREAD_OK && (places[i].sp || places[i].pc) ? t->depth : 0;
     if (e->depth > depth)
       e->depth = depth;
     memcpy(e->pcs, t->pcs, (size_t)e->depth * sizeof *e->pcs);
   }
-  for (int i = 0; i < c->n; i++) /* threads gone before this capture listed them */
+  for (int i = 0; i < c->n; i++) { /* threads gone before this capture listed them */
     if (c->v[i].fd >= 0)
       close(c->v[i].fd);
+    if (c->v[i].ask >= 0) {
+      give_up(&table_v[c->table][c->v[i].ask]);
+      c->out--;
+    }
+  }
   free(c->v);
   free(c->frames);
   c->v = v;
@@ -864,11 +1064,25 @@ cprof__threads_cache_t *cprof__threads_cache_new(void) {
   return calloc(1, sizeof(cprof__threads_cache_t));
 }
 
+void cprof__threads_cache_defer(cprof__threads_cache_t *c) { c->defer = 1; }
+
 void cprof__threads_cache_free(cprof__threads_cache_t *c) {
   if (!c)
     return;
-  if (c->have_maps)
-    cprof__maps_free(&c->maps);
+  pthread_mutex_lock(&capture_lock);
+  if (c->table) {
+    give_up_all(c);
+    table_taken[c->table] = 0;
+  }
+  if (c->maps && deferred_stacks == c->maps) {
+    deferred_stacks = NULL;
+    publish_stacks(NULL);
+  }
+  pthread_mutex_unlock(&capture_lock);
+  if (c->maps) {
+    cprof__maps_free(c->maps);
+    free(c->maps);
+  }
   if (c->task)
     closedir(c->task);
   for (int i = 0; i < c->n; i++)
@@ -896,8 +1110,8 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   cprof__threads_init();
 
   pid_t *tids = NULL;
-  cprof__maps_t fresh = {0};
-  const cprof__maps_t *maps = &fresh;
+  cprof__maps_t *fresh = NULL; /* read for this capture */
+  const cprof__maps_t *maps = NULL;
   if (c && !c->task)
     c->task = opendir("/proc/self/task");
   int n = -1;
@@ -927,25 +1141,33 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   }
   qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the dump's order, and the cache's */
   int err = 0;
-  if (c && c->have_maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
+  if (c && c->maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
       c->modules == cprof__modules_generation_sigsafe() && knows_all(c, tids, n))
-    maps = &c->maps;
+    maps = c->maps;
+  else if ((fresh = calloc(1, sizeof *fresh)) == NULL || (err = cprof__maps_read(fresh)) != 0)
+    err = err ? err : -ENOMEM;
   else
-    err = cprof__maps_read(&fresh);
+    maps = fresh;
   if (err != 0) {
+    free(fresh);
     free(tids);
     return err;
   }
 
   pthread_mutex_lock(&capture_lock);
   int depth = cprof__max_depth();
-  cprof__thread_stack_t *res = new_dump(n, depth);
+  cprof__thread_stack_t *res = new_dump(n, depth, c && c->defer);
   unsigned char *mode = calloc((size_t)n, 1);
   in_kernel_t *places = calloc((size_t)(n ? n : 1), sizeof *places);
   /* Each thread's syscall file kept open from the capture before, moved
    * here from the cache (whose entry then owns none), and back after. */
   int *fds = c ? malloc((size_t)(n ? n : 1) * sizeof *fds) : NULL;
   int64_t *oks = c ? calloc((size_t)(n ? n : 1), sizeof *oks) : NULL;
+  /* A deferring cache's asks out, by thread: moved here, and back after. */
+  int *asks = c ? malloc((size_t)(n ? n : 1) * sizeof *asks) : NULL;
+  int64_t *askeds = c ? calloc((size_t)(n ? n : 1), sizeof *askeds) : NULL;
+  for (int i = 0; asks && i < n; i++)
+    asks[i] = -1;
   for (int i = 0; fds && oks && i < n; i++) {
     cached_t *e = cache_find(c, tids[i]);
     fds[i] = e ? e->fd : -1;
@@ -955,14 +1177,26 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   }
   /* Stacks of another depth, or of modules since unloaded, are not reused. */
   uint32_t modules = cprof__modules_generation_sigsafe();
-  if (c && (c->depth != depth || c->modules != modules))
+  if (c && (c->depth != depth || c->modules != modules)) {
+    if (c->table)
+      give_up_all(c);
     c->n = 0;
-  if (!res || !mode || !places || (c && (!fds || !oks)) || (err = ensure_slots(n, depth)) != 0) {
+  }
+  /* A program that takes the signal waits for this: the asks out go. */
+  if (c && c->holding && !cprof__signal_held(signo))
+    give_up_all(c);
+  int defer = c && c->defer && defer_table(c, n, depth) == 0;
+  if (!res || !mode || !places || (c && (!fds || !oks || !asks || !askeds)) ||
+      (err = ensure_slots(n, depth)) != 0) {
     for (int i = 0; fds && oks && i < n; i++)
       if (fds[i] >= 0)
         close(fds[i]);
+    if (c && c->table)
+      give_up_all(c);
     free(fds);
     free(oks);
+    free(asks);
+    free(askeds);
     free(res);
     free(mode);
     free(places);
@@ -976,12 +1210,15 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     __atomic_store_n(&cookie, draw_cookie(), __ATOMIC_RELAXED);
   unwinder = how;
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
-  __atomic_store_n(&stacks, maps, __ATOMIC_RELEASE);
+  publish_stacks(maps);
   for (int i = 0; i < n; i++) {
     slots[i].tid = tids[i];
     slots[i].depth = 0;
     __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
   }
+  /* The answers to asks of captures before, in first. */
+  for (int i = 0; defer && i < n; i++)
+    harvest(c, cache_find(c, tids[i]), &res[i], &asks[i], &askeds[i], now);
 
   /* From here until the answers are in, the program's sigaction of our
    * signal waits (signals.c), so no request reaches a handler of its. */
@@ -1006,11 +1243,20 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
                                           round ? NULL : cache_find(c, tids[i]), &places[i],
                                           fds ? &fds[i] : NULL, oks ? &oks[i] : NULL);
       }
+      const char *call = NULL;
+      if (mode[i] == ASK && defer) { /* asked, or joining the ask still out */
+        if (asks[i] >= 0 || defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &call) == 0) {
+          mode[i] = DEFERRED;
+        } else {
+          res[i].err = errno;
+          res[i].unreadable = call;
+          mode[i] = errno == ESRCH ? GONE : UNSENT;
+        }
+      }
       if (mode[i] == ASK) {
         if (round > 0) /* the slot again, for a timer of its own */
           __atomic_store_n(&slots[i].state, STATE(gen, PENDING), __ATOMIC_RELEASE);
-        const char *call = NULL;
-        if (send_request(tids[i], (uint32_t)i, &call) == 0) {
+        if (send_request(&slots[i], (uint32_t)i, tids[i], &call) == 0) {
           asking++;
           continue;
         }
@@ -1030,16 +1276,18 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     if (c && round == 0)
       c->answers_ns = took;
     for (int i = 0; i < n; i++)
-      drop_timer(i);
+      drop_timer(&slots[i]);
   }
   for (int i = 0; i < n; i++)
     if (mode[i] == RELOOK) /* asleep, or running again, at the last look: not asked again */
       mode[i] = LATE;
   if (sym)
     cprof__symbolizer_release(sym);
-  if (can_signal)
+  /* The signal's use stays held while a deferring cache has asks out. */
+  if (can_signal && c && c->out > 0 && !c->holding)
+    c->holding = 1;
+  else if (can_signal)
     cprof__signal_use_end(signo);
-  __atomic_store_n(&stacks, NULL, __ATOMIC_RELEASE);
 
   /* Collect, in place: threads that exited meanwhile are left out. */
   for (int i = 0; i < n; i++) {
@@ -1050,14 +1298,25 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     int fd = fds ? fds[i] : -1;
     if (prev) { /* a thread seen before keeps its name; its state is what we saw */
       memcpy(t->name, prev->name, sizeof t->name);
-      t->state = mode[i] == ASK || mode[i] == SELF ? 'R' : mode[i] == OUTSIDE ? 'S' : '?';
+      t->state = mode[i] == ASK || mode[i] == SELF || mode[i] == DEFERRED ? 'R'
+                 : mode[i] == OUTSIDE                                    ? 'S'
+                                                                         : '?';
     }
     if (mode[i] == GONE || (!prev && thread_info(tids[i], t->name, &t->state) != 0)) {
       if (fd >= 0)
         close(fd);
+      if (asks && asks[i] >= 0) {
+        give_up(&table_v[c->table][asks[i]]);
+        c->out--;
+      }
       continue;
     }
     t->tid = tids[i];
+    int answered = res[i].answered, answer_depth = res[i].answer_depth;
+    if (t != &res[i] && answered > 0)
+      memcpy(t->answer_pcs, res[i].answer_pcs, (size_t)answer_depth * sizeof *t->answer_pcs);
+    t->answered = answered;
+    t->answer_depth = answered > 0 ? answer_depth : 0;
     collect(mode[i], &slots[i], &res[i], t);
     t->syscall_nr = nr;
     t->reused = reused;
@@ -1065,33 +1324,106 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     if (fds) {
       fds[out->n] = fd;
       oks[out->n] = oks[i];
+      asks[out->n] = asks[i];
+      askeds[out->n] = askeds[i];
     }
     out->n++;
   }
   out->v = res;
   if (c) {
-    cache_keep(c, out, places, fds, oks);
+    cache_keep(c, out, places, fds, oks, asks, askeds);
     c->modules = modules;
   }
   free(mode);
   free(places);
   free(fds);
   free(oks);
-unlock:
+  free(asks);
+  free(askeds);
+unlock:;
+  cprof__maps_t *old = NULL;
+  if (c && fresh && err == 0) { /* kept for the ticks to come */
+    old = c->maps;
+    c->maps = fresh;
+    c->maps_ns = cprof__now_ns(CLOCK_MONOTONIC);
+    fresh = NULL;
+  }
+  /* Between captures, the asks out unwind with their cache's maps. */
+  if (c && c->holding && c->out == 0) {
+    c->holding = 0;
+    cprof__signal_use_end(signo);
+  }
+  if (c && c->out > 0)
+    deferred_stacks = c->maps;
+  else if (c && (deferred_stacks == c->maps || deferred_stacks == old))
+    deferred_stacks = NULL;
+  publish_stacks(deferred_stacks);
   pthread_mutex_unlock(&capture_lock);
   if (err == 0)
     fill_labels(out);
-  if (c && maps == &fresh && err == 0) { /* kept for the ticks to come */
-    if (c->have_maps)
-      cprof__maps_free(&c->maps);
-    c->maps = fresh;
-    c->have_maps = 1;
-    c->maps_ns = cprof__now_ns(CLOCK_MONOTONIC);
-  } else if (maps == &fresh) {
-    cprof__maps_free(&fresh);
+  if (old) {
+    cprof__maps_free(old);
+    free(old);
+  }
+  if (fresh) {
+    cprof__maps_free(fresh);
+    free(fresh);
   }
   free(tids);
   return err;
+}
+
+int cprof__threads_cache_settle(cprof__threads_cache_t *c, int timeout_ms,
+                                cprof__thread_dump_t *out) {
+  memset(out, 0, sizeof *out);
+  int depth = cprof__max_depth();
+  int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
+  pthread_mutex_lock(&capture_lock);
+  for (;;) {
+    int waiting = 0;
+    for (int i = 0; c->table && i < c->n; i++)
+      if (c->v[i].ask >= 0 &&
+          (__atomic_load_n(&table_v[c->table][c->v[i].ask].state, __ATOMIC_ACQUIRE) & 3) != DONE)
+        waiting++;
+    if (!waiting || cprof__now_ms(CLOCK_MONOTONIC) >= deadline)
+      break;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  int n = 0;
+  for (int i = 0; c->table && i < c->n; i++)
+    n += c->v[i].ask >= 0;
+  cprof__thread_stack_t *res = new_dump(n ? n : 1, depth, 1);
+  if (!res) {
+    if (c->table)
+      give_up_all(c);
+    pthread_mutex_unlock(&capture_lock);
+    return -ENOMEM;
+  }
+  for (int i = 0; c->table && i < c->n; i++) {
+    cached_t *e = &c->v[i];
+    if (e->ask < 0)
+      continue;
+    cprof__thread_stack_t *t = &res[out->n++];
+    t->tid = e->tid;
+    int ask;
+    int64_t asked;
+    e->asked_ns = INT64_MIN / 2; /* given up now if not in */
+    harvest(c, e, t, &ask, &asked, cprof__now_ns(CLOCK_MONOTONIC));
+    if (ask >= 0) { /* being written this very moment: not waited for */
+      give_up(&table_v[c->table][ask]);
+      c->out--;
+      t->answered = -1;
+    }
+  }
+  out->v = res;
+  give_up_all(c);
+  if (deferred_stacks == c->maps) {
+    deferred_stacks = NULL;
+    publish_stacks(NULL);
+  }
+  pthread_mutex_unlock(&capture_lock);
+  return 0;
 }
 
 void cprof__threads_dump_free(cprof__thread_dump_t *d) {

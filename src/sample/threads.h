@@ -23,6 +23,8 @@ typedef enum cprof__thread_status {
   CPROF_THREAD_NO_SIGNAL, /* runs, and the program has taken cprof's signal for itself */
   CPROF_THREAD_KERNEL,    /* a kernel worker of the process (io_uring's): no user stack */
   CPROF_THREAD_UNSENT,    /* runs, and the signal could not be sent to it (err) */
+  CPROF_THREAD_DEFERRED,  /* runs, and was asked: its stack comes with a later capture's
+                           * answer (a cache that defers, cprof__threads_cache_defer) */
 } cprof__thread_status_t;
 
 typedef struct cprof__thread_stack {
@@ -41,6 +43,14 @@ typedef struct cprof__thread_stack {
   /* Its labels (cprof_label_set, cprof_do), read just after the stacks
    * were taken; n = 0 when it has none. */
   cprof__labels_t labels;
+  /* A cache that defers: the answer to this thread's ask of an earlier
+   * capture, which every DEFERRED entry of it since then stands for. 1: the
+   * stack it answered with, answer_depth frames in answer_pcs; -1: the ask
+   * was given up (the thread did not run on a clock tick within a second,
+   * or exited, or the program took the signal); 0: none came. */
+  int answered;
+  int answer_depth;
+  uintptr_t *answer_pcs;
 } cprof__thread_stack_t;
 
 typedef struct cprof__thread_dump {
@@ -87,6 +97,19 @@ void cprof__threads_cache_free(cprof__threads_cache_t *c);
  * /proc's letter. */
 int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
                                   cprof__thread_dump_t *out);
+
+/* Makes the cache's captures defer (the wall profile's): a running thread
+ * is asked (threads.c) but not waited for, and is DEFERRED in the dump;
+ * its answer, which comes at the first clock tick that finds it on a CPU,
+ * is in its entry of a later capture (answered). A capture then waits for
+ * nobody, and a thread that goes back to sleep before a tick is not
+ * reported where it sleeps for the moment it was seen running. */
+void cprof__threads_cache_defer(cprof__threads_cache_t *c);
+/* For a cache that defers, at the end: waits up to timeout_ms for the
+ * asks still out, and gives out the answers (entries with only tid and
+ * answered set; the rest given up). Returns 0 or a negative errno. */
+int cprof__threads_cache_settle(cprof__threads_cache_t *c, int timeout_ms,
+                                cprof__thread_dump_t *out);
 
 /* A thread was created: called by the pthread_create wrapper
  * (interpose/thread_start.c) once the thread exists. Async-signal-safe. */

@@ -25,6 +25,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,11 +47,130 @@ static void put_region(pid_t tid, const char *innermost, int depth, void *ctx) {
 }
 
 #define ASK_EVERY_NS 100000000LL
+/* How long the end waits for the last asks (threads.h): a thread on a CPU
+ * answers within a clock tick. */
+#define SETTLE_MS 50
 
-static int sleep_plainly(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+static int sleep_plainly_ns(int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
   nanosleep(&ts, NULL);
   return 0;
+}
+
+/* Running threads' samples waiting for their stack (a cache that defers,
+ * threads.h): one record per thread and labels, the ticks it stands for
+ * summed. */
+typedef struct waiting {
+  cprof__thread_stack_t t; /* pcs unused */
+  int64_t count, weight_ns;
+} waiting_t;
+
+typedef struct recorder {
+  const cprof__wall_opts_t *o;
+  waiting_t *w;
+  int n, cap;
+} recorder_t;
+
+static int same_sample(const cprof__thread_stack_t *a, const cprof__thread_stack_t *b) {
+  if (a->tid != b->tid || a->labels.n != b->labels.n || strcmp(a->region, b->region) != 0 ||
+      strcmp(a->name, b->name) != 0)
+    return 0;
+  for (int j = 0; j < a->labels.n; j++)
+    if (strcmp(a->labels.key[j], b->labels.key[j]) != 0 ||
+        strcmp(a->labels.value[j], b->labels.value[j]) != 0)
+      return 0;
+  return 1;
+}
+
+static int wait_for_stack(recorder_t *r, const cprof__thread_stack_t *t, int64_t weight) {
+  for (int i = r->n - 1; i >= 0; i--) {
+    if (r->w[i].t.tid != t->tid)
+      continue;
+    if (same_sample(&r->w[i].t, t)) {
+      r->w[i].count++;
+      r->w[i].weight_ns += weight;
+      return 0;
+    }
+    break;
+  }
+  if (r->n == r->cap) {
+    int cap = r->cap ? r->cap * 2 : 64;
+    waiting_t *w = realloc(r->w, (size_t)cap * sizeof *w);
+    if (!w)
+      return -ENOMEM;
+    r->w = w;
+    r->cap = cap;
+  }
+  waiting_t *x = &r->w[r->n++];
+  x->t = *t;
+  x->t.pcs = NULL;
+  x->t.depth = 0;
+  x->t.answer_pcs = NULL;
+  x->count = 1;
+  x->weight_ns = weight;
+  return 0;
+}
+
+/* Hands the samples waiting for thread tid's stack to the sink: with the
+ * stack it answered with (pcs, depth), or, where it gave none (depth < 0),
+ * as not known. tid 0: every thread's. */
+static int answer(recorder_t *r, pid_t tid, const uintptr_t *pcs, int depth) {
+  int err = 0, kept = 0;
+  for (int i = 0; i < r->n; i++) {
+    waiting_t *x = &r->w[i];
+    if (tid && x->t.tid != tid) {
+      r->w[kept++] = *x;
+      continue;
+    }
+    if (err)
+      continue;
+    x->t.status = depth >= 0 ? CPROF_THREAD_OK : CPROF_THREAD_TIMEOUT;
+    x->t.pcs = (uintptr_t *)pcs;
+    x->t.depth = depth >= 0 ? depth : 0;
+    err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns);
+  }
+  r->n = kept;
+  return err;
+}
+
+/* One tick's dump, each thread standing for weight ns. */
+static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t weight) {
+  int err = 0;
+  for (int i = 0; i < d->n && !err; i++)
+    err = d->v[i].status == CPROF_THREAD_DEFERRED ? wait_for_stack(r, &d->v[i], weight)
+                                                   : r->o->sink(r->o->arg, &d->v[i], 1, weight);
+  return err;
+}
+
+/* The answers a dump carries to asks of ticks before. */
+static int take_answers(recorder_t *r, const cprof__thread_dump_t *d) {
+  int err = 0;
+  for (int i = 0; i < d->n && !err; i++)
+    if (d->v[i].answered)
+      err = answer(r, d->v[i].tid, d->v[i].answer_pcs,
+                   d->v[i].answered > 0 ? d->v[i].answer_depth : -1);
+  return err;
+}
+
+/* Sleeps until `until` (CLOCK_MONOTONIC ns), asking o->wait whether the
+ * client went away every ASK_EVERY_NS. Returns non-zero when it did. */
+static int sleep_until(const cprof__wall_opts_t *o, int64_t until, int64_t *asked) {
+  for (;;) {
+    int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
+    if (now >= until)
+      return 0;
+    long ms = (long)((until - now + 999999) / 1000000);
+    /* Whether the client went away is asked every ASK_EVERY_NS, not at
+     * every tick: the asking (a poll of its socket) was a twentieth of a
+     * tick's cost. */
+    int ask = o->wait && now - *asked >= ASK_EVERY_NS;
+    if (ask)
+      *asked = now;
+    if (ask ? o->wait(o->ctx, ms) != 0 : sleep_plainly_ns(until - now) != 0)
+      return -1;
+    if (!ask)
+      return 0;
+  }
 }
 
 int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
@@ -59,64 +180,89 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   cprof__threads_cache_t *cache = cprof__threads_cache_new();
   if (!cache)
     return -ENOMEM;
+  cprof__threads_cache_defer(cache);
+  recorder_t r = {.o = o};
   cprof__trace_listen(CPROF__LISTEN_WALL, 1); /* regions are tracked from now */
-  int hz = o->hz, err = 0;
+  int err = 0;
+  int64_t cpu_start = thread_cpu_ns();
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
-  int64_t next = start, last = start - 1000000000LL / hz;
+  int64_t period = 1000000000LL / o->hz, asked = start;
   double recent = 0; /* ns of CPU a tick, lately */
-  int64_t asked = start;
+  cprof__thread_dump_t prev = {0};
+  int64_t prev_at = start, at = start;
   for (;;) {
     int64_t cpu0 = thread_cpu_ns();
     cprof__thread_dump_t d;
     err = cprof__threads_capture_cached(o->how, CAPTURE_TIMEOUT_MS, cache, &d);
     if (err)
       break;
-    int64_t now = cprof__now_ns(CLOCK_MONOTONIC), weight = now - last;
-    last = now;
     cprof__regions_each(put_region, &d);
-    for (int i = 0; i < d.n && !err; i++) {
-      err = o->sink(o->arg, &d.v[i], weight);
+    /* A tick stands for the time from it to the next, so that how long a
+     * tick took, which depends on what it found (a running thread costs an
+     * ask), weighs nothing; the last stands for the time to the end. */
+    if (res->ticks > 0)
+      err = emit(&r, &prev, at - prev_at);
+    if (!err)
+      err = take_answers(&r, &d);
+    cprof__threads_dump_free(&prev);
+    prev = d;
+    prev_at = at;
+    for (int i = 0; i < d.n; i++)
       res->reused += d.v[i].reused;
-    }
     res->threads += d.n;
-    cprof__threads_dump_free(&d);
     res->ticks++;
-    res->cpu_ns += thread_cpu_ns() - cpu0;
+    int64_t cost = thread_cpu_ns() - cpu0;
     if (err)
       break;
-    /* What a tick costs lately (a moving average; the first tick, which
-     * unwinds every thread, fills the cache and does not count), against
-     * what the budget pays a second: the rate goes down, and back up to
-     * what was asked, to match. */
-    int64_t cost = thread_cpu_ns() - cpu0;
-    if (res->ticks == 2)
-      recent = (double)cost;
-    else if (res->ticks > 2)
-      recent += 0.2 * ((double)cost - recent);
-    if (o->budget > 0 && res->ticks >= 2) {
-      double afford = o->budget * 1e9 / (recent > 1 ? recent : 1);
-      hz = afford >= o->hz ? o->hz : afford < 1 ? 1 : (int)afford;
+    /* The budget: the next tick comes when the sampling thread's CPU time
+     * so far (the first tick, which unwinds every thread, included) is
+     * within the budget of the time since the start, and at the rate asked
+     * at most. What a tick costs lately (a moving average) sets the
+     * interval, so that one tick's cost, which depends on what it found,
+     * moves the next tick but little. */
+    recent = res->ticks == 1 ? (double)cost : recent + 0.2 * ((double)cost - recent);
+    int64_t next = at + period;
+    if (o->budget > 0) {
+      int64_t afford = (int64_t)(recent / o->budget);
+      int64_t spent = (int64_t)((double)(thread_cpu_ns() - cpu_start) / o->budget);
+      if (at + afford > next)
+        next = at + afford;
+      if (start + spent > next)
+        next = start + spent;
     }
-    next += 1000000000LL / hz;
-    now = cprof__now_ns(CLOCK_MONOTONIC);
+    int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
     if (next < now) /* late (the machine is busy): no catching up */
       next = now;
     if (next >= end)
       break;
-    long ms = (long)((next - now + 999999) / 1000000);
-    /* Whether the client went away is asked every ASK_EVERY_NS, not at
-     * every tick: the asking (a poll of its socket) was a twentieth of a
-     * tick's cost. */
-    int ask = o->wait && now - asked >= ASK_EVERY_NS;
-    if (ask)
-      asked = now;
-    if (ms > 0 && (ask ? o->wait(o->ctx, ms) : sleep_plainly(ms)) != 0) {
+    if (sleep_until(o, next, &asked) != 0) {
       err = -ECANCELED;
       break;
     }
+    at = cprof__now_ns(CLOCK_MONOTONIC);
   }
-  res->hz = hz;
-  res->wall_ns = cprof__now_ns(CLOCK_MONOTONIC) - start;
+  /* The last tick stands for the time to the end asked for. */
+  if (!err && res->ticks > 0 && sleep_until(o, end, &asked) != 0)
+    err = -ECANCELED;
+  int64_t stop = cprof__now_ns(CLOCK_MONOTONIC);
+  if (!err && res->ticks > 0)
+    err = emit(&r, &prev, (stop > end ? stop : end) - at);
+  cprof__threads_dump_free(&prev);
+  /* The asks still out: a thread on a CPU answers within a clock tick. */
+  cprof__thread_dump_t last;
+  if (cprof__threads_cache_settle(cache, SETTLE_MS, &last) == 0) {
+    if (!err)
+      err = take_answers(&r, &last);
+    cprof__threads_dump_free(&last);
+  }
+  if (!err)
+    err = answer(&r, 0, NULL, -1); /* never answered: not known */
+  free(r.w);
+  res->cpu_ns = thread_cpu_ns() - cpu_start;
+  res->wall_ns = (stop > end ? stop : end) - start;
+  /* The rate the profile was sampled at, on average. */
+  int64_t hz = res->wall_ns > 0 ? (res->ticks * 1000000000LL + res->wall_ns / 2) / res->wall_ns : 0;
+  res->hz = hz < 1 ? 1 : hz > o->hz ? o->hz : (int)hz;
   cprof__trace_listen(CPROF__LISTEN_WALL, 0);
   cprof__threads_cache_free(cache);
   return err;

@@ -26,27 +26,31 @@ typedef struct cprof__wall_opts {
   int (*wait)(void *ctx, long ms);
   void *ctx;
   /* Called for every thread of every tick, on the sampling thread: t as
-   * cprof__threads_capture gives it, weight_ns the wall time since the tick
-   * before (the tick's share of the thread's time). Non-zero stops the
-   * sampling with that error. */
-  int (*sink)(void *arg, const cprof__thread_stack_t *t, int64_t weight_ns);
+   * cprof__threads_capture gives it, standing for `count` ticks (a running
+   * thread's ticks until it answered are handed over at once) and
+   * weight_ns of wall time: each tick the time from it to the next, the
+   * last the time to the end. Non-zero stops the sampling with that
+   * error. */
+  int (*sink)(void *arg, const cprof__thread_stack_t *t, int64_t count, int64_t weight_ns);
   void *arg;
 } cprof__wall_opts_t;
 
 typedef struct cprof__wall_result {
-  int hz;          /* the rate in force at the end: hz, or lower to keep the budget */
+  int hz;          /* the rate sampled at on average: hz, or lower to keep the budget */
   long ticks;      /* captures made */
   long reused;     /* thread stacks taken from the last capture, not unwound again */
   long threads;    /* thread stacks in all */
   int64_t cpu_ns;  /* the sampling thread's CPU time */
-  int64_t wall_ns; /* from the first tick to the end */
+  int64_t wall_ns; /* from the first tick to the end: the duration asked, or more */
 } cprof__wall_result_t;
 
-/* Samples for opts->duration_ms on the calling thread. Threads asleep in
- * the kernel are unwound from outside and never signalled (threads.c); a
- * thread asleep where it was at the tick before keeps its stack from
- * then. After each tick the rate is lowered, if need be, so that the
- * sampling thread's CPU time stays within the budget. 0, -ECANCELED when
+/* Samples for opts->duration_ms on the calling thread, and returns no
+ * sooner. Threads asleep in the kernel are unwound from outside and never
+ * signalled (threads.c); a thread asleep where it was at the tick before
+ * keeps its stack from then; a running thread is asked without waiting
+ * for it (cprof__threads_cache_defer), and its ticks get the stack it
+ * answers with. The next tick comes when the sampling thread's CPU time
+ * so far is within the budget, so that it stays there. 0, -ECANCELED when
  * the wait was cut short, or the sink's or the capture's error. */
 int cprof__wall_record(const cprof__wall_opts_t *opts, cprof__wall_result_t *res);
 

@@ -1,9 +1,12 @@
 /* A program whose wall-clock split is known, for tests/integration/wall.sh:
  *
- *   split      a thread that computes for 30 ms (compute_part) and sleeps
- *              70 ms (sleep_part, clock_nanosleep), over and over: 30 %
- *              running, 70 % sleeping; each in a region of that name
- *              ("compute", "sleep") when cprof is there to tell
+ *   split      a thread that computes for 3 ms (compute_part) and sleeps
+ *              7 ms (sleep_part, clock_nanosleep), over and over: about
+ *              30 % running, 70 % sleeping; each in a region of that name
+ *              ("compute", "sleep") when cprof is there to tell. It
+ *              measures its own split: the wall time (CLOCK_MONOTONIC)
+ *              spent in each part, and its CPU time
+ *              (CLOCK_THREAD_CPUTIME_ID)
  *   napper-N   three threads that only sleep, 50 ms at a time (nap_part)
  *   waiter     a thread waiting on a condition variable nobody signals
  *              (wait_part)
@@ -12,7 +15,10 @@
  *
  *   wall_target SECONDS
  *
- * Prints "ready" once every thread runs, and after SECONDS: "naps N early
+ * Prints "ready" once every thread runs; then every 50 ms "at T compute C
+ * sleep S cpu U" (CLOCK_MONOTONIC now, and the split thread's totals so
+ * far, all in ns), so that a test can read the split over the very
+ * seconds it profiled; and after SECONDS: "naps N early
  * E" (the nappers' sleeps, and how many ended before their time or with
  * an error: a signal would have cut them short) and "split_sleeps N early
  * E" for the split thread's. Functions are noinline and their calls not
@@ -29,6 +35,7 @@
 #define FRAME_STAYS() __asm__ volatile("" ::: "memory")
 
 static atomic_int stop, naps, early_naps, split_sleeps, early_split;
+static atomic_llong compute_ns, sleep_ns, split_cpu_ns;
 
 /* cprof's regions, when the program runs under it (LD_PRELOAD): weak, so
  * that the program runs without it too. */
@@ -75,16 +82,30 @@ NOINLINE static void sleep_part(long ms) {
   FRAME_STAYS();
 }
 
+static long long cpu_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static void *split(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "split");
+  long long cpu0 = cpu_now_ns();
   while (!stop) {
     region_begin("compute");
-    compute_part(30);
+    long long t0 = now_ns();
+    compute_part(3);
+    long long t1 = now_ns();
     region_end();
     region_begin("sleep");
-    sleep_part(70);
+    long long t2 = now_ns();
+    sleep_part(7);
+    long long t3 = now_ns();
     region_end();
+    compute_ns += t1 - t0;
+    sleep_ns += t3 - t2;
+    split_cpu_ns = cpu_now_ns() - cpu0;
   }
   return NULL;
 }
@@ -148,7 +169,13 @@ int main(int argc, char **argv) {
   pthread_create(&t[5], NULL, reader, NULL);
   printf("ready\n");
   fflush(stdout);
-  sleep((unsigned)seconds);
+  for (long long end = now_ns() + seconds * 1000000000LL; now_ns() < end;) {
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+    printf("at %lld compute %lld sleep %lld cpu %lld\n", now_ns(), (long long)compute_ns,
+           (long long)sleep_ns, (long long)split_cpu_ns);
+    fflush(stdout);
+  }
   stop = 1;
   pthread_mutex_lock(&lock);
   pthread_cond_broadcast(&never);
