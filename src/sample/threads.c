@@ -477,6 +477,13 @@ typedef struct cached {
   int64_t mask_ok;
   int ask;          /* a deferring cache's ask still out: its slot in the table, or -1 */
   int64_t asked_ns; /* CLOCK_MONOTONIC when that ask was made */
+  /* A deferring cache's: its CPU time at the last capture (-1: unknown),
+   * and the last place it was seen asleep with an exact stack. */
+  int64_t cpu_ns;
+  in_kernel_t wake_place;
+  int64_t wake_ns; /* CLOCK_MONOTONIC when seen asleep there */
+  int wake_depth;
+  uintptr_t *wake_pcs;
 } cached_t;
 
 struct cprof__threads_cache {
@@ -525,6 +532,19 @@ static int walk_outside(pid_t tid, in_kernel_t *k, int *where, cprof__thread_sta
   if (*where == IN_KERNEL)
     *k = after;
   return 0;
+}
+
+/* The CPU-time clock of one thread of this process, as the kernel encodes
+ * it (include/linux/posix-timers.h): CPUCLOCK_SCHED (2) |
+ * CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
+static clockid_t thread_cpu_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
+
+/* The CPU time of thread tid (its CPU clock), or -1. */
+static int64_t thread_cpu(pid_t tid) {
+  struct timespec ts;
+  if (clock_gettime(thread_cpu_clock(tid), &ts) != 0)
+    return -1;
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* Decides how to get one thread's stack, and gets it when that means
@@ -622,11 +642,6 @@ __attribute__((noinline)) static void unwind_self(cprof__unwinder_t how, const c
   uc.uc_stack.ss_flags = SS_DISABLE;
   t->depth = cprof__unwind_sigsafe(how, &uc, maps, t->pcs, max);
 }
-
-/* The CPU-time clock of one thread of this process, as the kernel encodes
- * it (include/linux/posix-timers.h): CPUCLOCK_SCHED (2) |
- * CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
-static clockid_t thread_cpu_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
 
 /* Asks thread tid for its stack into slot idx: a one-shot timer on the
  * thread's own CPU clock (timer_create(2), SIGEV_THREAD_ID), due 1 ns of
@@ -945,7 +960,7 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
  * when `answers`. */
 static cprof__thread_stack_t *new_dump(int n, int depth, int answers) {
   size_t head = (size_t)n * sizeof(cprof__thread_stack_t);
-  size_t per = (size_t)depth * (answers ? 2 : 1);
+  size_t per = (size_t)depth * (answers ? 3 : 1);
   cprof__thread_stack_t *v = calloc(1, head + (size_t)n * per * sizeof(uintptr_t));
   if (!v)
     return NULL;
@@ -953,7 +968,10 @@ static cprof__thread_stack_t *new_dump(int n, int depth, int answers) {
   for (int i = 0; i < n; i++) {
     v[i].pcs = pcs + (size_t)i * per;
     v[i].answer_pcs = answers ? v[i].pcs + depth : NULL;
+    v[i].sleep_pcs = answers ? v[i].pcs + 2 * depth : NULL;
     v[i].syscall_nr = -1;
+    v[i].sleep_nr = -1;
+    v[i].cpu_ns = -1;
   }
   return v;
 }
@@ -1000,8 +1018,9 @@ static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
                        const in_kernel_t *places, int *fds, const int64_t *oks, const int *asks,
                        const int64_t *askeds) {
   int depth = cprof__max_depth();
+  int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
   cached_t *v = malloc((size_t)(d->n ? d->n : 1) * sizeof *v);
-  uintptr_t *frames = malloc((size_t)(d->n ? d->n : 1) * (size_t)depth * sizeof *frames);
+  uintptr_t *frames = malloc((size_t)(d->n ? d->n : 1) * 2 * (size_t)depth * sizeof *frames);
   if (!v || !frames) { /* the next capture unwinds everyone */
     free(v);
     free(frames);
@@ -1024,7 +1043,8 @@ static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
     const cprof__thread_stack_t *t = &d->v[i];
     cached_t *e = &v[i];
     e->tid = t->tid;
-    e->pcs = frames + (size_t)i * (size_t)depth;
+    e->pcs = frames + (size_t)i * 2 * (size_t)depth;
+    e->wake_pcs = e->pcs + depth;
     memcpy(e->name, t->name, sizeof e->name);
     e->place = places[i];
     e->fd = fds[i];
@@ -1035,6 +1055,21 @@ static void cache_keep(cprof__threads_cache_t *c, const cprof__thread_dump_t *d,
     if (e->depth > depth)
       e->depth = depth;
     memcpy(e->pcs, t->pcs, (size_t)e->depth * sizeof *e->pcs);
+    e->cpu_ns = t->cpu_ns;
+    const cached_t *o = cache_find(c, t->tid);
+    if (e->depth > 0) { /* asleep here, exactly: where it is, if found woken */
+      e->wake_place = e->place;
+      e->wake_ns = now;
+      e->wake_depth = e->depth;
+      memcpy(e->wake_pcs, e->pcs, (size_t)e->depth * sizeof *e->pcs);
+    } else if (o && o->wake_depth > 0 && c->depth == depth) {
+      e->wake_place = o->wake_place;
+      e->wake_ns = o->wake_ns;
+      e->wake_depth = o->wake_depth;
+      memcpy(e->wake_pcs, o->wake_pcs, (size_t)o->wake_depth * sizeof *e->pcs);
+    } else {
+      e->wake_depth = 0;
+    }
   }
   for (int i = 0; i < c->n; i++) { /* threads gone before this capture listed them */
     if (c->v[i].fd >= 0)
@@ -1243,6 +1278,22 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
                                           round ? NULL : cache_find(c, tids[i]), &places[i],
                                           fds ? &fds[i] : NULL, oks ? &oks[i] : NULL);
       }
+      if (defer && round == 0 && tids[i] != me) {
+        /* Its CPU time, to split the tick's time between running and not
+         * (wall.c); and where it last slept. One that ran since the last
+         * capture but is asleep now is asked too, for its running stack. */
+        cached_t *e = cache_find(c, tids[i]);
+        res[i].cpu_ns = thread_cpu(tids[i]);
+        if (e && e->wake_depth > 0) {
+          res[i].sleep_depth = e->wake_depth < depth ? e->wake_depth : depth;
+          memcpy(res[i].sleep_pcs, e->wake_pcs, (size_t)res[i].sleep_depth * sizeof *res[i].pcs);
+          res[i].sleep_nr = e->wake_place.nr;
+          res[i].sleep_ns = e->wake_ns;
+        }
+        const char *ignored;
+        if (mode[i] == OUTSIDE && asks[i] < 0 && e && e->cpu_ns >= 0 && res[i].cpu_ns > e->cpu_ns)
+          defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &ignored);
+      }
       const char *call = NULL;
       if (mode[i] == ASK && defer) { /* asked, or joining the ask still out */
         if (asks[i] >= 0 || defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &call) == 0) {
@@ -1317,6 +1368,15 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
       memcpy(t->answer_pcs, res[i].answer_pcs, (size_t)answer_depth * sizeof *t->answer_pcs);
     t->answered = answered;
     t->answer_depth = answered > 0 ? answer_depth : 0;
+    int64_t cpu_ns = res[i].cpu_ns;
+    int sleep_depth = res[i].sleep_depth;
+    long sleep_nr = res[i].sleep_nr;
+    if (t != &res[i] && sleep_depth > 0)
+      memcpy(t->sleep_pcs, res[i].sleep_pcs, (size_t)sleep_depth * sizeof *t->sleep_pcs);
+    t->sleep_ns = res[i].sleep_ns;
+    t->cpu_ns = cpu_ns;
+    t->sleep_depth = sleep_depth;
+    t->sleep_nr = sleep_nr;
     collect(mode[i], &slots[i], &res[i], t);
     t->syscall_nr = nr;
     t->reused = reused;
@@ -1379,6 +1439,18 @@ int cprof__threads_cache_settle(cprof__threads_cache_t *c, int timeout_ms,
   int depth = cprof__max_depth();
   int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
   pthread_mutex_lock(&capture_lock);
+  cprof__thread_stack_t *res = new_dump(c->n ? c->n : 1, depth, 1);
+  if (!res) {
+    if (c->table)
+      give_up_all(c);
+    pthread_mutex_unlock(&capture_lock);
+    return -ENOMEM;
+  }
+  for (int i = 0; i < c->n; i++) { /* their CPU time now, at the end */
+    res[i].tid = c->v[i].tid;
+    res[i].cpu_ns = thread_cpu(c->v[i].tid);
+  }
+  out->n = c->n;
   for (;;) {
     int waiting = 0;
     for (int i = 0; c->table && i < c->n; i++)
@@ -1390,30 +1462,18 @@ int cprof__threads_cache_settle(cprof__threads_cache_t *c, int timeout_ms,
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
-  int n = 0;
-  for (int i = 0; c->table && i < c->n; i++)
-    n += c->v[i].ask >= 0;
-  cprof__thread_stack_t *res = new_dump(n ? n : 1, depth, 1);
-  if (!res) {
-    if (c->table)
-      give_up_all(c);
-    pthread_mutex_unlock(&capture_lock);
-    return -ENOMEM;
-  }
   for (int i = 0; c->table && i < c->n; i++) {
     cached_t *e = &c->v[i];
     if (e->ask < 0)
       continue;
-    cprof__thread_stack_t *t = &res[out->n++];
-    t->tid = e->tid;
     int ask;
     int64_t asked;
     e->asked_ns = INT64_MIN / 2; /* given up now if not in */
-    harvest(c, e, t, &ask, &asked, cprof__now_ns(CLOCK_MONOTONIC));
+    harvest(c, e, &res[i], &ask, &asked, cprof__now_ns(CLOCK_MONOTONIC));
     if (ask >= 0) { /* being written this very moment: not waited for */
       give_up(&table_v[c->table][ask]);
       c->out--;
-      t->answered = -1;
+      res[i].answered = -1;
     }
   }
   out->v = res;

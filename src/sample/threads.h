@@ -51,6 +51,14 @@ typedef struct cprof__thread_stack {
   int answered;
   int answer_depth;
   uintptr_t *answer_pcs;
+  /* A cache that defers: the thread's CPU time at the capture (-1:
+   * unknown), and where it was last seen asleep in a call with an exact
+   * stack (sleep_depth 0: never): the stack and the call's number. */
+  int64_t cpu_ns;
+  int64_t sleep_ns; /* CLOCK_MONOTONIC when it was seen asleep there */
+  int sleep_depth;
+  long sleep_nr;
+  uintptr_t *sleep_pcs;
 } cprof__thread_stack_t;
 
 typedef struct cprof__thread_dump {
@@ -98,16 +106,18 @@ void cprof__threads_cache_free(cprof__threads_cache_t *c);
 int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
                                   cprof__thread_dump_t *out);
 
-/* Makes the cache's captures defer (the wall profile's): a running thread
- * is asked (threads.c) but not waited for, and is DEFERRED in the dump;
- * its answer, which comes at the first clock tick that finds it on a CPU,
- * is in its entry of a later capture (answered). A capture then waits for
- * nobody, and a thread that goes back to sleep before a tick is not
- * reported where it sleeps for the moment it was seen running. */
+/* Makes the cache's captures defer (the wall profile's): a running thread,
+ * or one asleep that has run since the capture before, is asked
+ * (threads.c) but not waited for, and a running one is DEFERRED in the
+ * dump; the answer, which comes at the first clock tick that finds it on
+ * a CPU, is in its entry of a later capture (answered). A capture then
+ * waits for nobody. Entries also carry the thread's CPU time and where it
+ * last slept (cpu_ns, sleep_pcs). */
 void cprof__threads_cache_defer(cprof__threads_cache_t *c);
 /* For a cache that defers, at the end: waits up to timeout_ms for the
- * asks still out, and gives out the answers (entries with only tid and
- * answered set; the rest given up). Returns 0 or a negative errno. */
+ * asks still out, and gives out the answers: an entry for every thread
+ * of the last capture with only tid, cpu_ns (now) and answered set (the
+ * asks not in are given up). Returns 0 or a negative errno. */
 int cprof__threads_cache_settle(cprof__threads_cache_t *c, int timeout_ms,
                                 cprof__thread_dump_t *out);
 

@@ -50,6 +50,9 @@ static void put_region(pid_t tid, const char *innermost, int depth, void *ctx) {
 /* How long the end waits for the last asks (threads.h): a thread on a CPU
  * answers within a clock tick. */
 #define SETTLE_MS 50
+/* A running thread's time off a CPU goes to where it last waited in a
+ * call if that was this recent (emit). */
+#define WAITED_THERE_NS 1000000000LL
 
 static int sleep_plainly_ns(int64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
@@ -63,6 +66,11 @@ static int sleep_plainly_ns(int64_t ns) {
 typedef struct waiting {
   cprof__thread_stack_t t; /* pcs unused */
   int64_t count, weight_ns;
+  /* Waiting, not for the stack it runs with, but for the place it waits
+   * in: time off a CPU of a thread seen running, and not seen asleep for
+   * a while, until it is; since (CLOCK_MONOTONIC). */
+  int place;
+  int64_t since;
 } waiting_t;
 
 typedef struct recorder {
@@ -82,12 +90,13 @@ static int same_sample(const cprof__thread_stack_t *a, const cprof__thread_stack
   return 1;
 }
 
-static int wait_for_stack(recorder_t *r, const cprof__thread_stack_t *t, int64_t weight) {
+static int wait_for(recorder_t *r, const cprof__thread_stack_t *t, int place, int64_t since,
+                    int64_t count, int64_t weight) {
   for (int i = r->n - 1; i >= 0; i--) {
     if (r->w[i].t.tid != t->tid)
       continue;
-    if (same_sample(&r->w[i].t, t)) {
-      r->w[i].count++;
+    if (r->w[i].place == place && same_sample(&r->w[i].t, t)) {
+      r->w[i].count += count;
       r->w[i].weight_ns += weight;
       return 0;
     }
@@ -106,9 +115,44 @@ static int wait_for_stack(recorder_t *r, const cprof__thread_stack_t *t, int64_t
   x->t.pcs = NULL;
   x->t.depth = 0;
   x->t.answer_pcs = NULL;
-  x->count = 1;
+  x->count = count;
   x->weight_ns = weight;
+  x->place = place;
+  x->since = since;
   return 0;
+}
+
+static int wait_for_stack(recorder_t *r, const cprof__thread_stack_t *t, int64_t count,
+                          int64_t weight) {
+  return wait_for(r, t, 0, 0, count, weight);
+}
+
+/* The waits of threads seen asleep in d go where they are; those not
+ * placed since before `stale` (every one: INT64_MAX) wait for the stack
+ * the thread runs with instead: it waited for a CPU where it ran. */
+static int place_waits(recorder_t *r, const cprof__thread_dump_t *d, int64_t stale) {
+  int err = 0, kept = 0;
+  for (int i = 0; i < r->n; i++) {
+    waiting_t *x = &r->w[i];
+    const cprof__thread_stack_t *q = x->place && d ? cprof__threads_dump_find(d, x->t.tid) : NULL;
+    if (x->place && q && q->status == CPROF_THREAD_OK && q->state == 'S' && q->depth > 0 && !err) {
+      x->t.status = CPROF_THREAD_OK;
+      x->t.state = 'S';
+      x->t.pcs = q->pcs;
+      x->t.depth = q->depth;
+      x->t.syscall_nr = q->syscall_nr;
+      err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns);
+      continue;
+    }
+    if (x->place && x->since < stale) {
+      x->place = 0;
+      x->t.state = 'R';
+      x->t.syscall_nr = -1;
+    }
+    r->w[kept++] = *x;
+  }
+  r->n = kept;
+  return err;
 }
 
 /* Hands the samples waiting for thread tid's stack to the sink: with the
@@ -118,7 +162,7 @@ static int answer(recorder_t *r, pid_t tid, const uintptr_t *pcs, int depth) {
   int err = 0, kept = 0;
   for (int i = 0; i < r->n; i++) {
     waiting_t *x = &r->w[i];
-    if (tid && x->t.tid != tid) {
+    if ((tid && x->t.tid != tid) || x->place) {
       r->w[kept++] = *x;
       continue;
     }
@@ -133,12 +177,81 @@ static int answer(recorder_t *r, pid_t tid, const uintptr_t *pcs, int depth) {
   return err;
 }
 
-/* One tick's dump, each thread standing for weight ns. */
-static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t weight) {
+/* Hands t's share of a tick to the sink, or, when its stack is still to
+ * come (`later`), to the thread's samples waiting for it. */
+static int give(recorder_t *r, const cprof__thread_stack_t *t, int later, int64_t count,
+                int64_t weight) {
+  if (weight <= 0 && count == 0)
+    return 0;
+  if (later)
+    return wait_for_stack(r, t, count, weight);
+  return r->o->sink(r->o->arg, t, count, weight);
+}
+
+/* One tick's dump, each thread standing for weight ns, split by its CPU
+ * time over that time (next: the capture after, or the end's, with each
+ * thread's CPU time then): the time it ran goes to its running stack,
+ * which is the answer to an ask (threads.h), and the rest to where it
+ * waited: where it was seen asleep, or, if it was seen running (woken in a
+ * call and not yet back, or waiting its turn for a CPU), where it was
+ * last seen asleep. So a tick found by a sampler that itself had to wait
+ * for a CPU (when the thread it looks at runs, more often than when it
+ * sleeps) still gives each thread's time on and off a CPU as the kernel
+ * counts it. */
+static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t d_at,
+                const cprof__thread_dump_t *next, int64_t weight) {
   int err = 0;
-  for (int i = 0; i < d->n && !err; i++)
-    err = d->v[i].status == CPROF_THREAD_DEFERRED ? wait_for_stack(r, &d->v[i], weight)
-                                                   : r->o->sink(r->o->arg, &d->v[i], 1, weight);
+  for (int i = 0; i < d->n && !err; i++) {
+    const cprof__thread_stack_t *p = &d->v[i];
+    const cprof__thread_stack_t *q = next ? cprof__threads_dump_find(next, p->tid) : NULL;
+    int deferred = p->status == CPROF_THREAD_DEFERRED;
+    int asleep = p->status == CPROF_THREAD_OK && p->state == 'S';
+    int64_t ran = q && q->cpu_ns >= 0 && p->cpu_ns >= 0 ? q->cpu_ns - p->cpu_ns
+                  : asleep                              ? 0
+                                                        : weight;
+    if (ran < 0)
+      ran = 0;
+    if (ran > weight)
+      ran = weight;
+    int64_t waited = weight - ran;
+    /* Running: its stack is the answer to come, where it was asked (a
+     * thread that cannot be asked keeps what its entry says). */
+    cprof__thread_stack_t running = *p;
+    running.state = 'R';
+    running.syscall_nr = -1;
+    if (asleep)
+      running.region[0] = '\0'; /* the region it ran in is not known */
+    int later = deferred || asleep;
+    /* Waiting: where it was seen asleep at the end of the tick's time, or
+     * last seen asleep, within a second (a thread woken in a call and not
+     * yet back, or waiting its turn for a CPU between its waits); one not
+     * seen asleep for longer waited for a CPU where it runs. */
+    cprof__thread_stack_t waiting = *p;
+    int wait_later = 0;
+    if (!asleep && q && q->status == CPROF_THREAD_OK && q->state == 'S' && q->depth > 0) {
+      waiting.status = CPROF_THREAD_OK;
+      waiting.state = 'S';
+      waiting.pcs = q->pcs;
+      waiting.depth = q->depth;
+      waiting.syscall_nr = q->syscall_nr;
+    } else if (!asleep && p->sleep_depth > 0 && d_at - p->sleep_ns < WAITED_THERE_NS) {
+      waiting.status = CPROF_THREAD_OK;
+      waiting.state = 'S';
+      waiting.pcs = p->sleep_pcs;
+      waiting.depth = p->sleep_depth;
+      waiting.syscall_nr = p->sleep_nr;
+    } else if (!asleep) {
+      waiting = running;
+      wait_later = 2; /* where it is next seen asleep (place_waits) */
+    }
+    if (ran > 0 || !asleep)
+      err = give(r, &running, later, ran >= waited, ran);
+    if (!err && waited > 0 && wait_later == 2) {
+      err = wait_for(r, &waiting, 1, d_at, waited > ran, waited);
+    } else if (!err && waited > 0) {
+      err = give(r, &waiting, wait_later, waited > ran, waited);
+    }
+  }
   return err;
 }
 
@@ -201,7 +314,9 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
      * tick took, which depends on what it found (a running thread costs an
      * ask), weighs nothing; the last stands for the time to the end. */
     if (res->ticks > 0)
-      err = emit(&r, &prev, at - prev_at);
+      err = emit(&r, &prev, prev_at, &d, at - prev_at);
+    if (!err)
+      err = place_waits(&r, &d, at - WAITED_THERE_NS);
     if (!err)
       err = take_answers(&r, &d);
     cprof__threads_dump_free(&prev);
@@ -224,11 +339,13 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     int64_t next = at + period;
     if (o->budget > 0) {
       int64_t afford = (int64_t)(recent / o->budget);
-      int64_t spent = (int64_t)((double)(thread_cpu_ns() - cpu_start) / o->budget);
+      /* The time by which the budget pays for what was spent and for the
+       * next tick, at what ticks cost lately. */
+      int64_t paid = (int64_t)(((double)(thread_cpu_ns() - cpu_start) + recent) / o->budget);
       if (at + afford > next)
         next = at + afford;
-      if (start + spent > next)
-        next = start + spent;
+      if (start + paid > next)
+        next = start + paid;
     }
     int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
     if (next < now) /* late (the machine is busy): no catching up */
@@ -245,16 +362,18 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   if (!err && res->ticks > 0 && sleep_until(o, end, &asked) != 0)
     err = -ECANCELED;
   int64_t stop = cprof__now_ns(CLOCK_MONOTONIC);
+  /* Each thread's CPU time at the end, and the asks still out: a thread
+   * on a CPU answers within a clock tick. */
+  cprof__thread_dump_t last = {0};
+  int settled = cprof__threads_cache_settle(cache, SETTLE_MS, &last) == 0;
   if (!err && res->ticks > 0)
-    err = emit(&r, &prev, (stop > end ? stop : end) - at);
+    err = emit(&r, &prev, at, settled ? &last : NULL, (stop > end ? stop : end) - at);
   cprof__threads_dump_free(&prev);
-  /* The asks still out: a thread on a CPU answers within a clock tick. */
-  cprof__thread_dump_t last;
-  if (cprof__threads_cache_settle(cache, SETTLE_MS, &last) == 0) {
-    if (!err)
-      err = take_answers(&r, &last);
-    cprof__threads_dump_free(&last);
-  }
+  if (!err)
+    err = place_waits(&r, NULL, INT64_MAX);
+  if (!err && settled)
+    err = take_answers(&r, &last);
+  cprof__threads_dump_free(&last);
   if (!err)
     err = answer(&r, 0, NULL, -1); /* never answered: not known */
   free(r.w);

@@ -13,10 +13,15 @@
  *   reader     a thread blocked in read(2) on a pipe nobody writes
  *              (read_part)
  *
- *   wall_target SECONDS
+ *   crowd      CROWD more threads (0 unless given) that wait on a
+ *              condition variable nobody signals (crowd_part), for a
+ *              profile of many threads
+ *
+ *   wall_target SECONDS [CROWD]
  *
  * Prints "ready" once every thread runs; then every 50 ms "at T compute C
- * sleep S cpu U" (CLOCK_MONOTONIC now, and the split thread's totals so
+ * sleep S cpu U" (CLOCK_REALTIME now, as a profile's time is, and the
+ * split thread's totals so
  * far, all in ns), so that a test can read the split over the very
  * seconds it profiled; and after SECONDS: "naps N early
  * E" (the nappers' sleeps, and how many ended before their time or with
@@ -150,6 +155,20 @@ NOINLINE static void read_part(void) {
   FRAME_STAYS();
 }
 
+NOINLINE static void crowd_part(void) {
+  pthread_mutex_lock(&lock);
+  while (!stop)
+    pthread_cond_wait(&never, &lock);
+  pthread_mutex_unlock(&lock);
+  FRAME_STAYS();
+}
+
+static void *crowd(void *arg) {
+  (void)arg;
+  crowd_part();
+  return NULL;
+}
+
 static void *reader(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "reader");
@@ -159,6 +178,7 @@ static void *reader(void *arg) {
 
 int main(int argc, char **argv) {
   int seconds = argc > 1 ? atoi(argv[1]) : 10;
+  int crowds = argc > 2 ? atoi(argv[2]) : 0;
   if (pipe(pipefd) != 0)
     return 1;
   pthread_t t[6];
@@ -167,12 +187,22 @@ int main(int argc, char **argv) {
     pthread_create(&t[i], NULL, napper, (void *)i);
   pthread_create(&t[4], NULL, waiter, NULL);
   pthread_create(&t[5], NULL, reader, NULL);
+  pthread_t *many = calloc((size_t)crowds + 1, sizeof *many);
+  pthread_attr_t small;
+  pthread_attr_init(&small);
+  pthread_attr_setstacksize(&small, 64 * 1024);
+  for (int i = 0; i < crowds; i++)
+    if (pthread_create(&many[i], &small, crowd, NULL) != 0)
+      return 1;
   printf("ready\n");
   fflush(stdout);
   for (long long end = now_ns() + seconds * 1000000000LL; now_ns() < end;) {
     struct timespec ts = {0, 50 * 1000000L};
     nanosleep(&ts, NULL);
-    printf("at %lld compute %lld sleep %lld cpu %lld\n", now_ns(), (long long)compute_ns,
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    printf("at %lld compute %lld sleep %lld cpu %lld\n", real.tv_sec * 1000000000LL + real.tv_nsec,
+           (long long)compute_ns,
            (long long)sleep_ns, (long long)split_cpu_ns);
     fflush(stdout);
   }
@@ -184,6 +214,8 @@ int main(int argc, char **argv) {
     return 1;
   for (int i = 0; i < 6; i++)
     pthread_join(t[i], NULL);
+  for (int i = 0; i < crowds; i++)
+    pthread_join(many[i], NULL);
   printf("naps %d early %d\nsplit_sleeps %d early %d\n", naps, early_naps, split_sleeps,
          early_split);
   return 0;
