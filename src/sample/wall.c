@@ -141,6 +141,7 @@ static int place_waits(recorder_t *r, const cprof__thread_dump_t *d, int64_t sta
       x->t.pcs = q->pcs;
       x->t.depth = q->depth;
       x->t.syscall_nr = q->syscall_nr;
+      memcpy(x->t.region, q->region, sizeof x->t.region);
       err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns);
       continue;
     }
@@ -234,12 +235,14 @@ static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t d_at,
       waiting.pcs = q->pcs;
       waiting.depth = q->depth;
       waiting.syscall_nr = q->syscall_nr;
+      memcpy(waiting.region, q->region, sizeof waiting.region);
     } else if (!asleep && p->sleep_depth > 0 && d_at - p->sleep_ns < WAITED_THERE_NS) {
       waiting.status = CPROF_THREAD_OK;
       waiting.state = 'S';
       waiting.pcs = p->sleep_pcs;
       waiting.depth = p->sleep_depth;
       waiting.syscall_nr = p->sleep_nr;
+      waiting.region[0] = '\0'; /* the region it waited in is not known */
     } else if (!asleep) {
       waiting = running;
       wait_later = 2; /* where it is next seen asleep (place_waits) */

@@ -19,7 +19,7 @@
  *
  *   wall_target SECONDS [CROWD]
  *
- * Prints "ready" once every thread runs; then every 50 ms "at T compute C
+ * Prints "ready" once every thread runs; from just before, every 50 ms "at T compute C
  * sleep S cpu U" (CLOCK_REALTIME now, as a profile's time is, and the
  * split thread's totals so
  * far, all in ns), so that a test can read the split over the very
@@ -194,16 +194,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < crowds; i++)
     if (pthread_create(&many[i], &small, crowd, NULL) != 0)
       return 1;
-  printf("ready\n");
-  fflush(stdout);
-  for (long long end = now_ns() + seconds * 1000000000LL; now_ns() < end;) {
+  for (long long end = now_ns() + seconds * 1000000000LL, first = 1; now_ns() < end; first = 0) {
     struct timespec ts = {0, 50 * 1000000L};
-    nanosleep(&ts, NULL);
+    if (!first) /* the first line at once, before "ready": a profile may begin right after */
+      nanosleep(&ts, NULL);
     struct timespec real;
     clock_gettime(CLOCK_REALTIME, &real);
     printf("at %lld compute %lld sleep %lld cpu %lld\n", real.tv_sec * 1000000000LL + real.tv_nsec,
            (long long)compute_ns,
            (long long)sleep_ns, (long long)split_cpu_ns);
+    if (first)
+      printf("ready\n");
     fflush(stdout);
   }
   stop = 1;
