@@ -1,25 +1,41 @@
 /* The wall-clock sampler (sample/wall.h).
  *
- * Each tick is one all-thread capture with a cache (threads.c): a thread
- * still asleep in the same system call at the same place as at the tick
- * before keeps its stack, so after the first tick a sleeping thread costs
- * one read of /proc/self/task/TID/syscall. Running threads are asked for
- * their stacks with cprof's signal, as for /goroutine; sleeping ones never
- * are, so no call of the program ends early.
+ * Each tick is one all-thread capture with a cache that defers (threads.c):
+ * a thread still asleep in the same system call at the same place as at
+ * the tick before keeps its stack, so after the first tick a sleeping
+ * thread costs one read of /proc/self/task/TID/syscall and one of its CPU
+ * clock. A running thread, or one that has run since the tick before, is
+ * asked for its stack by a timer on its own CPU clock and not waited for:
+ * it answers at its next clock tick on a CPU, on its way back to user
+ * space, so no call of the program ends early (threads.c).
  *
- * Each thread of a tick weighs the wall time since the tick before, so a
- * thread's total is the time sampled, however late a tick came. The
- * sampling thread itself is left out (the capture with a cache leaves out
- * its caller): at every tick it is the one running, taking the capture.
+ * What a tick stands for. A tick stands for the time from it to the next
+ * (the last: to the end asked for, which the recording waits for, so the
+ * profile covers the seconds asked). That time is split, for each thread,
+ * by the CPU time the thread used in it, as the kernel counts it: the time
+ * it ran goes to the stack it runs with (the answer to its ask, however
+ * many ticks it stands for), the rest to where it waited: where it was
+ * seen asleep at the tick, or at the next, or last seen asleep within a
+ * second; a thread seen running at both ends that has not been seen asleep
+ * for longer waited for a CPU where it runs. So a thread's share of time
+ * on a CPU in the profile is the one it would measure itself, whatever the
+ * ticks found: a thread woken in a call but not yet back reads as running
+ * in /proc, and a sampler that itself waits for a CPU looks less often
+ * while the threads it looks at compute (issue 28 saw a 3 ms / 7 ms thread
+ * 74 % asleep where it measured 68-70 % off a CPU). The sampling thread
+ * itself is left out (the capture with a cache leaves out its caller).
  *
  * Regions (cprof_region_begin): while it samples, threads track their open
- * regions, and each thread's innermost goes with its stack of the tick.
+ * regions; each thread's innermost at a tick goes with what the tick saw
+ * of it (the time it ran, when it was seen running; the time it waited,
+ * when it was seen asleep).
  *
  * The budget. The sampling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID)
- * is read around each tick. When recent ticks, at the rate asked, would
- * cost more than the budget (2 % of one core by default), the rate is
- * lowered to what the budget pays for: a process of many threads is
- * sampled less often rather than slowed. The rate in force at the end is
+ * is read around each tick. The next tick comes when the budget (2 % of
+ * one core by default) pays for all the sampling so far, the first tick
+ * (which unwinds every thread) included, and for one more tick at what
+ * ticks cost lately, and no sooner than the rate asked: a process of many
+ * threads is sampled less often rather than slowed. The average rate is
  * the profile's period. */
 #include "sample/wall.h"
 
