@@ -71,9 +71,11 @@ static int add_thread(void *arg, const cprof__thread_stack_t *t, int64_t count, 
     return cprof__builder_add(b, t->pcs, t->depth, values, labels, n);
   /* A running thread asked for its stack that gave none: it did not run
    * on a clock tick within a second, or before the end. */
-  return cprof__builder_add_pseudo(
-      b, t->status == CPROF_THREAD_TIMEOUT ? "[running: no stack: it did not answer]" : "[stack not known]",
-      values, labels, n);
+  return cprof__builder_add_pseudo(b,
+                                   t->status == CPROF_THREAD_TIMEOUT
+                                       ? "[running: no stack: it did not answer]"
+                                       : "[stack not known]",
+                                   values, labels, n);
 }
 
 int cprof__wall_profile_take(const cprof__wall_opts_t *o, cprof__buf_t *out,

@@ -515,7 +515,20 @@ struct cprof__threads_cache {
 #define ASK_GIVE_UP_NS 1000000000LL
 
 /* How a thread's stack is got, or why it is not. */
-enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE, RELOOK, DEFERRED };
+enum {
+  ASK,
+  OUTSIDE,
+  SELF,
+  BLOCKED,
+  UNKNOWN,
+  NO_SIGNAL,
+  UNSENT,
+  KERNEL,
+  GONE,
+  LATE,
+  RELOOK,
+  DEFERRED
+};
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
@@ -799,8 +812,8 @@ static int defer_slot(cprof__threads_cache_t *c) {
 
 /* The answer to thread i's ask still out (prev: its cache entry), if it
  * came, into t; asks[i] and askeds[i] say what is still out after. */
-static void harvest(cprof__threads_cache_t *c, cached_t *prev, cprof__thread_stack_t *t,
-                    int *ask, int64_t *asked, int64_t now) {
+static void harvest(cprof__threads_cache_t *c, cached_t *prev, cprof__thread_stack_t *t, int *ask,
+                    int64_t *asked, int64_t now) {
   *ask = -1;
   if (!prev || prev->ask < 0)
     return;
@@ -1350,8 +1363,8 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     if (prev) { /* a thread seen before keeps its name; its state is what we saw */
       memcpy(t->name, prev->name, sizeof t->name);
       t->state = mode[i] == ASK || mode[i] == SELF || mode[i] == DEFERRED ? 'R'
-                 : mode[i] == OUTSIDE                                    ? 'S'
-                                                                         : '?';
+                 : mode[i] == OUTSIDE                                     ? 'S'
+                                                                          : '?';
     }
     if (mode[i] == GONE || (!prev && thread_info(tids[i], t->name, &t->state) != 0)) {
       if (fd >= 0)

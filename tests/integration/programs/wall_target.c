@@ -201,8 +201,7 @@ int main(int argc, char **argv) {
     struct timespec real;
     clock_gettime(CLOCK_REALTIME, &real);
     printf("at %lld compute %lld sleep %lld cpu %lld\n", real.tv_sec * 1000000000LL + real.tv_nsec,
-           (long long)compute_ns,
-           (long long)sleep_ns, (long long)split_cpu_ns);
+           (long long)compute_ns, (long long)sleep_ns, (long long)split_cpu_ns);
     if (first)
       printf("ready\n");
     fflush(stdout);
