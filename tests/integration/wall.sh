@@ -85,7 +85,8 @@ check "the split thread's regions are labels: compute and sleep" \
 import re, sys
 text = open(sys.argv[1]).read()
 region = text.split(" region:", 1)[1].split("\n\n", 1)[0] if " region:" in text else ""
-got = dict((name, float(v)) for v, name in re.findall(r'([\d.]+)s \( *[\d.]+%\): (\w+)', region))
+got = dict((name, float(v) / (1000 if unit == "ms" else 1))
+           for v, unit, name in re.findall(r'([\d.]+)(ms|s) \( *[\d.]+%\): (\w+)', region))
 print(got)
 sys.exit(0 if got.get("compute", 0) > 0 and got.get("sleep", 0) > 0 else 1)
 PY
