@@ -1114,6 +1114,15 @@ cprof__threads_cache_t *cprof__threads_cache_new(void) {
 
 void cprof__threads_cache_defer(cprof__threads_cache_t *c) { c->defer = 1; }
 
+void cprof__threads_cache_yield(cprof__threads_cache_t *c) {
+  if (!c || !__atomic_load_n(&c->holding, __ATOMIC_RELAXED) || cprof__signal_held(signo))
+    return;
+  pthread_mutex_lock(&capture_lock);
+  if (c->holding && !cprof__signal_held(signo))
+    give_up_all(c);
+  pthread_mutex_unlock(&capture_lock);
+}
+
 void cprof__threads_cache_free(cprof__threads_cache_t *c) {
   if (!c)
     return;
@@ -1269,8 +1278,13 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     harvest(c, cache_find(c, tids[i]), &res[i], &asks[i], &askeds[i], now);
 
   /* From here until the answers are in, the program's sigaction of our
-   * signal waits (signals.c), so no request reaches a handler of its. */
-  int can_signal = signo && cprof__signal_use_begin(signo);
+   * signal waits (signals.c), so no request reaches a handler of its. A
+   * cache that holds the use already takes no more: use_begin takes the
+   * lock under which a program's sigaction waits for the uses to end, and
+   * would wait for that sigaction in turn. */
+  int holds = c && c->holding;
+  int can_signal =
+      holds ? signo && cprof__signal_held(signo) : signo && cprof__signal_use_begin(signo);
   pid_t me = (pid_t)syscall(SYS_gettid);
   cprof__symbolizer_t *sym = NULL;
   int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
@@ -1348,9 +1362,9 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
   if (sym)
     cprof__symbolizer_release(sym);
   /* The signal's use stays held while a deferring cache has asks out. */
-  if (can_signal && c && c->out > 0 && !c->holding)
+  if (can_signal && !holds && c && c->out > 0)
     c->holding = 1;
-  else if (can_signal)
+  else if (can_signal && !holds)
     cprof__signal_use_end(signo);
 
   /* Collect, in place: threads that exited meanwhile are left out. */

@@ -114,6 +114,10 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
  * waits for nobody. Entries also carry the thread's CPU time and where it
  * last slept (cpu_ns, sleep_pcs). */
 void cprof__threads_cache_defer(cprof__threads_cache_t *c);
+/* For a cache that defers, between captures: when the program has asked
+ * for the capture signal for itself (signals.c), gives up the asks out, so
+ * that its sigaction, which waits for them, goes through. */
+void cprof__threads_cache_yield(cprof__threads_cache_t *c);
 /* For a cache that defers, at the end: waits up to timeout_ms for the
  * asks still out, and gives out the answers: an entry for every thread
  * of the last capture with only tid, cpu_ns (now) and answered set (the

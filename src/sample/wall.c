@@ -285,23 +285,27 @@ static int take_answers(recorder_t *r, const cprof__thread_dump_t *d) {
 }
 
 /* Sleeps until `until` (CLOCK_MONOTONIC ns), asking o->wait whether the
- * client went away every ASK_EVERY_NS. Returns non-zero when it did. */
-static int sleep_until(const cprof__wall_opts_t *o, int64_t until, int64_t *asked) {
+ * client went away every ASK_EVERY_NS, and giving up the asks out when the
+ * program wants the capture signal (a program's sigaction waits for them):
+ * in slices of ASK_EVERY_NS at most. Returns non-zero when the client went
+ * away. */
+static int sleep_until(const cprof__wall_opts_t *o, cprof__threads_cache_t *cache, int64_t until,
+                       int64_t *asked) {
   for (;;) {
+    cprof__threads_cache_yield(cache);
     int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
     if (now >= until)
       return 0;
-    long ms = (long)((until - now + 999999) / 1000000);
+    int64_t slice = until - now < ASK_EVERY_NS ? until - now : ASK_EVERY_NS;
     /* Whether the client went away is asked every ASK_EVERY_NS, not at
      * every tick: the asking (a poll of its socket) was a twentieth of a
      * tick's cost. */
     int ask = o->wait && now - *asked >= ASK_EVERY_NS;
     if (ask)
       *asked = now;
-    if (ask ? o->wait(o->ctx, ms) != 0 : sleep_plainly_ns(until - now) != 0)
+    if (ask ? o->wait(o->ctx, (long)((slice + 999999) / 1000000)) != 0
+            : sleep_plainly_ns(slice) != 0)
       return -1;
-    if (!ask)
-      return 0;
   }
 }
 
@@ -371,14 +375,14 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
       next = now;
     if (next >= end)
       break;
-    if (sleep_until(o, next, &asked) != 0) {
+    if (sleep_until(o, cache, next, &asked) != 0) {
       err = -ECANCELED;
       break;
     }
     at = cprof__now_ns(CLOCK_MONOTONIC);
   }
   /* The last tick stands for the time to the end asked for. */
-  if (!err && res->ticks > 0 && sleep_until(o, end, &asked) != 0)
+  if (!err && res->ticks > 0 && sleep_until(o, cache, end, &asked) != 0)
     err = -ECANCELED;
   int64_t stop = cprof__now_ns(CLOCK_MONOTONIC);
   /* Each thread's CPU time at the end, and the asks still out: a thread
