@@ -1318,7 +1318,8 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
           res[i].sleep_ns = e->wake_ns;
         }
         const char *ignored;
-        if (mode[i] == OUTSIDE && asks[i] < 0 && e && e->cpu_ns >= 0 && res[i].cpu_ns > e->cpu_ns)
+        if (can_signal && mode[i] == OUTSIDE && asks[i] < 0 && e && e->cpu_ns >= 0 &&
+            res[i].cpu_ns > e->cpu_ns)
           defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &ignored);
       }
       const char *call = NULL;
