@@ -1527,5 +1527,12 @@ void cprof__threads_atfork_parent(void) { pthread_mutex_unlock(&capture_lock); }
 
 void cprof__threads_atfork_child(void) {
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+  /* The parent's samplers, their asks (timers are not inherited, nor are
+   * pending signals) and handlers in flight on its other threads are not
+   * the child's. */
+  __atomic_store_n(&handlers_in, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&stacks, NULL, __ATOMIC_RELAXED);
+  deferred_stacks = NULL;
+  memset(table_taken, 0, sizeof table_taken);
   pthread_mutex_unlock(&capture_lock);
 }
