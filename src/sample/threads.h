@@ -2,10 +2,11 @@
  *
  * A thread in a system call (or otherwise stopped in the kernel) is unwound
  * from outside, from the registers /proc shows; a thread known to be running
- * is sent a real-time signal and unwinds itself into a slot prepared for it;
- * the caller waits a bounded time and reports the threads that did not
- * answer instead of waiting for them. A thread whose state cannot be read
- * is never signalled. */
+ * is given a one-shot timer on its own CPU clock, whose real-time signal
+ * comes on its way back to user space, never inside a system call, and
+ * unwinds itself into a slot prepared for it; the caller waits a bounded
+ * time and reports the threads that did not answer instead of waiting for
+ * them. A thread whose state cannot be read is never signalled. */
 #ifndef CPROF_SAMPLE_THREADS_H
 #define CPROF_SAMPLE_THREADS_H
 
