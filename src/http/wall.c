@@ -3,9 +3,9 @@
  *
  * seconds defaults to 30 as /profile's (1..3600); hz to 50 (1..250). The
  * request's own thread samples, and a client that goes away stops it. The
- * answer's X-Cprof-Wall header says what the sampling did: the rate used
- * at the end, ticks, thread stacks in all and how many were reused from
- * the tick before, and the sampling thread's CPU time. */
+ * answer's X-Cprof-Wall header says what the sampling did: the average
+ * rate, ticks, thread stacks in all and how many were reused from the tick
+ * before, and the sampling thread's CPU time. */
 #include <errno.h>
 #include <stdio.h>
 
