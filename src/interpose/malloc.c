@@ -51,7 +51,7 @@
  * Whether an allocation is sampled is decided before it is made (the
  * countdown needs only its size). A sampled block is allocated `offset`
  * bytes larger, offset = max(64, alignment), and handed out at
- * base + offset with a 48-byte header just before it: the usable size the
+ * base + offset with a 40-byte header just before it: the usable size the
  * program is told, its size and weight and where it was counted, for its
  * free, its offset, and a tag that seals the last two to the block's
  * address. The bootstrap
@@ -77,7 +77,7 @@ typedef struct header {
  * rest of what its free hands back to the sampler, read only once the tag
  * says the block is sampled. */
 typedef struct sampled_header {
-  uint64_t usable, unused;
+  uint64_t usable;
   uint64_t size, weight;
   header_t h;
 } sampled_header_t;
