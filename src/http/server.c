@@ -379,13 +379,43 @@ static void limit_options(struct MHD_OptionItem *o, int tls) {
 /* The most a PEM file may hold: a certificate chain is a few KiB. */
 #define MAX_PEM (1 << 20)
 
+/* What a path names when it is not a regular file, for the stderr line;
+ * NULL for a regular file. */
+static const char *not_regular(mode_t mode) {
+  return S_ISREG(mode)    ? NULL
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
 /* Reads a whole PEM file, NUL-terminated, into *out (malloc'd; its length
- * in *len). Returns 0 or a negative errno; -EFBIG beyond MAX_PEM. */
-static int read_pem(const char *path, char **out, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+ * in *len). Returns 0 or a negative errno; -EFBIG beyond MAX_PEM; -NOT_A_FILE
+ * (with *kind saying what it is) when the path is not a regular file.
+ *
+ * The program waits in its constructor until the keeper has read these, so
+ * nothing here may wait on what the path names: a FIFO's open blocks until
+ * a writer comes, a FIFO's or a device's read until it has data, or reads
+ * for ever (/dev/zero). The path is looked at first (stat), so that no
+ * device is ever opened (opening some has effects: a tape rewinds, a
+ * watchdog starts), then opened without blocking, and what was opened is
+ * looked at again (fstat), as the path may have been replaced in between. */
+#define NOT_A_FILE 4096 /* beyond every errno */
+static int read_pem(const char *path, char **out, size_t *len, const char **kind) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return -errno;
+  if ((*kind = not_regular(st.st_mode)))
+    return -NOT_A_FILE;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return -errno;
-  struct stat st;
+  if (fstat(fd, &st) == 0 && (*kind = not_regular(st.st_mode))) {
+    close(fd);
+    return -NOT_A_FILE;
+  }
   int err = 0;
   char *b = NULL;
   size_t n = 0;
@@ -464,13 +494,25 @@ static int tls_load(tls_t *t) {
              "stays off");
     return -ENOTSUP;
   }
-  int err = read_pem(cfg.tls_cert, &t->cert, &t->certlen);
+  const char *kind = NULL;
+  int err = read_pem(cfg.tls_cert, &t->cert, &t->certlen, &kind);
   const char *which = "CPROF_TLS_CERT", *path = cfg.tls_cert;
   if (!err) {
-    err = read_pem(cfg.tls_key, &t->key, &t->keylen);
+    err = read_pem(cfg.tls_key, &t->key, &t->keylen, &kind);
     which = "CPROF_TLS_KEY", path = cfg.tls_key;
   }
+  if (err == -NOT_A_FILE) {
+    free(t->cert);
+    t->cert = NULL;
+    snprintf(keeper.why, sizeof keeper.why,
+             "%s=%s: not a regular file (%s): a PEM file is expected; the profiling server "
+             "stays off",
+             which, path, kind);
+    return -ENOTSUP;
+  }
   if (err) {
+    free(t->cert);
+    t->cert = NULL;
     snprintf(keeper.why, sizeof keeper.why,
              "%s=%s: cannot read it: %s; the profiling server "
              "stays off",
