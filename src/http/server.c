@@ -351,7 +351,7 @@ static void limits_wake(void) {
   pthread_mutex_unlock(&keeper.lock);
 }
 
-#define LIMIT_OPTIONS 6
+#define LIMIT_OPTIONS 5
 
 /* The limits' options for MHD_start_daemon (an MHD_OPTION_ARRAY), from the
  * settings in force; also sets limits.c's caps. */
@@ -361,14 +361,17 @@ static void limit_options(struct MHD_OptionItem *o, int tls) {
   cprof__limits_cfg_t lc = {(int)cfg.max_connections, (int)cfg.max_connections_per_ip,
                             (int)cfg.read_timeout, (int)cfg.max_profiles, tls};
   cprof__limits_init(&lc, limits_wake);
-  /* MHD's caps are ours plus the reserve for connections told 503
-   * (limits.h); past them MHD closes a connection without a word. */
+  /* MHD's one cap is the most connections held, ours plus the reserve for
+   * connections told 503 (limits.h). At it, MHD (with its eventfd, which
+   * thread-per-connection mode always has) stops accepting, and a new
+   * connection waits in the listen queue until one ends: it is late, never
+   * reset. MHD's per-address cap is not used: past it MHD accepts and
+   * closes at once, which resets a client that has sent its request;
+   * limits.c's per-address cap tells it 503 instead. */
   unsigned total = (unsigned)(CPROF_HELD_FACTOR * cfg.max_connections);
-  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + cfg.max_connections);
   struct MHD_OptionItem items[] = {
       {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
       {MHD_OPTION_CONNECTION_LIMIT, total, NULL},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
       {MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg.idle_timeout, NULL},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CPROF_HEAD_MEMORY, NULL},
       {MHD_OPTION_END, 0, NULL},
