@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -99,6 +100,8 @@ static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) 
   return st;
 }
 
+static void accept_worked(void);
+
 /* The connection's record in limits.c, made when it opened. */
 static cprof__conn_t *conn_of(struct MHD_Connection *con) {
   const union MHD_ConnectionInfo *ci =
@@ -117,6 +120,7 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
     }
     return;
   }
+  accept_worked();
   const union MHD_ConnectionInfo *fd =
       MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
   const union MHD_ConnectionInfo *peer =
@@ -453,21 +457,157 @@ static int read_pem(const char *path, char **out, size_t *len, const char **kind
   return 0;
 }
 
-/* libmicrohttpd's error log, kept while the daemon starts: its reason for
- * refusing a certificate or key. Later messages (a client's failed
- * handshake) are dropped: the server's threads print nothing. */
+/* When accept fails for want of descriptors (RLIMIT_NOFILE lowered under
+ * what the server's table already holds: OpenSSH's rlimit sandbox sets it
+ * to 0) or of kernel memory. libmicrohttpd 0.9.75 then sets its "at limit"
+ * mark and polls the listening socket no more until a connection ends;
+ * but with no connection open there is none to end, and it polls and fails
+ * again at once, for ever: 100 % of a core, the connection left in the
+ * listen queue. It says so in its error log, from its listening thread, on
+ * each failure; the log is our one hook into that loop. There we wait
+ * before letting it try again, 50 ms at first, doubling to at most 1 s, so
+ * that a server that cannot accept costs a few system calls a second, and
+ * accepts within a second of descriptors being available again (the
+ * connection waits in the listen queue meanwhile, neither refused nor
+ * reset). The wait ends at once when the server stops. */
+#define ACCEPT_RETRY_FIRST_MS 50
+#define ACCEPT_RETRY_MAX_MS 1000
+/* Between two lines about it, at least: a limit that keeps going up and
+ * down says so once a minute at most. */
+#define ACCEPT_SAY_EVERY_MS 60000
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* on CLOCK_MONOTONIC; signalled when stopping */
+  long retry_ms;       /* the next wait; 0 when the last accept worked */
+  int unsaid;          /* a line is due and could not be written yet */
+  long long said_ms;   /* CLOCK_MONOTONIC ms of the last line, 0: never */
+  long long since_ms;  /* when this episode began */
+  char lim[24];        /* RLIMIT_NOFILE then */
+} refusal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void refusal_init(void) {
+  pthread_mutex_init(&refusal.lock, NULL);
+  cprof__cond_init_monotonic(&refusal.cond);
+  refusal.retry_ms = 0;
+  refusal.unsaid = 0;
+  refusal.said_ms = 0;
+}
+
+/* The one stderr line. Our table's 2 is /dev/null, and borrowing the
+ * program's stderr takes a descriptor (core/fds.c), which is what may be
+ * lacking: then the line is written once one can be had, at a later try or
+ * when a connection is accepted again, saying for how long it could not.
+ * Under refusal.lock. Returns 0 when written. */
+static int say_cannot_accept(long long since_ms, long long now) {
+  char line[480], late[64] = "";
+  if (since_ms)
+    snprintf(late, sizeof late, " for %.1f s", (double)(now - since_ms) / 1000);
+  int n = snprintf(line, sizeof line,
+                   "cprof: the profiling server %s accept connections%s: the process had no "
+                   "descriptor to spare (RLIMIT_NOFILE %s %s; the server's own table holds at "
+                   "least 5) or the system was out of resources; %s\n",
+                   since_ms ? "could not" : "cannot", late, since_ms ? "was" : "is", refusal.lim,
+                   since_ms ? "it serves again"
+                            : "it tries again every second, and serves again when descriptors "
+                              "are available");
+  int to_close, fd = cprof__fds_stderr(&to_close);
+  if (fd < 0)
+    return -1;
+  ssize_t unused = write(fd, line, (size_t)n);
+  (void)unused;
+  if (to_close >= 0)
+    close(to_close);
+  return 0;
+}
+
+/* A connection was accepted: the next failure is a new episode, and a line
+ * that could not be written is written now. */
+static void accept_worked(void) {
+  pthread_mutex_lock(&refusal.lock);
+  refusal.retry_ms = 0;
+  if (refusal.unsaid) {
+    cprof__fds_joined(keeper.table);
+    long long now = cprof__now_ms(CLOCK_MONOTONIC);
+    if (say_cannot_accept(refusal.since_ms, now) == 0) {
+      refusal.unsaid = 0;
+      refusal.said_ms = now;
+    }
+  }
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* libmicrohttpd's listening thread could not accept (see above). first:
+ * no connection was open, and libmicrohttpd will try again at once. */
+static void cannot_accept(int first) {
+  cprof__fds_joined(keeper.table); /* for the borrowed stderr */
+  long long now = cprof__now_ms(CLOCK_MONOTONIC);
+  pthread_mutex_lock(&refusal.lock);
+  if (refusal.retry_ms == 0) { /* a new episode */
+    struct rlimit rl;
+    snprintf(refusal.lim, sizeof refusal.lim, "?");
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+      snprintf(refusal.lim, sizeof refusal.lim, "%llu", (unsigned long long)rl.rlim_cur);
+    refusal.since_ms = now;
+    if (!refusal.said_ms || now - refusal.said_ms >= ACCEPT_SAY_EVERY_MS)
+      refusal.unsaid = 1;
+  }
+  /* Written at the first try, it says "cannot"; written late, for how long
+   * it could not. */
+  long long since = now - refusal.since_ms > ACCEPT_RETRY_MAX_MS ? refusal.since_ms : 0;
+  if (refusal.unsaid && say_cannot_accept(since, now) == 0) {
+    refusal.unsaid = 0;
+    refusal.said_ms = now;
+  }
+  long ms = refusal.retry_ms ? refusal.retry_ms : ACCEPT_RETRY_FIRST_MS;
+  refusal.retry_ms = ms * 2 < ACCEPT_RETRY_MAX_MS ? ms * 2 : ACCEPT_RETRY_MAX_MS;
+  if (first) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    while (!__atomic_load_n(&keeper.stop, __ATOMIC_RELAXED) &&
+           pthread_cond_timedwait(&refusal.cond, &refusal.lock, &ts) == 0) {
+    }
+  }
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* The keeper is stopping the daemon: a wait above ends now. */
+static void refusal_stop(void) {
+  pthread_mutex_lock(&refusal.lock);
+  pthread_cond_broadcast(&refusal.cond);
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* libmicrohttpd's error log. While the daemon starts: its reason for
+ * refusing a certificate or key, kept for the one stderr line. Afterwards
+ * only its word that accept failed for want of resources is acted on;
+ * other messages (a client's failed handshake) are dropped: the server's
+ * threads print nothing else. */
 static int starting; /* the keeper is in MHD_start_daemon */
 
-static void start_log(void *cls, const char *fmt, va_list ap) {
+static void server_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char msg[300];
-  if (!__atomic_load_n(&starting, __ATOMIC_RELAXED))
-    return;
   vsnprintf(msg, sizeof msg, fmt, ap);
-  /* Not a reason: libmicrohttpd's remark that the logger came late in the
-   * options (it is in the TLS options, which come last). */
-  if (strstr(msg, "EXTERNAL_LOGGER"))
+  if (!__atomic_load_n(&starting, __ATOMIC_RELAXED)) {
+    /* libmicrohttpd 0.9.75's words (daemon.c): accept failed for want of
+     * resources (MHD_accept_connection), or poll did in the listening
+     * thread (MHD_poll_listen_socket), which it does with EINVAL when the
+     * limit is below the number of descriptors it polls (2). */
+    static const char at_limit[] = "Hit process or system resource limit at ",
+                      poll_failed[] = "poll failed: ";
+    if (strncmp(msg, at_limit, sizeof at_limit - 1) == 0)
+      cannot_accept(strncmp(msg + sizeof at_limit - 1, "FIRST ", 6) == 0);
+    else if (strncmp(msg, poll_failed, sizeof poll_failed - 1) == 0)
+      cannot_accept(1);
     return;
+  }
   size_t n = strlen(msg);
   while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
     msg[--n] = '\0';
@@ -478,7 +618,7 @@ static void start_log(void *cls, const char *fmt, va_list ap) {
 typedef struct tls {
   char *cert, *key;
   size_t certlen, keylen;
-  struct MHD_OptionItem opts[4]; /* for MHD_OPTION_ARRAY */
+  struct MHD_OptionItem opts[3]; /* for MHD_OPTION_ARRAY */
   unsigned flags;
 } tls_t;
 
@@ -522,11 +662,10 @@ static int tls_load(tls_t *t) {
              which, path, err == -EFBIG ? "larger than 1 MiB" : strerror(-err));
     return -ENOTSUP;
   }
-  t->flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
+  t->flags = MHD_USE_TLS;
   t->opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
   t->opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
-  t->opts[2] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)start_log, NULL};
-  t->opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  t->opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   return 0;
 }
 
@@ -557,8 +696,10 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   __atomic_store_n(&starting, 1, __ATOMIC_RELAXED);
   daemon_ = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | tls.flags, 0,
-      NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK,
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+          MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
+      0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, server_log, NULL,
+      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK,
       uri_logger, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
       MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
   __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
@@ -652,6 +793,7 @@ static void *keep(void *unused) {
   keep_until_stopped();
   pthread_mutex_unlock(&keeper.lock);
 
+  refusal_stop(); /* libmicrohttpd's listening thread may wait in cannot_accept */
   MHD_stop_daemon(daemon_); /* closes the listening socket too */
   daemon_ = NULL;
   cprof__symbolizer_set_used_hook(NULL);
@@ -662,6 +804,7 @@ static void *keep(void *unused) {
 static void keeper_init(void) {
   cprof__cond_init_monotonic(&keeper.cond);
   pthread_mutex_init(&keeper.lock, NULL);
+  refusal_init();
 }
 
 int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
