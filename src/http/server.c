@@ -23,9 +23,18 @@
  * - HTTPS (CPROF_TLS_CERT, CPROF_TLS_KEY) is libmicrohttpd's, over GnuTLS.
  *   The keeper reads the PEM files, in its own table, and hands their bytes
  *   to MHD_start_daemon, which parses them into GnuTLS credentials there
- *   and then; our copy of the key is wiped. Why a start failed (a file
- *   GnuTLS rejects) comes from libmicrohttpd's error log, caught while
- *   starting only, for the one stderr line. */
+ *   and then; our copy of the key is wiped. The files must be regular
+ *   files, looked at before and after a non-blocking open: the program
+ *   waits for the keeper before main, so a FIFO or a device must not hold
+ *   it. Why a start failed (a file GnuTLS rejects) comes from
+ *   libmicrohttpd's error log, caught while starting, for the one stderr
+ *   line.
+ * - Out of descriptors (RLIMIT_NOFILE lowered after start), libmicrohttpd
+ *   would try to accept again at once, for ever; its error log is where
+ *   its listening thread is made to wait between tries (cannot_accept).
+ * - libmicrohttpd's one cap is on connections held in all: at it, it stops
+ *   accepting. Its per-address cap, past which it closes a connection at
+ *   once (a reset), is not used; limits.c tells such a client 503. */
 #include "http/server.h"
 
 #include <arpa/inet.h>
