@@ -466,16 +466,18 @@ static int read_pem(const char *path, char **out, size_t *len, const char **kind
   return 0;
 }
 
-/* When accept fails for want of descriptors (RLIMIT_NOFILE lowered under
- * what the server's table already holds: OpenSSH's rlimit sandbox sets it
- * to 0) or of kernel memory. libmicrohttpd 0.9.75 then sets its "at limit"
- * mark and polls the listening socket no more until a connection ends;
- * but with no connection open there is none to end, and it polls and fails
- * again at once, for ever: 100 % of a core, the connection left in the
- * listen queue. It says so in its error log, from its listening thread, on
- * each failure; the log is our one hook into that loop. There we wait
- * before letting it try again, 50 ms at first, doubling to at most 1 s, so
- * that a server that cannot accept costs a few system calls a second, and
+/* When the server cannot accept for want of descriptors (RLIMIT_NOFILE
+ * lowered after start under what the server's table already holds:
+ * OpenSSH's rlimit sandbox sets it to 0) or of kernel memory. accept fails
+ * with EMFILE (or ENFILE, ENOMEM, ENOBUFS); below 2, poll itself fails with
+ * EINVAL, as it polls more descriptors than the limit. libmicrohttpd 0.9.75
+ * stops polling the listening socket until a connection ends when one is
+ * open; with none open, there is none to end, and it polls and fails again
+ * at once, for ever: 100 % of a core, the connection left in the listen
+ * queue. It says so in its error log, from its listening thread, on each
+ * failure, and the log is our one hook into that loop: there we wait
+ * before letting it try again, 50 ms at first, doubling to at most 1 s.
+ * A server that cannot accept then costs a few system calls a second, and
  * accepts within a second of descriptors being available again (the
  * connection waits in the listen queue meanwhile, neither refused nor
  * reset). The wait ends at once when the server stops. */
@@ -513,10 +515,11 @@ static int say_cannot_accept(long long since_ms, long long now) {
   if (since_ms)
     snprintf(late, sizeof late, " for %.1f s", (double)(now - since_ms) / 1000);
   int n = snprintf(line, sizeof line,
-                   "cprof: the profiling server %s accept connections%s: the process had no "
+                   "cprof: the profiling server %s accept connections%s: the process %s no "
                    "descriptor to spare (RLIMIT_NOFILE %s %s; the server's own table holds at "
-                   "least 5) or the system was out of resources; %s\n",
-                   since_ms ? "could not" : "cannot", late, since_ms ? "was" : "is", refusal.lim,
+                   "least 5) or the system %s out of resources; %s\n",
+                   since_ms ? "could not" : "cannot", late, since_ms ? "had" : "has",
+                   since_ms ? "was" : "is", refusal.lim, since_ms ? "was" : "is",
                    since_ms ? "it serves again"
                             : "it tries again every second, and serves again when descriptors "
                               "are available");
@@ -704,13 +707,13 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   limit_options(limits, serving_tls);
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   __atomic_store_n(&starting, 1, __ATOMIC_RELAXED);
-  daemon_ = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-          MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
-      0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, server_log, NULL,
-      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK,
-      uri_logger, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
-      MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
+  daemon_ =
+      MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                           MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
+                       0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, server_log,
+                       NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
+                       NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
+                       MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
   __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
   tls_wipe(&tls);
   if (!daemon_) {
@@ -802,7 +805,7 @@ static void *keep(void *unused) {
   keep_until_stopped();
   pthread_mutex_unlock(&keeper.lock);
 
-  refusal_stop(); /* libmicrohttpd's listening thread may wait in cannot_accept */
+  refusal_stop();           /* libmicrohttpd's listening thread may wait in cannot_accept */
   MHD_stop_daemon(daemon_); /* closes the listening socket too */
   daemon_ = NULL;
   cprof__symbolizer_set_used_hook(NULL);
