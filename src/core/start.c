@@ -1,5 +1,6 @@
 /* cprof's lifecycle: cprof_start, cprof_stop, fork handling, and the
  * constructor that starts cprof in a program it was LD_PRELOADed into. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -20,6 +22,7 @@
 #include "push/push.h"
 #include "interpose/creds.h"
 #include "interpose/malloc.h"
+#include "interpose/namespaces.h"
 #include "interpose/thread_start.h"
 #include "registry/cpu.h"
 #include "sample/contention.h"
@@ -113,6 +116,7 @@ static void register_atfork(void) {
 }
 
 static void follow_credentials(void);
+static int run_alone(long (*call)(void *), void *arg, long *rc);
 static void last_program_thread_gone(void);
 static void metrics_demand(void);
 
@@ -157,6 +161,7 @@ static int start(const cprof_options_t *opts) {
   cprof__mutex_set_fraction(cfg.mutex_fraction);
   cprof__config_set(&cfg);
   __atomic_store_n(&cprof__follow_credentials_hook, follow_credentials, __ATOMIC_RELEASE);
+  __atomic_store_n(&cprof__alone_hook, run_alone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
   running = 1;
@@ -250,15 +255,17 @@ static void park_locked(void) {
   }
 }
 
-static void unpark_locked(void) {
+/* why: what the program did, for the line that says the server could
+ * not listen again. */
+static void unpark_locked(const char *why) {
   if (server_parked) {
     server_parked = 0;
     int err = cprof__server_start(&served, bound, sizeof bound);
     if (err == 0)
       serving = 1;
     else
-      cprof__log("cannot listen again on %s after the program changed its credentials: %s; "
-                 "the profiling server is off", bound, cprof_strerror(err));
+      cprof__log("cannot listen again on %s after the program %s: %s; "
+                 "the profiling server is off", bound, why, cprof_strerror(err));
   }
   if (metrics_parked) {
     metrics_parked = 0;
@@ -273,10 +280,74 @@ static void follow_credentials(void) {
   pthread_mutex_lock(&life_lock);
   if (running) {
     park_locked();
-    unpark_locked();
+    unpark_locked("changed its credentials");
   }
   pthread_mutex_unlock(&life_lock);
   cprof__heap_guard_leave();
+}
+
+/* The threads of the process, or -1 when /proc cannot tell (a sandbox
+ * without it). */
+static int threads_alive(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
+/* How long a call waits for cprof's stopped threads to leave the process:
+ * pthread_join returns when the kernel has cleared a thread's id, a little
+ * before the thread leaves its group (do_exit), and until then the kernel
+ * counts it. Reached only when the program has threads that
+ * pthread_create did not make (raw clone), which the call then refuses. */
+#define ALONE_WAIT_NS 500000000L
+
+static long call_alone(long (*call)(void *), void *arg) {
+  struct timespec start, now, nap = {0, 1000000};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int past = (now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) >=
+               ALONE_WAIT_NS;
+    int n = threads_alive();
+    if (n == 1 || n < 0 || past) {
+      long rc = call(arg);
+      /* Without /proc, EINVAL may be a thread still leaving: try again
+       * until the bound. */
+      if (rc != -1 || errno != EINVAL || n == 1 || past)
+        return rc;
+    }
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* unshare or setns refused (EINVAL) while cprof's threads run
+ * (interpose/namespaces.c): made again with them stopped, if the caller
+ * is the program's only thread, as the kernel requires of a process
+ * without cprof. Their new threads, made by the caller, are in its new
+ * namespaces. */
+static int run_alone(long (*call)(void *), void *arg, long *rc) {
+  if (cprof__program_thread_count() != 1)
+    return 0;
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&life_lock);
+  int ran = running, err = 0;
+  if (ran) {
+    park_locked();
+    *rc = call_alone(call, arg);
+    err = errno;
+    unpark_locked("changed its namespaces");
+  }
+  pthread_mutex_unlock(&life_lock);
+  cprof__heap_guard_leave();
+  errno = err;
+  return ran;
 }
 
 /* The program's last thread is ending (main called pthread_exit, and the
