@@ -80,7 +80,7 @@ for mode in "" raw; do
   looks w$mode "$PID"
   check "${mode:-libc}: cprof's server threads are there again" grep -q MHD-listen "$T/w$mode.comm"
   check "${mode:-libc}: every thread is in the program's new user namespace" \
-    bash -c "[ -s $T/w$mode.ns ] && ! grep -vxF \"\$(cat $T/w$mode.main)\" $T/w$mode.ns | grep -q . && [ \"\$(cut -d' ' -f1 $T/w$mode.main)\" != \"\$(readlink /proc/self/ns/user)\" ]"
+    bash -c "grep -q user: $T/w$mode.main && grep -q user: $T/w$mode.ns && ! grep -vxF \"\$(cat $T/w$mode.main)\" $T/w$mode.ns | grep -q . && [ \"\$(cut -d' ' -f1 $T/w$mode.main)\" != \"\$(readlink /proc/self/ns/user)\" ]"
   check "${mode:-libc}: no line says the server could not listen again" bash -c "! grep -q 'cannot listen' $T/w$mode.err"
   stop "$PID"
 done
@@ -103,7 +103,7 @@ for mode in "" raw; do
   check "${mode:-libc}: served after it on the same address ($code)" [ "$code" = 200 ]
   looks s$mode "$PID"
   check "${mode:-libc}: every thread is in the mount namespace entered" \
-    bash -c "grep -q MHD-listen $T/s$mode.comm && [ \"\$(cut -d' ' -f2 $T/s$mode.main)\" = \"\$(readlink /proc/$MNT_PID/ns/mnt)\" ] && ! grep -vxF \"\$(cat $T/s$mode.main)\" $T/s$mode.ns | grep -q ."
+    bash -c "grep -q MHD-listen $T/s$mode.comm && grep -q mnt: $T/s$mode.main && [ \"\$(cut -d' ' -f2 $T/s$mode.main)\" = \"\$(readlink /proc/$MNT_PID/ns/mnt)\" ] && ! grep -vxF \"\$(cat $T/s$mode.main)\" $T/s$mode.ns | grep -q ."
   stop "$PID"
 done
 finish
