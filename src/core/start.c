@@ -40,6 +40,7 @@ static int serving;
 static char bound[300];
 static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
+static int kept_listener = -1; /* its listening socket, kept by park_locked */
 /* The metrics sampler's settings (0: no sampler), whether it runs, and
  * whether park_locked stopped it. It starts with the server; without one
  * (a program serving cprof_handle_request itself) at the first request
@@ -237,14 +238,20 @@ void cprof_stop(void) {
  * PR_SET_KEEPCAPS, securebits) are copied to a thread from its creator, so
  * threads started again by the program's thread that changed them follow
  * the program exactly (creds.c). The listening socket is opened again on
- * the same port. */
-static void park_locked(void) {
+ * the same port; or, with keep (for a caller that is the program's only
+ * thread, which alone sees its table meanwhile), kept: it stays in the
+ * network namespace it was made in, and a port the new credentials could
+ * not bind stays the server's. */
+static void park_locked(int keep) {
   cprof__push_park();
   /* The drainer of CPROF_OUTPUT's, the push's or the API's CPU profile. */
   cprof__cpu_recording_park();
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
-    cprof__server_stop();
+    if (keep)
+      kept_listener = cprof__server_stop_keeping();
+    else
+      cprof__server_stop();
     serving = 0;
     server_parked = 1;
   }
@@ -260,7 +267,10 @@ static void park_locked(void) {
 static void unpark_locked(const char *why) {
   if (server_parked) {
     server_parked = 0;
-    int err = cprof__server_start(&served, bound, sizeof bound);
+    int err = cprof__server_start_on(kept_listener, &served, bound, sizeof bound);
+    if (kept_listener >= 0)
+      close(kept_listener);
+    kept_listener = -1;
     if (err == 0)
       serving = 1;
     else
@@ -279,7 +289,7 @@ static void follow_credentials(void) {
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
   if (running) {
-    park_locked();
+    park_locked(0);
     unpark_locked("changed its credentials");
   }
   pthread_mutex_unlock(&life_lock);
@@ -339,7 +349,7 @@ static int run_alone(long (*call)(void *), void *arg, long *rc) {
   pthread_mutex_lock(&life_lock);
   int ran = running, err = 0;
   if (ran) {
-    park_locked();
+    park_locked(1);
     *rc = call_alone(call, arg);
     err = errno;
     unpark_locked("changed its namespaces");
@@ -358,7 +368,7 @@ static int run_alone(long (*call)(void *), void *arg, long *rc) {
 static void last_program_thread_gone(void) {
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
-  park_locked();
+  park_locked(0);
   pthread_mutex_unlock(&life_lock);
   cprof__heap_guard_leave();
 }

@@ -85,6 +85,19 @@ for mode in "" raw; do
   stop "$PID"
 done
 
+# Into a network namespace of its own too: the server goes on listening on
+# the socket it had, in the namespace it was made in, where its clients are.
+for mode in "" raw; do
+  run n_plain$mode -- "$P" unshare-net $mode
+  # shellcheck disable=SC2086
+  start n$mode --ready LD_PRELOAD="$LIB" -- "$P" unshare-net $mode wait
+  check "unshare(CLONE_NEWUSER|CLONE_NEWNET)${mode:+ through syscall()}: same output as without (the next fd too)" \
+    bash -c "grep -q '^unshare-net: 0 $' $T/n_plain$mode.out && grep -v '^ready' $T/n$mode.out | cmp -s - <(grep -v '^ready' $T/n_plain$mode.out)"
+  code=$(http "http://$ADDR/debug/pprof/goroutine?debug=1" --max-time 10 || true)
+  check "${mode:-libc}: still served on $ADDR, from outside its new network namespace ($code)" [ "$code" = 200 ]
+  stop "$PID"
+done
+
 # With a thread of the program's own, the kernel refuses, with cprof as
 # without; and nothing of cprof's was stopped for it.
 run t_plain -- "$P" unshare-thread

@@ -2,11 +2,13 @@
  * tests/host/namespaces.sh:
  *   namespaces unshare-user [raw] [wait]   unshare(CLONE_NEWUSER), then
  *                          writes its id maps (root inside, as unshare -r)
+ *   namespaces unshare-net [raw] [wait]    the same, and a network namespace
  *   namespaces unshare-thread [raw] [wait] the same with a thread of its
  *                          own alive: the kernel refuses it (EINVAL)
  *   namespaces setns PATH [raw] [wait]     setns into the namespace file PATH
  * "raw" makes the call through syscall(). Prints the call's result and
- * errno, its ids, then "ready"; with "wait", then lives 20 s more, so that
+ * errno, its ids, the number its next open gets (cprof keeps nothing in
+ * its table), then "ready"; with "wait", then lives 20 s more, so that
  * the test can look at /proc and ask its server for profiles. */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +54,8 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "unshare-thread") == 0)
       pthread_create(&t, NULL, sleeper, NULL);
     unsigned uid = getuid(), gid = getgid();
-    rc = raw ? (int)syscall(SYS_unshare, CLONE_NEWUSER) : unshare(CLONE_NEWUSER);
+    int flags = CLONE_NEWUSER | (strcmp(argv[1], "unshare-net") == 0 ? CLONE_NEWNET : 0);
+    rc = raw ? (int)syscall(SYS_unshare, flags) : unshare(flags);
     if (rc == 0) {
       char map[64];
       write_file("/proc/self/setgroups", "deny");
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
   }
   printf("%s: %d %s\n", argv[1], rc, rc ? strerror(errno) : "");
   printf("uid %u gid %u\n", (unsigned)getuid(), (unsigned)getgid());
+  int next = open("/dev/null", O_RDONLY);
+  printf("next fd %d\n", next);
   printf("ready\n");
   fflush(stdout);
   /* The test looks, then ends us. */
