@@ -328,16 +328,16 @@ static long call_alone(long (*call)(void *), void *arg) {
     int n = threads_alive();
     if (n == 1 || n < 0 || past) {
       long rc = call(arg);
-      /* Without /proc, EINVAL may be a thread still leaving: try again
-       * until the bound. */
-      if (rc != -1 || errno != EINVAL || n == 1 || past)
+      /* Without /proc, a refusal may be for a thread still leaving: try
+       * again until the bound. */
+      if (rc != -1 || !cprof__ns_refused(errno) || n == 1 || past)
         return rc;
     }
     nanosleep(&nap, NULL);
   }
 }
 
-/* unshare or setns refused (EINVAL) while cprof's threads run
+/* unshare or setns refused (EINVAL, EUSERS) while cprof's threads run
  * (interpose/namespaces.c): made again with them stopped, if the caller
  * is the program's only thread, as the kernel requires of a process
  * without cprof. Their new threads, made by the caller, are in its new

@@ -6,23 +6,25 @@
  * thread group (kernel/fork.c, check_unshare_flags); setns into a user
  * namespace needs that too, and into a user or mount namespace a
  * filesystem context (fs_struct: root and working directory) used by the
- * caller alone, which every thread pthread_create makes shares
- * (CLONE_FS; glibc gives no way to create one without it). cprof's
- * threads (the server's, the metrics sampler, a CPU recording's drainer,
- * the push's) run from load, so under cprof every such call failed with
- * EINVAL, where it works in a single-threaded program: container runtimes,
- * sandboxes (bubblewrap, unshare(1), nsenter(1)) and test harnesses make
- * it at start.
+ * caller alone, which every thread pthread_create makes shares (CLONE_FS;
+ * glibc gives no way to create one without it); setns into a time
+ * namespace fails with EUSERS unless the process has one thread
+ * (kernel/time/namespace.c, timens_install). cprof's threads (the
+ * server's, the metrics sampler, a CPU recording's drainer, the push's)
+ * run from load, so under cprof every such call failed, where it works in
+ * a single-threaded program: container runtimes, sandboxes (bubblewrap,
+ * unshare(1), nsenter(1)) and test harnesses make it at start.
  *
- * So when such a call fails with EINVAL and the caller is the program's
- * only thread, cprof's threads are stopped (as when the program changes
- * its credentials: start.c), the call is made again alone, and cprof's
- * threads are started again by the caller, now in its new namespaces and
- * with its new credentials; the server listens again on the same address.
- * A program with threads of its own gets the refusal it would get without
- * cprof, and nothing is stopped. A call that succeeds, or fails otherwise,
- * costs nothing more. cprof's own calls (with the guard raised: fds.c
- * unshares CLONE_FILES) pass straight through. */
+ * So when such a call fails with EINVAL (or EUSERS) and the caller is the
+ * program's only thread, cprof's threads are stopped (as when the program
+ * changes its credentials: start.c), the call is made again alone, and
+ * cprof's threads are started again by the caller, now in its new
+ * namespaces and with its new credentials. The server's listening socket
+ * is kept meanwhile, and listens on where it was made. A program with
+ * threads of its own gets the refusal it would get without cprof, and
+ * nothing is stopped. A call that succeeds, or fails otherwise, costs
+ * nothing more. cprof's own calls (with the guard raised: fds.c unshares
+ * CLONE_FILES) pass straight through. */
 #include "interpose/namespaces.h"
 
 #include <errno.h>
@@ -34,12 +36,14 @@
 
 int (*cprof__alone_hook)(long (*call)(void *), void *arg, long *rc);
 
+int cprof__ns_refused(int err) { return err == EINVAL || err == EUSERS; }
+
 int cprof__unshare_needs_alone(unsigned long flags) {
   return (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) != 0;
 }
 
 long cprof__ns_again(long rc, long (*call)(void *), void *arg) {
-  if (rc != -1 || errno != EINVAL || cprof__heap_guarded())
+  if (rc != -1 || !cprof__ns_refused(errno) || cprof__heap_guarded())
     return rc;
   int (*hook)(long (*)(void *), void *, long *) =
       __atomic_load_n(&cprof__alone_hook, __ATOMIC_ACQUIRE);
@@ -85,9 +89,9 @@ static long setns_again(void *arg) {
 }
 
 /* Which namespace fd names is not known when nstype is 0, nor which of a
- * pidfd's several are refused: any EINVAL is tried again alone. A setns
- * that fails changes nothing (kernel/nsproxy.c installs every namespace,
- * or none), so the second attempt starts where the first did. */
+ * pidfd's several are refused: any EINVAL or EUSERS is tried again alone.
+ * A setns that fails changes nothing (kernel/nsproxy.c installs every
+ * namespace, or none), so the second attempt starts where the first did. */
 CPROF_EXTERN int setns(int fd, int nstype) {
   int rc = real_setns()(fd, nstype);
   if (rc != 0) {

@@ -17,6 +17,10 @@ extern int (*cprof__alone_hook)(long (*call)(void *), void *arg, long *rc);
  * unshare and setns wrappers and by syscall()'s (raw_syscall.c). */
 long cprof__ns_again(long rc, long (*call)(void *), void *arg);
 
+/* Whether err is how the kernel refuses a namespace change to a process
+ * with other threads: EINVAL, or EUSERS for a time namespace. */
+int cprof__ns_refused(int err);
+
 /* The unshare(2) flags the kernel grants only to a single-threaded
  * process: CLONE_NEWUSER implies CLONE_THREAD, which needs an empty thread
  * group, as CLONE_VM and CLONE_SIGHAND do (kernel/fork.c,

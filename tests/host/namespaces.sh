@@ -55,13 +55,30 @@ for cfg in "${configs[@]}"; do
 done
 check "no line says unshare or setns failed" bash -c "! grep -h 'Invalid argument' $T/*.err"
 
+# setns into a time namespace wants one thread too (EUSERS otherwise).
+if unshare --time --fork --kill-child sleep 30 </dev/null >/dev/null 2>&1 & then
+  TIME_SH=$!
+  for _ in $(seq 1 50); do
+    TIME_PID=$(cat /proc/$TIME_SH/task/$TIME_SH/children 2>/dev/null | awk '{print $1}')
+    [ -n "$TIME_PID" ] && [ "$(readlink /proc/$TIME_PID/ns/time)" != "$(readlink /proc/self/ns/time)" ] && break
+    sleep 0.1
+  done
+  run t_enter_plain -- nsenter -T -t "$TIME_PID" true
+  if rc_is t_enter_plain 0; then
+    run t_enter LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- nsenter -T -t "$TIME_PID" true
+    check "nsenter -T into another process's time namespace: exit 0 (was EUSERS)" rc_is t_enter 0
+  fi
+fi
+
 # A program that unshares and keeps running: its answers are the same, and
 # cprof's threads, made again by it, are in its new user namespace and
 # serve on the same address.
-# looks NAME PID: every thread's user namespace, and names, into $T/NAME.*
+# looks NAME PID: every thread's user and mount namespaces, and names, into
+# $T/NAME.* (a thread ending as we look, a connection's, has none to read).
 looks() {
+  local u m
   for t in /proc/$2/task/*; do
-    echo "$(readlink "$t/ns/user") $(readlink "$t/ns/mnt")"
+    u=$(readlink "$t/ns/user") && m=$(readlink "$t/ns/mnt") && echo "$u $m"
   done >"$T/$1.ns" 2>/dev/null || true
   cat /proc/$2/task/*/comm >"$T/$1.comm" 2>/dev/null || true
   echo "$(readlink /proc/$2/ns/user) $(readlink /proc/$2/ns/mnt)" >"$T/$1.main"
