@@ -268,8 +268,13 @@ static void unpark_locked(const char *why) {
   if (server_parked) {
     server_parked = 0;
     int err = cprof__server_start_on(kept_listener, &served, bound, sizeof bound);
-    if (kept_listener >= 0)
+    if (kept_listener >= 0) {
       close(kept_listener);
+      /* Not taken over (the server could not copy it): it held the port
+       * the server then asked for. */
+      if (err != 0)
+        err = cprof__server_start(&served, bound, sizeof bound);
+    }
     kept_listener = -1;
     if (err == 0)
       serving = 1;

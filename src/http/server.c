@@ -81,7 +81,6 @@ static struct {
   int stop;        /* cprof__server_stop asks the keeper to end */
   int used;        /* the symbolizer was used since the keeper last looked */
   int reap;        /* a request deadline was set: look at them */
-  int listener;    /* the listening socket, in the keeper's table */
   int hand_to;     /* cprof__server_stop_keeping's socket, in the program's table, or -1 */
   int adopt;       /* cprof__server_start_on's listener, in the program's table, or -1 */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -591,7 +590,6 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
              cfg.tls_cert, cfg.tls_key, why);
     return -ENOTSUP;
   }
-  keeper.listener = fd;
   return 0;
 }
 
