@@ -79,6 +79,21 @@ for mode in mixed raw; do
   check "$mode: the server answers after the threads were made again ($code)" [ "$code" = 200 ]
 done
 
+# A child made by vfork shares the program's memory until it ends: its raw
+# setresuid is its own, and must not stop (or take along) the program's
+# cprof threads.
+env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 "$P" vfork >"$T/vfork.out" 2>"$T/vfork.err" &
+pid=$!
+for _ in $(seq 1 100); do has "$T/vfork.out" '^dropped$' && break; sleep 0.02; done
+creds vfork $pid
+a=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/vfork.err" | head -1)
+code=$(http "http://$a/debug/pprof/goroutine?debug=1" --max-time 5 || true)
+wait $pid || true
+check "vfork: the child dropped root" grep -q '^child dropped: 0$' "$T/vfork.out"
+check "vfork: the program's cprof threads are still there, root as it is" \
+  bash -c "grep -q MHD-listen '$T/vfork.comms' && grep -q 'Uid: 0 0 0 0' '$T/vfork.threads' && ! grep -q 'Uid: 65534' '$T/vfork.threads'"
+check "vfork: the server answers ($code)" [ "$code" = 200 ]
+
 # setpriv itself, under the preload.
 run setpriv_plain -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true
 run setpriv_pre LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- setpriv --reuid=65534 --regid=65534 --clear-groups /bin/true

@@ -7,13 +7,16 @@
  *   drop_privileges mixed   prctl and capset through syscall(), the ids
  *                           through glibc (which changes every thread)
  *   drop_privileges raw     every step through syscall() (which changes
- *                           the calling thread alone) */
+ *                           the calling thread alone)
+ *   drop_privileges vfork   a child made by vfork drops root through
+ *                           syscall() and ends; the program keeps it */
 #include <grp.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int capset(cap_user_header_t hdr, const cap_user_data_t data); /* glibc's, undeclared */
@@ -46,6 +49,18 @@ static int clear_groups(void) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "vfork") == 0) {
+    pid_t child = vfork();
+    if (child == 0)
+      _exit(syscall(SYS_setresuid, 65534L, 65534L, 65534L) == 0 ? 0 : 1);
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("child dropped: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    printf("dropped\n");
+    fflush(stdout);
+    sleep(1);
+    return 0;
+  }
   raw_caps = strcmp(mode, "mixed") == 0 || strcmp(mode, "raw") == 0;
   raw_ids = strcmp(mode, "raw") == 0;
   printf("keepcaps: %d\n", keep_caps());
