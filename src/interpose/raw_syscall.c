@@ -19,17 +19,24 @@
  * them stopped (namespaces.c).
  *
  * Every other number is forwarded untouched: glibc's syscall takes the
- * number and six longs, whatever the call uses, and so does this, passing
- * each on as it came; the return value and errno are the next syscall()'s
- * (glibc's: -1 and errno on failure). Nothing is allocated or locked on
- * that path, which runs in signal handlers (cprof's own, and programs'),
- * and the next definition is found at load, not at the first call. setfsuid
- * and setfsgid are left alone: glibc's change the calling thread only,
- * too. */
+ * number and six longs, whatever the call uses (its assembly reads six
+ * registers and the first word above the return address), and so does
+ * this, passing each on as it came; the return value and errno are the
+ * next syscall()'s (glibc's: -1 and errno on failure). On x86-64 and
+ * aarch64 a variadic function's integer arguments arrive where a fixed
+ * one's do, so the wrapper is defined with seven longs, as glibc's
+ * assembly reads them: then the compiler forwards them with a jump, and
+ * the wrapper leaves no frame on the stack, where a thread asleep in a
+ * raw system call is unwound from outside (unwind/outside.c) and where
+ * cprof's handlers that call syscall() run. Elsewhere it reads them with
+ * va_arg. Nothing is allocated or locked on that path, and the next
+ * definition is found at load, not at the first call. setfsuid and
+ * setfsgid are left alone: glibc's change the calling thread only, too.
+ * (<unistd.h>, which declares syscall variadic, is not included here.) */
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include "core/next.h"
 #include "cprof.h"
@@ -57,38 +64,8 @@ static long raw_again(void *arg) {
   return r->fn(r->number, r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5]);
 }
 
-/* After a credential call returned rc. */
-static void follow_credentials(long number, long rc, const long *a) {
-  if (rc != 0)
-    return;
-  switch (number) {
-  case SYS_capset: {
-    /* As capset(): pid 0 or the caller's own id is the calling thread. */
-    const struct {
-      unsigned version;
-      int pid;
-    } *hdr = (const void *)a[0];
-    if (hdr && (hdr->pid == 0 || hdr->pid == gettid()))
-      cprof__creds_follow();
-    break;
-  }
-  case SYS_prctl:
-    if (cprof__prctl_changes_credentials((int)a[0], (unsigned long)a[1]))
-      cprof__creds_follow();
-    break;
-  default:
-    cprof__creds_follow();
-  }
-}
-
-CPROF_EXTERN long syscall(long number, ...) {
-  va_list ap;
-  va_start(ap, number);
-  raw_t r = {(syscall_fn)cprof__next(&real, "syscall"), number, {0}};
-  for (int i = 0; i < 6; i++)
-    r.a[i] = va_arg(ap, long);
-  va_end(ap);
-  long rc = r.fn(number, r.a[0], r.a[1], r.a[2], r.a[3], r.a[4], r.a[5]);
+/* The numbers cprof follows. */
+static int followed(long number) {
   switch (number) {
   case SYS_capset:
   case SYS_prctl:
@@ -99,18 +76,78 @@ CPROF_EXTERN long syscall(long number, ...) {
   case SYS_setresuid:
   case SYS_setresgid:
   case SYS_setgroups:
-    follow_credentials(number, rc, r.a);
-    break;
   case SYS_unshare:
-    if (rc != 0 && cprof__unshare_needs_alone((unsigned long)r.a[0]))
-      rc = cprof__ns_again(rc, raw_again, &r);
+  case SYS_setns:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* A credential call that returned 0. */
+static void follow_credentials(const raw_t *r) {
+  switch (r->number) {
+  case SYS_capset: {
+    /* As capset(): pid 0 or the caller's own id is the calling thread. */
+    const struct {
+      unsigned version;
+      int pid;
+    } *hdr = (const void *)r->a[0];
+    if (hdr && (hdr->pid == 0 || hdr->pid == (pid_t)r->fn(SYS_gettid)))
+      cprof__creds_follow();
+    break;
+  }
+  case SYS_prctl:
+    if (cprof__prctl_changes_credentials((int)r->a[0], (unsigned long)r->a[1]))
+      cprof__creds_follow();
+    break;
+  default:
+    cprof__creds_follow();
+  }
+}
+
+/* One of the calls cprof follows, made. */
+__attribute__((noinline)) static long follow(raw_t *r) {
+  long rc = raw_again(r);
+  switch (r->number) {
+  case SYS_unshare:
+    if (rc != 0 && cprof__unshare_needs_alone((unsigned long)r->a[0]))
+      rc = cprof__ns_again(rc, raw_again, r);
     break;
   case SYS_setns:
     if (rc != 0)
-      rc = cprof__ns_again(rc, raw_again, &r);
+      rc = cprof__ns_again(rc, raw_again, r);
     break;
+  default:
+    if (rc == 0)
+      follow_credentials(r);
   }
   return rc;
 }
+
+#if defined(__x86_64__) || defined(__aarch64__)
+
+CPROF_EXTERN long syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
+  syscall_fn fn = (syscall_fn)cprof__next(&real, "syscall");
+  if (__builtin_expect(!followed(number), 1))
+    return fn(number, a1, a2, a3, a4, a5, a6);
+  raw_t r = {fn, number, {a1, a2, a3, a4, a5, a6}};
+  return follow(&r);
+}
+
+#else
+
+CPROF_EXTERN long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  raw_t r = {(syscall_fn)cprof__next(&real, "syscall"), number, {0}};
+  for (int i = 0; i < 6; i++)
+    r.a[i] = va_arg(ap, long);
+  va_end(ap);
+  return followed(number) ? follow(&r)
+                          : r.fn(number, r.a[0], r.a[1], r.a[2], r.a[3], r.a[4], r.a[5]);
+}
+
+#endif
 
 #endif
