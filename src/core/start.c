@@ -38,7 +38,7 @@ static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
 static int running;
 static int serving;
 static char bound[300];
-static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
+static cprof__addr_t served;   /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
 static int kept_listener = -1; /* its listening socket, kept by park_locked */
 /* The process cprof runs in. A child made by vfork shares our memory, and
@@ -285,7 +285,8 @@ static void unpark_locked(const char *why) {
       serving = 1;
     else
       cprof__log("cannot listen again on %s after the program %s: %s; "
-                 "the profiling server is off", bound, why, cprof_strerror(err));
+                 "the profiling server is off",
+                 bound, why, cprof_strerror(err));
   }
   if (metrics_parked) {
     metrics_parked = 0;
@@ -335,8 +336,8 @@ static long call_alone(long (*call)(void *), void *arg) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     clock_gettime(CLOCK_MONOTONIC, &now);
-    int past = (now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) >=
-               ALONE_WAIT_NS;
+    int past =
+        (now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) >= ALONE_WAIT_NS;
     int n = threads_alive();
     if (n == 1 || n < 0 || past) {
       long rc = call(arg);

@@ -539,8 +539,8 @@ static void hand_over(int listener, int to) {
     char space[CMSG_SPACE(sizeof(int))];
   } c;
   memset(&c, 0, sizeof c);
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space,
-                     .msg_controllen = sizeof c.space};
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
   struct cmsghdr *h = CMSG_FIRSTHDR(&m);
   h->cmsg_level = SOL_SOCKET;
   h->cmsg_type = SCM_RIGHTS;
@@ -748,8 +748,8 @@ int cprof__server_stop_keeping(void) {
     struct cmsghdr h;
     char space[CMSG_SPACE(sizeof(int))];
   } c;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space,
-                     .msg_controllen = sizeof c.space};
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
   int fd = -1;
   if (recvmsg(pair[0], &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);

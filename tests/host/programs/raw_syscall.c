@@ -28,8 +28,10 @@ int main(void) {
   /* The sixth argument: mmap's offset, from a file with a mark at 4096. */
   int fd = (int)syscall(SYS_memfd_create, "raw", 0L);
   char mark[] = "sixth";
-  int ok = fd >= 0 && ftruncate(fd, 8192) == 0 && pwrite(fd, mark, sizeof mark, 4096) == sizeof mark;
-  char *p = ok ? (char *)syscall(SYS_mmap, NULL, 4096L, (long)PROT_READ, (long)MAP_SHARED, (long)fd, 4096L)
+  int ok =
+      fd >= 0 && ftruncate(fd, 8192) == 0 && pwrite(fd, mark, sizeof mark, 4096) == sizeof mark;
+  char *p = ok ? (char *)syscall(SYS_mmap, NULL, 4096L, (long)PROT_READ, (long)MAP_SHARED, (long)fd,
+                                 4096L)
                : MAP_FAILED;
   check("six arguments (mmap at an offset)", p != MAP_FAILED && memcmp(p, mark, sizeof mark) == 0);
   /* The fifth: prctl(PR_SET_MM ...) needs privileges; a five-argument
