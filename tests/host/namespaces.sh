@@ -20,7 +20,10 @@ configs=("CPROF_ADDR=127.0.0.1:0"
 run u_plain -- unshare --user --map-root-user id
 run m_plain -- unshare --mount --user --map-root-user true
 # Processes in other namespaces to enter: a mount namespace, a user one.
-unshare --mount sleep 30 </dev/null &
+# (Entering a mount namespace needs CAP_SYS_ADMIN: those checks, and the
+# setns program's, run where nsenter -m works without cprof.)
+if [ "$(id -u)" = 0 ]; then MNT_NS=(--mount); else MNT_NS=(--user --map-root-user --mount); fi
+unshare "${MNT_NS[@]}" sleep 30 </dev/null &
 MNT_PID=$!
 unshare --user --map-root-user sleep 30 </dev/null &
 USER_PID=$!
@@ -31,8 +34,11 @@ for _ in $(seq 1 50); do
 done
 run e_plain -- nsenter -m -t $MNT_PID true
 run eu_plain -- nsenter -U -t $USER_PID true
-check "without cprof: unshare -r id and unshare -m -r true, nsenter -m and -U exit 0" \
-  bash -c "[ \"\$(cat $T/u_plain.rc $T/m_plain.rc $T/e_plain.rc $T/eu_plain.rc | tr -d '\n')\" = 0000 ]"
+check "without cprof: unshare -r id and unshare -m -r true exit 0" \
+  eval "rc_is u_plain 0 && rc_is m_plain 0"
+ENTER_MNT=0 ENTER_USER=0
+if rc_is e_plain 0; then ENTER_MNT=1; else echo "skip: nsenter -m fails here without cprof: $(cat "$T/e_plain.err")"; fi
+if rc_is eu_plain 0; then ENTER_USER=1; else echo "skip: nsenter -U fails here without cprof: $(cat "$T/eu_plain.err")"; fi
 i=0
 for cfg in "${configs[@]}"; do
   i=$((i + 1))
@@ -44,14 +50,18 @@ for cfg in "${configs[@]}"; do
   run m$i LD_PRELOAD="$LIB" $cfg -- unshare --mount --user --map-root-user true
   check "[$cfg] unshare --mount --user --map-root-user true: exit 0" \
     eval "same m_plain m$i out && same m_plain m$i rc"
-  # shellcheck disable=SC2086
-  run e$i LD_PRELOAD="$LIB" $cfg -- nsenter -m -t $MNT_PID true
-  check "[$cfg] nsenter -m into another process's mount namespace: exit 0" \
-    eval "same e_plain e$i rc"
-  # shellcheck disable=SC2086
-  run eu$i LD_PRELOAD="$LIB" $cfg -- nsenter -U -t $USER_PID true
-  check "[$cfg] nsenter -U into another process's user namespace: exit 0" \
-    eval "same eu_plain eu$i rc"
+  if [ $ENTER_MNT = 1 ]; then
+    # shellcheck disable=SC2086
+    run e$i LD_PRELOAD="$LIB" $cfg -- nsenter -m -t $MNT_PID true
+    check "[$cfg] nsenter -m into another process's mount namespace: exit 0" \
+      eval "same e_plain e$i rc"
+  fi
+  if [ $ENTER_USER = 1 ]; then
+    # shellcheck disable=SC2086
+    run eu$i LD_PRELOAD="$LIB" $cfg -- nsenter -U -t $USER_PID true
+    check "[$cfg] nsenter -U into another process's user namespace: exit 0" \
+      eval "same eu_plain eu$i rc"
+  fi
 done
 check "no line says unshare or setns failed" bash -c "! grep -h 'Invalid argument' $T/*.err"
 
@@ -59,14 +69,16 @@ check "no line says unshare or setns failed" bash -c "! grep -h 'Invalid argumen
 if unshare --time --fork --kill-child sleep 30 </dev/null >/dev/null 2>&1 & then
   TIME_SH=$!
   for _ in $(seq 1 50); do
-    TIME_PID=$(cat /proc/$TIME_SH/task/$TIME_SH/children 2>/dev/null | awk '{print $1}')
+    TIME_PID=$(awk '{print $1}' /proc/$TIME_SH/task/$TIME_SH/children 2>/dev/null || true)
     [ -n "$TIME_PID" ] && [ "$(readlink /proc/$TIME_PID/ns/time)" != "$(readlink /proc/self/ns/time)" ] && break
     sleep 0.1
   done
-  run t_enter_plain -- nsenter -T -t "$TIME_PID" true
+  run t_enter_plain -- nsenter -T -t "${TIME_PID:-0}" true
   if rc_is t_enter_plain 0; then
     run t_enter LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- nsenter -T -t "$TIME_PID" true
     check "nsenter -T into another process's time namespace: exit 0 (was EUSERS)" rc_is t_enter 0
+  else
+    echo "skip: nsenter -T fails here without cprof: $(cat "$T/t_enter_plain.err")"
   fi
 fi
 
@@ -124,6 +136,7 @@ check "with a thread of its own: refused (EINVAL) as without cprof" \
 
 # setns into another process's mount namespace, by a program that goes on.
 for mode in "" raw; do
+  [ $ENTER_MNT = 1 ] || break
   run s_plain$mode -- "$P" setns /proc/$MNT_PID/ns/mnt $mode
   # shellcheck disable=SC2086
   start s$mode --ready LD_PRELOAD="$LIB" -- "$P" setns /proc/$MNT_PID/ns/mnt $mode wait
