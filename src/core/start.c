@@ -41,9 +41,12 @@ static char bound[300];
 static cprof__addr_t served;   /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
 static int kept_listener = -1; /* its listening socket, kept by park_locked */
-/* The process cprof runs in. A child made by vfork shares our memory, and
- * runs none of the fork handlers, until it execs: its credential or
- * namespace calls are its own, never a reason to stop our threads. */
+/* The process cprof's threads run in. A child made by vfork shares our
+ * memory, and runs none of the fork handlers, until it execs: its
+ * credential or namespace calls are its own, never a reason to stop our
+ * threads. Known when cprof_start starts threads (the system call is
+ * among theirs); 0 when it starts none, and a thread started later (the
+ * API's CPU profile) is followed without the check. */
 static pid_t life_pid;
 /* The metrics sampler's settings (0: no sampler), whether it runs, and
  * whether park_locked stopped it. It starts with the server; without one
@@ -170,7 +173,7 @@ static int start(const cprof_options_t *opts) {
   __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
   running = 1;
-  life_pid = getpid();
+  life_pid = cfg.addr.enabled || cfg.output[0] || cfg.push_url[0] ? getpid() : 0;
   cprof__output_start(&cfg);
   cprof__push_start(&cfg);
 
@@ -296,8 +299,11 @@ static void unpark_locked(const char *why) {
   cprof__push_unpark();
 }
 
+/* Whether the caller is in a child made by vfork. */
+static int in_vfork_child(void) { return life_pid && getpid() != life_pid; }
+
 static void follow_credentials(void) {
-  if (getpid() != life_pid)
+  if (in_vfork_child())
     return;
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
@@ -356,7 +362,7 @@ static long call_alone(long (*call)(void *), void *arg) {
  * without cprof. Their new threads, made by the caller, are in its new
  * namespaces. */
 static int run_alone(long (*call)(void *), void *arg, long *rc) {
-  if (cprof__program_thread_count() != 1 || getpid() != life_pid)
+  if (cprof__program_thread_count() != 1 || in_vfork_child())
     return 0;
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
