@@ -52,6 +52,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,8 @@ static struct {
   int stop;        /* cprof__server_stop asks the keeper to end */
   int used;        /* the symbolizer was used since the keeper last looked */
   int reap;        /* a request deadline was set: look at them */
+  int hand_to;     /* cprof__server_stop_keeping's socket, in the program's table, or -1 */
+  int adopt;       /* cprof__server_start_on's listener, in the program's table, or -1 */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 typedef struct request_state {
@@ -302,6 +305,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
   return ret;
 }
 
+static void describe_listener(int fd, int port, char *bound, size_t boundlen);
+
 /* Creates, binds and listens; fills bound. Returns the fd or a negative errno. */
 static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   char port[8];
@@ -336,11 +341,17 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   freeaddrinfo(res);
   if (fd < 0)
     return err;
+  describe_listener(fd, a->port, bound, boundlen);
+  return fd;
+}
 
+/* The address fd listens on, as "host:port", into bound. */
+static void describe_listener(int fd, int port, char *bound, size_t boundlen) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   char host[INET6_ADDRSTRLEN] = "?";
-  int p = a->port;
+  int p = port;
+  ss.ss_family = AF_UNSPEC;
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
     if (ss.ss_family == AF_INET) {
       struct sockaddr_in *in = (struct sockaddr_in *)&ss;
@@ -353,7 +364,6 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
     }
   }
   snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, p);
-  return fd;
 }
 
 /* limits.c set a request deadline: the keeper may be asleep for good. */
@@ -690,6 +700,52 @@ static void tls_wipe(tls_t *t) {
   t->key = t->cert = NULL;
 }
 
+/* The listening socket cprof__server_stop_keeping kept, numbered fd in
+ * the program's table, copied into ours (pidfd_getfd, Linux 5.6, from the
+ * thread group leader's table: the caller of cprof__server_start_on is the
+ * program's only thread, and is the leader unless main has ended). Returns
+ * the copy, or -1 to listen anew. */
+static int adopt_listener(int fd, const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (pidfd < 0)
+    return -1;
+  int own = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+  close(pidfd);
+  if (own >= 0)
+    describe_listener(own, addr->port, bound, boundlen);
+  return own;
+}
+
+/* The keeper, stopping for cprof__server_stop_keeping: the listening
+ * socket, taken from libmicrohttpd (which then closes it no more), goes to
+ * the program's table through the socket pair the caller made there. The
+ * kernel holds it open while it is in flight; it goes on listening, and
+ * connections wait in its backlog for the server started again. */
+static void hand_over(int listener, int to) {
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  int sock = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, to, 0);
+  if (pidfd >= 0)
+    close(pidfd);
+  if (sock < 0)
+    return;
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  union {
+    struct cmsghdr h;
+    char space[CMSG_SPACE(sizeof(int))];
+  } c;
+  memset(&c, 0, sizeof c);
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
+  struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(h), &listener, sizeof(int));
+  sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+  close(sock);
+}
+
 /* Opens the socket and starts libmicrohttpd, whose threads share the
  * calling thread's descriptor table. Returns 0 or a negative errno. */
 static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
@@ -697,7 +753,9 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   int terr = tls_load(&tls);
   if (terr)
     return terr;
-  int fd = open_listener(addr, bound, boundlen);
+  int fd = keeper.adopt >= 0 ? adopt_listener(keeper.adopt, addr, bound, boundlen) : -1;
+  if (fd < 0)
+    fd = open_listener(addr, bound, boundlen);
   if (fd < 0) {
     tls_wipe(&tls);
     return fd;
@@ -805,8 +863,13 @@ static void *keep(void *unused) {
   keep_until_stopped();
   pthread_mutex_unlock(&keeper.lock);
 
-  refusal_stop();           /* libmicrohttpd's listening thread may wait in cannot_accept */
-  MHD_stop_daemon(daemon_); /* closes the listening socket too */
+  refusal_stop(); /* libmicrohttpd's listening thread may wait in cannot_accept */
+  int quiesced = -1;
+  if (keeper.hand_to >= 0 && (quiesced = (int)MHD_quiesce_daemon(daemon_)) >= 0)
+    hand_over(quiesced, keeper.hand_to);
+  MHD_stop_daemon(daemon_); /* closes the listening socket too, unless quiesced */
+  if (quiesced >= 0)
+    close(quiesced);
   daemon_ = NULL;
   cprof__symbolizer_set_used_hook(NULL);
   cprof__symbolizer_trim(0); /* any files it holds are in this table */
@@ -820,9 +883,15 @@ static void keeper_init(void) {
 }
 
 int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  return cprof__server_start_on(-1, addr, bound, boundlen);
+}
+
+int cprof__server_start_on(int kept, const cprof__addr_t *addr, char *bound, size_t boundlen) {
   if (keeper.running)
     return -EALREADY;
   keeper_init();
+  keeper.adopt = kept;
+  keeper.hand_to = -1;
   keeper.addr = addr;
   keeper.bound = bound;
   keeper.boundlen = boundlen;
@@ -860,6 +929,37 @@ void cprof__server_stop(void) {
   pthread_mutex_unlock(&keeper.lock);
   pthread_join(keeper.thread, NULL);
   keeper.running = 0;
+}
+
+int cprof__server_stop_keeping(void) {
+  if (!keeper.running)
+    return -1;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    cprof__server_stop();
+    return -1;
+  }
+  keeper.hand_to = pair[1];
+  cprof__server_stop();
+  keeper.hand_to = -1;
+  char byte;
+  struct iovec iov = {&byte, 1};
+  union {
+    struct cmsghdr h;
+    char space[CMSG_SPACE(sizeof(int))];
+  } c;
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
+  int fd = -1;
+  if (recvmsg(pair[0], &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+        h->cmsg_len == CMSG_LEN(sizeof(int)))
+      memcpy(&fd, CMSG_DATA(h), sizeof(int));
+  }
+  close(pair[0]);
+  close(pair[1]);
+  return fd;
 }
 
 void cprof__server_atfork_child(void) {

@@ -7,4 +7,12 @@
  * linking creds.c, which defines prctl, does not pull in all of cprof.) */
 extern void (*cprof__follow_credentials_hook)(void);
 
+/* After a program's thread changed its credentials: cprof's threads made
+ * again from it (nothing when the caller is cprof's). Keeps errno. */
+void cprof__creds_follow(void);
+
+/* Whether prctl(option, arg2, ...) changes the calling thread's
+ * credentials (capabilities, securebits, no_new_privs). */
+int cprof__prctl_changes_credentials(int option, unsigned long arg2);
+
 #endif
