@@ -171,8 +171,15 @@ static int take_signal(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler_sigsafe;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART; /* never make the program's syscalls fail with EINTR */
+  /* SA_RESTART: never make the program's syscalls fail with EINTR.
+   * SA_ONSTACK: on the thread's alternate signal stack, never on one the
+   * program sized for itself (sample/altstack.c). */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
+  /* No CPU sample inside this handler (it would show this handler's
+   * frames), and one signal frame of ours at a time on that stack: the
+   * SIGPROF handler blocks this signal likewise (cpu.c). */
+  sigaddset(&sa.sa_mask, SIGPROF);
   if (signo && cprof__signal_take(signo, &sa, CPROF_SHARE_YIELD) == 0)
     return 0;
   for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 2; sig--) {

@@ -5,6 +5,15 @@
 #include <sys/resource.h>
 
 __thread cprof__stack_bounds_t cprof__stack_bounds __attribute__((tls_model("initial-exec")));
+static __thread cprof__stack_bounds_t signal_stack __attribute__((tls_model("initial-exec")));
+
+void cprof__stack_bounds_signal_stack(uintptr_t lo, uintptr_t hi) {
+  signal_stack.hi = 0;
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  signal_stack.lo = lo;
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  signal_stack.hi = hi;
+}
 
 /* ---- the main thread's stack ----
  *
@@ -86,6 +95,8 @@ uintptr_t cprof__stack_hi(void) {
   const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
   if (mine->hi > 1 && sp >= mine->lo && sp < mine->hi)
     return mine->hi;
+  if (sp >= signal_stack.lo && sp < signal_stack.hi)
+    return signal_stack.hi;
   if (on_main_stack(sp)) {
     if (!known(mine))
       publish(main_lo, main_hi);

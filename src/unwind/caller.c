@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
@@ -67,7 +69,9 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_from_context(uintp
   greg_t *g = uc.uc_mcontext.gregs;
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                    : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
-  if (sigaltstack(NULL, &uc.uc_stack) != 0)
+  /* The kernel's settings, not the program's view of them: sigaltstack
+   * is interposed (sample/altstack.c), and cprof's stack reads as none. */
+  if (syscall(SYS_sigaltstack, NULL, &uc.uc_stack) != 0)
     uc.uc_stack.ss_flags = SS_DISABLE;
   uintptr_t sp = (uintptr_t)g[REG_RSP];
   cprof__map_entry_t here = {.start = sp, .end = hi > sp ? hi : sp, .perms = "rw-p", .path = ""};
