@@ -73,10 +73,10 @@ static int have_key;
 void (*cprof__last_program_thread_hook)(void);
 
 static void program_thread_ended(void *unused) {
-  /* Its stack for cprof's signals goes (cprof's signals are blocked on it
-   * from here), then what it owes the CPU profile. */
-  cprof__altstack_thread_end();
+  /* What it owes the CPU profile, then its stack for cprof's signals
+   * (which are blocked on it from there). */
   cprof__cpu_thread_ending();
+  cprof__altstack_thread_end();
   void (*hook)(void) = __atomic_load_n(&cprof__last_program_thread_hook, __ATOMIC_ACQUIRE);
   if (__atomic_sub_fetch(&program_threads, 1, __ATOMIC_ACQ_REL) == 0 && hook)
     hook();

@@ -198,11 +198,13 @@ void cprof__altstack_thread_end(void) {
   mine.listed = NULL;
   /* Whatever else runs on this thread until it is gone (other keys'
    * destructors) runs without cprof's signals, and so without a stack for
-   * them. pthread_sigmask is the interposed one (sigmask.c): it stops the
-   * thread's CPU timer first and counts the rest of its CPU time. */
+   * them: a tick of its CPU timer meanwhile stays pending, and goes with
+   * the thread. The system call itself: the interposed pthread_sigmask
+   * (sigmask.c) would stop the timer and count the microseconds left as
+   * time no timer sampled, a frame of their own in every profile. */
   sigset_t ours;
   cprof__signal_ours(&ours);
-  pthread_sigmask(SIG_BLOCK, &ours, NULL);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, NULL, sizeof(uint64_t));
   /* pthread_exit from a handler that runs on it: the stack is in use, and
    * stays mapped. */
   char here;
