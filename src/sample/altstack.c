@@ -80,9 +80,12 @@ size_t cprof__altstack_size(void) {
   size_t s = __atomic_load_n(&size, __ATOMIC_RELAXED);
   if (s)
     return s;
-  unsigned long frame = getauxval(AT_MINSIGSTKSZ); /* Linux 5.14 on x86; 0 before */
-  if (frame < (unsigned long)MINSIGSTKSZ)
-    frame = (unsigned long)MINSIGSTKSZ;
+  /* The kernel's figure for this CPU (x86 since Linux 5.14), or where it
+   * gives none, the old constant (glibc's MINSIGSTKSZ is now a sysconf,
+   * 4 times that figure, under _GNU_SOURCE). */
+  unsigned long frame = getauxval(AT_MINSIGSTKSZ);
+  if (frame < 2048)
+    frame = 2048;
   s = (frame + CPROF_HANDLER_STACK_BOUND + CPROF_ALTSTACK_PROGRAM_ROOM + PAGE - 1) &
       ~(size_t)(PAGE - 1);
   __atomic_store_n(&size, s, __ATOMIC_RELAXED);
