@@ -85,6 +85,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/altstack.h"
 #include "sample/signals.h"
 #include "symbol/symbolize.h"
 #include "unwind/modules.h"
@@ -445,7 +446,7 @@ struct cprof__threads_cache {
 };
 
 /* How a thread's stack is got, or why it is not. */
-enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE };
+enum { ASK, OUTSIDE, SELF, BLOCKED, UNKNOWN, NO_SIGNAL, UNSENT, KERNEL, GONE, LATE, NO_STACK };
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
  * stayed where *k says throughout (the registers are read again after the
@@ -504,8 +505,13 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
       }
       break;
     default: { /* RUNNING */
+      /* Nor one without an alternate stack for our signal (one cprof did
+       * not see start: sample/altstack.h), which would take it on a stack
+       * the program sized for itself. */
       if (!can_signal)
         return NO_SIGNAL;
+      if (!cprof__altstack_ready(tid))
+        return NO_STACK;
       /* Its signal mask is read from /proc (a page of text) at most once a
        * second for a thread a cache knows: a thread that blocks our signal
        * meanwhile collects at most a second of requests, which the next
@@ -662,6 +668,9 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
     break;
   case NO_SIGNAL:
     t->status = CPROF_THREAD_NO_SIGNAL;
+    break;
+  case NO_STACK:
+    t->status = CPROF_THREAD_NO_STACK;
     break;
   case UNSENT:
     t->status = CPROF_THREAD_UNSENT;

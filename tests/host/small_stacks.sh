@@ -46,6 +46,22 @@ for how in dwarf fp; do
     has "$T/traces_$how" '\[thread not sampled: no signal stack\]'
 done
 
+# The goroutine profile asks running threads for their stacks with a
+# signal: tiny_room's, longer (60 million per turn), fetched while they
+# spin. The clone's thread is not asked, and says why.
+start capture CPROF_HEAP_RATE=0 LD_PRELOAD="$LIB" -- "$H/host_tiny_room" 60000000
+: >"$T/goroutines"
+for _ in 1 2 3 4 5; do
+  curl -s "http://$ADDR/debug/pprof/goroutine?debug=1" >>"$T/goroutines" || true
+  sleep 0.2
+done
+await capture
+echo "tiny_room, goroutine profiles: exit code $(cat "$T/capture.rc")"
+check "tiny_room, goroutine profiles: exit code 0" rc_is capture 0
+check "tiny_room, goroutine profiles: the running threads are in them" has "$T/goroutines" 'spin_tiny'
+check "tiny_room, goroutine profiles: the clone's thread is not asked, and says why" \
+  has "$T/goroutines" '\[thread running: no signal stack\]'
+
 # What the program sees of its sigaltstack, with the CPU profile holding
 # SIGPROF (CPROF_OUTPUT) and without.
 run view -- "$H/host_altstack_view"
