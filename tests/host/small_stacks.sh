@@ -47,9 +47,9 @@ for how in dwarf fp; do
 done
 
 # The goroutine profile asks running threads for their stacks with a
-# signal: tiny_room's, longer (60 million per turn), fetched while they
+# signal: tiny_room's, longer (40 million per turn), fetched while they
 # spin. The clone's thread is not asked, and says why.
-start capture CPROF_HEAP_RATE=0 LD_PRELOAD="$LIB" -- "$H/host_tiny_room" 60000000
+start capture CPROF_HEAP_RATE=0 LD_PRELOAD="$LIB" -- "$H/host_tiny_room" 40000000
 : >"$T/goroutines"
 for _ in 1 2 3 4 5; do
   curl -s "http://$ADDR/debug/pprof/goroutine?debug=1" >>"$T/goroutines" || true

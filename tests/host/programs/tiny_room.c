@@ -9,7 +9,7 @@
  * Prints each one's sum, the same with cprof and without.
  *
  *   tiny_room [ITERATIONS]   (per turn, default 20 million; 8 turns each,
- *                             40 for the clone's thread) */
+ *                             24 for the clone's thread) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clone */
 #endif
@@ -77,7 +77,7 @@ static void coroutine_main(void) {
 /* The clone's thread shares the main thread's TLS (no CLONE_SETTLS): it
  * calls nothing of libc's, and ends with the exit system call itself. */
 static int clone_main(void *arg) {
-  for (int t = 0; t < 5 * TURNS; t++)
+  for (int t = 0; t < 3 * TURNS; t++)
     clone_sum = spin_low(clone_sum + (uint64_t)t + 2, clone_lo, &clone_room);
   __atomic_store_n(&clone_done, 1, __ATOMIC_RELEASE);
   __asm__ volatile("syscall" : : "a"(60 /* SYS_exit */), "D"(0) : "rcx", "r11", "memory");
