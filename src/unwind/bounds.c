@@ -69,6 +69,15 @@ static void publish(uintptr_t lo, uintptr_t hi) {
 
 static int known(const cprof__stack_bounds_t *b) { return b->hi == 1 || (b->hi && b->lo != b->hi); }
 
+int cprof__stack_beyond_signal_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+  const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
+  if (!(sp >= signal_stack.lo && sp < signal_stack.hi) || mine->hi <= 1 || mine->lo == mine->hi)
+    return 0;
+  *lo = mine->lo;
+  *hi = mine->hi;
+  return 1;
+}
+
 void cprof__stack_bounds_learn(void) {
   if (known(&cprof__stack_bounds))
     return;

@@ -34,9 +34,16 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
                                                                  uintptr_t ret, uintptr_t hi) {
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   int started = 0;
+  /* From cprof's alternate stack (a handler of the program's runs there),
+   * the chain goes on through the signal frame, whose %rbp is the
+   * interrupted code's, to the thread's own stack. */
+  uintptr_t own_lo = 0, own_hi = 0;
+  cprof__stack_beyond_signal_stack(fp, &own_lo, &own_hi);
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
   while (cprof__frames_room(&f)) {
+    if (own_hi && fp >= own_lo && fp + 16 <= own_hi)
+      hi = own_hi, own_hi = 0;
     if ((fp & 7) != 0 || fp + 16 > hi)
       return cprof__frames_end(&f, 1);
     const uintptr_t *frame = (const uintptr_t *)fp;

@@ -22,6 +22,8 @@
 #include "check.h"
 #include "sample/altstack.h"
 #include "sample/cpu.h"
+#include "unwind/bounds.h"
+#include "unwind/caller.h"
 
 static stack_t kernel_view(void) {
   stack_t ss;
@@ -37,6 +39,25 @@ static int mapped(void *p) {
   return mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &v) == 0;
 }
 
+/* Whether /proc/self/maps has a mapping of the parts [lo, guard) and
+ * [guard, hi) of cprof's stack, as it made them. */
+static int has_mapping(const char *lo, const char *hi) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  CHECK(f != NULL);
+  char line[512];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long a, b;
+    if (sscanf(line, "%lx-%lx", &a, &b) == 2 &&
+        ((a == (uintptr_t)lo && b == (uintptr_t)lo + 4096) ||
+         (a == (uintptr_t)lo + 4096 && b == (uintptr_t)hi)))
+      found = 1;
+  }
+  if (f)
+    fclose(f);
+  return found;
+}
+
 /* ---- a thread's stack, from start to end ---- */
 
 typedef struct seen {
@@ -44,6 +65,7 @@ typedef struct seen {
   stack_t view; /* the program's view */
   pid_t tid;
   int ready;
+  int listed_in_maps; /* its two mappings, as made */
 } seen_t;
 
 static void look(seen_t *s) {
@@ -51,6 +73,7 @@ static void look(seen_t *s) {
   CHECK(cprof__altstack_program(NULL, &s->view) == 0);
   s->tid = tid();
   s->ready = cprof__altstack_ready(s->tid) && cprof__altstack_here();
+  s->listed_in_maps = has_mapping((char *)s->ss.ss_sp - 4096, (char *)s->ss.ss_sp + s->ss.ss_size);
 }
 
 static void *returns(void *arg) {
@@ -89,9 +112,11 @@ static void thread_case(const char *how, void *(*fn)(void *)) {
   CHECK(s.view.ss_flags & SS_DISABLE);
   CHECK(s.view.ss_sp == NULL && s.view.ss_size == 0);
   CHECK(s.ready);
-  /* Gone with the thread: unmapped, guard page and all, and off the list. */
-  CHECK(!mapped(s.ss.ss_sp));
-  CHECK(!mapped((char *)s.ss.ss_sp - 1));
+  CHECK(s.listed_in_maps);
+  /* Gone with the thread: unmapped, guard page and all (the address may be
+ * another mapping's by now: the heap sampler's tables, say), and off the
+ * list. */
+  CHECK(!has_mapping((char *)s.ss.ss_sp - 4096, (char *)s.ss.ss_sp + s.ss.ss_size));
   CHECK(!cprof__altstack_ready(s.tid));
 }
 
@@ -141,6 +166,53 @@ static uint64_t kernel_mask(int sig) {
 
 static void on_usr(int sig) {}
 static void discard(void *arg, const cprof__cpu_sample_t *s) {}
+
+/* ---- a walk from a handler of the program's on cprof's stack ----
+ *
+ * What the heap sampler and the lock wrappers do in a program's handler
+ * that allocates: the walk from there goes through the signal frame to the
+ * thread's own stack, with either unwinder. */
+
+static uintptr_t into_outer; /* raiser's return address */
+static int found[2], on_cprofs;
+
+static void on_walk(int sig) {
+  char here;
+  stack_t ss = kernel_view();
+  on_cprofs = &here >= (char *)ss.ss_sp && &here < (char *)ss.ss_sp + ss.ss_size;
+  for (int how = 0; how < 2; how++) {
+    uintptr_t pcs[64];
+    int n = cprof__unwind_caller((cprof__unwinder_t)how, pcs, 64,
+                                 (uintptr_t)__builtin_return_address(0));
+    for (int i = 0; i < n; i++)
+      found[how] |= pcs[i] == into_outer;
+  }
+}
+
+__attribute__((noinline)) static void raiser(void) {
+  into_outer = (uintptr_t)__builtin_return_address(0);
+  raise(SIGUSR1);
+  __asm__ volatile("");
+}
+
+__attribute__((noinline)) static void outer(void) {
+  raiser();
+  __asm__ volatile("");
+}
+
+static void walk_case(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_walk;
+  sa.sa_flags = SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+  cprof__stack_bounds_learn();
+  outer();
+  CHECK(on_cprofs);
+  CHECK(found[CPROF_UNWIND_DWARF]);
+  CHECK(found[CPROF_UNWIND_FP]);
+}
 
 static void install(int sig, int flags, int with_sigprof) {
   struct sigaction sa;
@@ -223,5 +295,6 @@ int main(void) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
   mask_case();
+  walk_case();
   return check_result("test_altstack");
 }
