@@ -55,6 +55,7 @@
 
 #include "core/clock.h"
 #include "core/fds.h"
+#include "sample/altstack.h"
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
@@ -542,6 +543,18 @@ void cprof__cpu_timer_resume(const void *ret) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_PAUSED)
     return;
+  if (!cprof__altstack_here()) {
+    /* No stack for our signal (a thread cprof did not see start, found
+     * blocking SIGPROF): its timer goes for good, and its CPU time is
+     * counted as not sampled from here, saying why. */
+    timer_delete(s->timer);
+    s->why = CPROF_CALL_SIGNAL_STACK << 16 | ENOTSUP;
+    int64_t zero = 0;
+    __atomic_compare_exchange_n(&s->unsampled_since, &zero, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID), 0,
+                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    s->state = SLOT_FAILED;
+    return;
+  }
   /* The exchange first, then the clock: see "CPU time no timer samples". */
   int64_t since = __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST);
   if (since) {
@@ -595,6 +608,8 @@ static int make_timer(timer_slot_t *s, pid_t tid, int blocked) {
   return 0;
 }
 
+static pid_t self_tid(void);
+
 /* Under lock: gives tid a timer, unless it has one (the look at /proc and
  * a new thread's own start may both get to a thread created during a
  * profile, and two timers would count its CPU twice). Stopped when
@@ -611,7 +626,19 @@ static int add_timer(pid_t tid, int blocked, int keep_failed, int own, int born)
   timer_slot_t *s = free_slot();
   if (!s)
     return -ENOMEM;
-  int err = make_timer(s, tid, blocked);
+  /* A thread that would take our signal on a stack the program sized for
+   * itself gets no timer that runs: one cprof did not see start, which has
+   * no alternate stack of cprof's (altstack.h). Its CPU time is counted
+   * as not sampled, as for a timer that could not be made. (One that
+   * blocks SIGPROF gets its timer stopped, and no start while it has no
+   * stack: cprof__cpu_timer_resume.) */
+  int err;
+  if (!blocked && !(tid == self_tid() ? cprof__altstack_here() : cprof__altstack_ready(tid))) {
+    s->why = CPROF_CALL_SIGNAL_STACK << 16 | ENOTSUP;
+    err = -ENOENT;
+  } else {
+    err = make_timer(s, tid, blocked);
+  }
   if (err == -EINVAL || (err && !keep_failed))
     return err;
   int64_t now = (blocked || err) && !own ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
@@ -741,9 +768,14 @@ static int check_started(const tracked_t *tr, char *why, size_t size) {
              strerror(-err), err == -ENOENT ? " (is /proc mounted?)" : "");
   } else if (!tr->added && tr->failed) {
     err = -(int)(tr->why & 0xffff);
-    snprintf(text, sizeof text, "no thread could be given a CPU timer: %s: %s",
-             tr->why >> 16 == CPROF_CALL_TIMER_SETTIME ? "timer_settime" : "timer_create",
-             strerror(-err));
+    if (tr->why >> 16 == CPROF_CALL_SIGNAL_STACK)
+      snprintf(text, sizeof text,
+               "no thread has an alternate signal stack of cprof's (threads cprof did not see "
+               "start: made before libcprof was loaded, or by clone)");
+    else
+      snprintf(text, sizeof text, "no thread could be given a CPU timer: %s: %s",
+               tr->why >> 16 == CPROF_CALL_TIMER_SETTIME ? "timer_settime" : "timer_create",
+               strerror(-err));
   }
   if (!err)
     return 0;
@@ -767,7 +799,9 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler_sigsafe;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  /* On the thread's alternate signal stack, never on a stack the program
+   * sized for itself (sample/altstack.c). */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   /* Not inside the thread-stack handler: a stack captured there would show
    * this handler's frames rather than the program's. */

@@ -23,6 +23,7 @@ typedef enum cprof__thread_status {
   CPROF_THREAD_NO_SIGNAL, /* runs, and the program has taken cprof's signal for itself */
   CPROF_THREAD_KERNEL,    /* a kernel worker of the process (io_uring's): no user stack */
   CPROF_THREAD_UNSENT,    /* runs, and the signal could not be sent to it (err) */
+  CPROF_THREAD_NO_STACK,  /* runs, without an alternate signal stack for cprof's signal */
 } cprof__thread_status_t;
 
 typedef struct cprof__thread_stack {
