@@ -58,6 +58,7 @@
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
+#include "sample/trace.h"
 #include "unwind/bounds.h"
 #include "unwind/caller.h"
 #include "unwind/maps.h"
@@ -153,6 +154,9 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
        * and a system call is what a sandbox forbids first. The ticket
        * says when, and the drain turns it into a time ("Time stamps"). */
       r[i].ticket = t;
+      /* Where among the thread's trace events: exact, where the time is
+       * not. */
+      smp->trace_seq = cprof__trace_appended_sigsafe();
       smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
