@@ -25,6 +25,7 @@
 
 #include <errno.h>
 
+#include "core/clock.h"
 #include "core/next.h"
 #include "cprof.h"
 #include "interpose/creds.h"
@@ -83,6 +84,8 @@ CPROF_EXTERN int prctl(int option, ...) {
                 a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   int rc = ((prctl_fn)cprof__next(&real, "prctl"))(option, a2, a3, a4, a5);
+  if (rc == 0 && option == PR_SET_TSC) /* core/clock.h: cprof's clock reads here */
+    cprof__tsc_off = a2 == PR_TSC_SIGSEGV;
   if (rc == 0 && changes_credentials(option, a2))
     follow();
   return rc;

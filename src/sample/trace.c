@@ -399,8 +399,8 @@ static void append(block_t *b, int kind, int64_t ts, uint64_t id, uint64_t dur, 
     }
     /* Read the clock only for an event that is kept: a full buffer
      * drops events at a third of the cost. */
-    if (!ts)
-      ts = cprof__now_ns(CLOCK_MONOTONIC);
+    if (!ts) /* on the program's thread, which may have no TSC (core/clock.h) */
+      ts = cprof__now_ns_program(CLOCK_MONOTONIC);
     unsigned char *p = (unsigned char *)buf->data + buf->used;
     hdr_t h = {ts, id, dur, (uint16_t)kind, (uint16_t)n1, (uint16_t)n2, 0};
     memcpy(p, &h, sizeof h);

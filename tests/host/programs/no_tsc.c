@@ -5,7 +5,11 @@
  * compute until the main thread tells them to stop, after argv[1] seconds
  * (default 4). The strict one leaves by a raw exit system call, the only
  * way out it has (the kernel still clears its tid: pthread_join returns);
- * the other returns as threads do.
+ * the other returns as threads do. Meanwhile, every 50 ms, the main thread
+ * starts a short-lived thread that turns the TSC off, computes a little,
+ * waits for a mutex the main thread holds (a contended lock, which the
+ * mutex and block profiles time, and a trace records) and returns (a
+ * thread's exit, which a trace records too).
  *
  * Prints "ready" once both compute, then what each did. A thread that was
  * killed never says it finished, and a SIGSEGV ends the whole program. */
@@ -25,6 +29,8 @@
 
 static int stop, strict_up, notsc_up, strict_done, notsc_done;
 static int strict_err, notsc_err;
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static int brief_started, brief_done, brief_err;
 
 __attribute__((noinline)) static uint64_t compute(uint64_t x) {
   for (int i = 0; i < 100000; i++)
@@ -70,6 +76,39 @@ static void *notsc_worker(void *arg) {
   return NULL;
 }
 
+static void *brief_worker(void *arg) {
+  (void)arg;
+  if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+    __atomic_add_fetch(&brief_err, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  __atomic_add_fetch(&brief_started, 1, __ATOMIC_RELEASE);
+  uint64_t x = compute(3);
+  pthread_mutex_lock(&held); /* the main thread holds it: a wait */
+  pthread_mutex_unlock(&held);
+  if (x != 0)
+    __atomic_add_fetch(&brief_done, 1, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+/* One short-lived thread: started while the main thread holds `held`,
+ * which it lets go once the thread has turned its TSC off. */
+static void brief_one(void) {
+  pthread_t t;
+  int before = LOAD(brief_started);
+  pthread_mutex_lock(&held);
+  if (pthread_create(&t, NULL, brief_worker, NULL) != 0) {
+    pthread_mutex_unlock(&held);
+    __atomic_add_fetch(&brief_err, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  while (LOAD(brief_started) == before && !LOAD(brief_err))
+    usleep(1000);
+  usleep(2000); /* it computes, then waits for the mutex */
+  pthread_mutex_unlock(&held);
+  pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv) {
   int seconds = argc > 1 ? atoi(argv[1]) : 4;
   pthread_t a, b;
@@ -86,14 +125,27 @@ int main(int argc, char **argv) {
   }
   puts("ready");
   fflush(stdout);
-  struct timespec ts = {seconds, 0};
-  while (nanosleep(&ts, &ts) != 0)
-    ;
+  int briefs = 0;
+  for (struct timespec end, now = {0, 0}; briefs == 0 || now.tv_sec < end.tv_sec ||
+                                          (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec);
+       briefs++) {
+    if (briefs == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &end);
+      end.tv_sec += seconds;
+    }
+    brief_one();
+    usleep(50000);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  }
   STORE(stop, 1);
   pthread_join(a, NULL);
   pthread_join(b, NULL);
   printf("strict-mode thread: %s\n", LOAD(strict_done) == 1 ? "ran to the end" : "did not finish");
   printf("thread without the TSC: %s\n",
          LOAD(notsc_done) == 1 ? "ran to the end" : "did not finish");
+  printf("short-lived threads without the TSC: %s\n",
+         LOAD(brief_err)                  ? "could not run"
+         : LOAD(brief_done) == briefs ? "all ran to the end"
+                                          : "some did not finish");
   return 0;
 }
