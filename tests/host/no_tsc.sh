@@ -8,8 +8,11 @@
 # whole run, the heap profile, mutex and block profiles, wall
 # profiles, thread captures (/goroutine) and a trace, all while they
 # compute (the CPU profile is CPROF_OUTPUT's, which /profile shares with no
-# request). It must print and exit as without cprof, and the workers'
-# samples must be in the profiles.
+# request); and short-lived threads without the TSC that wait on a
+# contended mutex (timed by the lock wrappers, on that thread) and exit
+# while the trace records (an event the exiting thread stamps). It must
+# print and exit as without cprof, and the workers' samples must be in the
+# profiles.
 . "$(dirname "$0")/../integration/lib.sh"
 P=$B/tests/host/host_no_tsc
 
