@@ -175,8 +175,8 @@ static int load_curl(char *why, size_t whylen) {
   OPT(multi_info_read, "curl_multi_info_read")
   OPT(multi_cleanup, "curl_multi_cleanup")
 #undef OPT
-  if (!api.multi_init || !api.multi_add_handle || !api.multi_remove_handle ||
-      !api.multi_perform || !api.multi_info_read || !api.multi_cleanup)
+  if (!api.multi_init || !api.multi_add_handle || !api.multi_remove_handle || !api.multi_perform ||
+      !api.multi_info_read || !api.multi_cleanup)
     api.multi_poll = NULL; /* ingest.c looks at multi_init and multi_poll */
   /* Thread-safe from libcurl 7.84 (CURL_VERSION_THREADSAFE), and counted:
    * a program of its own with libcurl keeps its own init and cleanup. */

@@ -350,7 +350,9 @@ static size_t cut(const char *s, size_t max) {
 /* Events this thread has appended to a trace's buffer, ever. */
 static __thread uint64_t appended __attribute__((tls_model("initial-exec")));
 
-uint64_t cprof__trace_appended_sigsafe(void) { return __atomic_load_n(&appended, __ATOMIC_RELAXED); }
+uint64_t cprof__trace_appended_sigsafe(void) {
+  return __atomic_load_n(&appended, __ATOMIC_RELAXED);
+}
 
 /* A buffer for b's thread in the trace now recording, hung on b; NULL when
  * no trace takes buffers now (no event lost) or there is no memory (one
@@ -572,8 +574,8 @@ static int before(const cpu_rec_t *c, uint64_t seq, int64_t until) {
  * was `seq` (see before), with their times within [since, until], marking
  * each handed (its depth set to 0: a stored one has at least 1). */
 static void give_samples(samples_t *s, uint64_t seq, int64_t since, int64_t until,
-                         cprof__trace_rec_t *r,
-                         void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx) {
+                         cprof__trace_rec_t *r, void (*fn)(const cprof__trace_rec_t *r, void *ctx),
+                         void *ctx) {
   for (; s->at < s->end && before(*s->at, seq, until); s->at++) {
     cpu_rec_t *c = *s->at;
     if (!c->depth)

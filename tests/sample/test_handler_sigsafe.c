@@ -67,9 +67,9 @@ static void on_sigsegv(int sig, siginfo_t *si, void *ucv) {
   (void)si;
   ucontext_t *uc = ucv;
   const unsigned char *ip = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
-  int len = ip[0] == 0x0f && ip[1] == 0x31                   ? 2 /* rdtsc */
+  int len = ip[0] == 0x0f && ip[1] == 0x31                    ? 2 /* rdtsc */
             : ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xf9 ? 3 /* rdtscp */
-                                                               : 0;
+                                                              : 0;
   if (!len) {
     signal(sig, SIG_DFL); /* a real fault: let it end the test */
     return;

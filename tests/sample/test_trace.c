@@ -644,7 +644,7 @@ static void cpu_samples_by_count(void) {
   n_cs = 0;
   cprof__trace_end(collect_all, NULL, NULL);
   int kinds[] = {CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_BEGIN, CPROF__TRACE_CPU_SAMPLE,
-                 CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_END, CPROF__TRACE_CPU_SAMPLE};
+                 CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_END,   CPROF__TRACE_CPU_SAMPLE};
   uintptr_t firsts[] = {0x2000, 0, 0x2001, 0x2001, 0, 0x2002};
   CHECK_EQ_INT(n_cs, 6);
   for (int i = 0; i < n_cs && i < 6; i++) {

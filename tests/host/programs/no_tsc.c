@@ -143,9 +143,9 @@ int main(int argc, char **argv) {
   printf("strict-mode thread: %s\n", LOAD(strict_done) == 1 ? "ran to the end" : "did not finish");
   printf("thread without the TSC: %s\n",
          LOAD(notsc_done) == 1 ? "ran to the end" : "did not finish");
-  printf("short-lived threads without the TSC: %s\n",
-         LOAD(brief_err)                  ? "could not run"
-         : LOAD(brief_done) == briefs ? "all ran to the end"
-                                          : "some did not finish");
+  const char *briefly = LOAD(brief_err)              ? "could not run"
+                        : LOAD(brief_done) == briefs ? "all ran to the end"
+                                                     : "some did not finish";
+  printf("short-lived threads without the TSC: %s\n", briefly);
   return 0;
 }
