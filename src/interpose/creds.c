@@ -27,6 +27,7 @@
 
 #include <errno.h>
 
+#include "core/clock.h"
 #include "core/next.h"
 #include "cprof.h"
 #include "interpose/creds.h"
@@ -44,7 +45,7 @@ void cprof__creds_follow(void) {
 }
 
 /* The prctl options that change a thread's credentials. */
-int cprof__prctl_changes_credentials(int option, unsigned long arg2) {
+static int changes_credentials(int option, unsigned long arg2) {
   switch (option) {
   case PR_SET_KEEPCAPS:
   case PR_SET_SECUREBITS:
@@ -56,6 +57,13 @@ int cprof__prctl_changes_credentials(int option, unsigned long arg2) {
   default:
     return 0;
   }
+}
+
+void cprof__prctl_done(int option, unsigned long arg2) {
+  if (option == PR_SET_TSC) /* core/clock.h: cprof's clock reads on this thread */
+    cprof__tsc_off = arg2 == PR_TSC_SIGSEGV;
+  if (changes_credentials(option, arg2))
+    cprof__creds_follow();
 }
 
 #ifndef CPROF_NO_INTERPOSE
@@ -85,8 +93,8 @@ CPROF_EXTERN int prctl(int option, ...) {
                 a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   int rc = ((prctl_fn)cprof__next(&real, "prctl"))(option, a2, a3, a4, a5);
-  if (rc == 0 && cprof__prctl_changes_credentials(option, a2))
-    cprof__creds_follow();
+  if (rc == 0)
+    cprof__prctl_done(option, a2);
   return rc;
 }
 

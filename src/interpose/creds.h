@@ -11,8 +11,10 @@ extern void (*cprof__follow_credentials_hook)(void);
  * again from it (nothing when the caller is cprof's). Keeps errno. */
 void cprof__creds_follow(void);
 
-/* Whether prctl(option, arg2, ...) changes the calling thread's
- * credentials (capabilities, securebits, no_new_privs). */
-int cprof__prctl_changes_credentials(int option, unsigned long arg2);
+/* After prctl(option, arg2, ...) returned 0 on the calling thread, by libc
+ * or by syscall(): a thread that turned its TSC off is marked (its clock
+ * reads go to the kernel, core/clock.h), and one that changed its
+ * credentials (capabilities, securebits, no_new_privs) is followed. */
+void cprof__prctl_done(int option, unsigned long arg2);
 
 #endif

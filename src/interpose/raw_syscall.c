@@ -98,8 +98,7 @@ static void follow_credentials(const raw_t *r) {
     break;
   }
   case SYS_prctl:
-    if (cprof__prctl_changes_credentials((int)r->a[0], (unsigned long)r->a[1]))
-      cprof__creds_follow();
+    cprof__prctl_done((int)r->a[0], (unsigned long)r->a[1]);
     break;
   default:
     cprof__creds_follow();

@@ -59,6 +59,7 @@
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
+#include "sample/trace.h"
 #include "unwind/bounds.h"
 #include "unwind/caller.h"
 #include "unwind/maps.h"
@@ -72,6 +73,7 @@ enum { FREE = 0, WRITING = 1, FULL = 2 };
 typedef struct record {
   uint32_t state;
   int max;
+  uint64_t ticket; /* the handler's draw from ring_next: when, among all samples */
   cprof__cpu_sample_t s;
 } record_t;
 
@@ -143,14 +145,19 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   if (r) {
-    uint64_t i = __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING;
+    uint64_t t = __atomic_fetch_add(&ring_next, 1, __ATOMIC_SEQ_CST), i = t % RING;
     uint32_t expect = FREE;
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
       cprof__cpu_sample_t *smp = &r[i].s;
-      struct timespec now; /* the vDSO's: no system call, bound at load (-z now) */
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      smp->ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+      /* No clock here: the vDSO's reads the time stamp counter, which a
+       * thread may have turned off (seccomp's strict mode, PR_SET_TSC),
+       * and a system call is what a sandbox forbids first. The ticket
+       * says when, and the drain turns it into a time ("Time stamps"). */
+      r[i].ticket = t;
+      /* Where among the thread's trace events: exact, where the time is
+       * not. */
+      smp->trace_seq = cprof__trace_appended_sigsafe();
       smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
@@ -404,11 +411,12 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
   int rc = 0;
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
-  uint64_t i = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING : 0;
+  uint64_t t = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_SEQ_CST) : 0, i = t % RING;
   uint32_t expect = FREE;
   if (r && __atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED)) {
     cprof__cpu_sample_t *smp = &r[i].s;
+    r[i].ticket = t;
     smp->cpu_ns = ns;
     smp->ts = 0;
     if (name)
@@ -755,6 +763,7 @@ static void lock_cpu(void) {
 
 static void discard(void *arg, const cprof__cpu_sample_t *s) {}
 static uint64_t stop_locked(cprof__cpu_sink_fn sink, void *arg);
+static uint64_t put_mark(void);
 
 /* Under lock, just started: fails the start when not one thread got a
  * timer, saying why. A partial success goes on: the threads without one
@@ -835,6 +844,7 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
   period_ns = 1000000000L / hz;
   lost = 0;
   refresh_maps();
+  put_mark(); /* every sample of this profile is above it */
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
   tracked_t tr = track_locked(1);
@@ -918,10 +928,78 @@ void cprof__cpu_track_threads(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* ---- Time stamps ----
+ *
+ * A sample's time (for a trace's timeline) is not read in the handler: the
+ * vDSO's clock executes rdtsc, which faults in a thread that turned the
+ * time stamp counter off (seccomp's strict mode does, and
+ * prctl(PR_SET_TSC, PR_TSC_SIGSEGV)), and the system call behind it is
+ * what a sandbox forbids. What the handler has instead is its ticket, its
+ * draw from ring_next: the order of all samples. Each drain, before it
+ * looks at the records, notes a mark: ring_next, read between two clock
+ * readings. A sample whose ticket is below a mark's count was taken before
+ * that mark's time; one at or above it, after. So every sample lies
+ * between the last mark at or below its ticket and the first above it, and
+ * its time is put between them in proportion to its ticket (samples come
+ * at a steady rate while threads compute). A drain hands out only samples
+ * older than its own mark; a sample taken during the drain waits for the
+ * next, which then has a mark above it. The error is at most the time
+ * between two drains, which a trace keeps short (registry/trace.c); the
+ * marks are kept for the samples a drain misses (a handler that had its
+ * ticket but was still writing). */
+#define MARKS 256
+
+typedef struct mark {
+  uint64_t n; /* ring_next */
+  int64_t ns; /* CLOCK_MONOTONIC */
+} mark_t;
+
+static mark_t marks[MARKS]; /* under lock */
+static unsigned nmarks;     /* marks made; the last MARKS kept */
+
+/* Under lock: a mark now. Returns its count. */
+static uint64_t put_mark(void) {
+  int64_t before = cprof__now_ns(CLOCK_MONOTONIC);
+  uint64_t n = __atomic_load_n(&ring_next, __ATOMIC_SEQ_CST);
+  int64_t after = cprof__now_ns(CLOCK_MONOTONIC);
+  mark_t *m = &marks[nmarks++ % MARKS];
+  m->n = n;
+  m->ns = before + (after - before) / 2;
+  return n;
+}
+
+/* Under lock: the time of the sample with this ticket, below the last
+ * mark's count. */
+static int64_t ticket_time(uint64_t ticket) {
+  unsigned kept = nmarks < MARKS ? nmarks : MARKS;
+  /* From the newest mark back: the first at or below the ticket, and the
+   * one after it, which is above. */
+  const mark_t *above = NULL;
+  for (unsigned k = 0; k < kept; k++) {
+    const mark_t *m = &marks[(nmarks - 1 - k) % MARKS];
+    if (m->n > ticket) {
+      above = m;
+      continue;
+    }
+    if (!above) /* no mark above yet: a drain hands out no such sample */
+      return m->ns;
+    return m->ns + (int64_t)((double)(above->ns - m->ns) * (double)(ticket - m->n) /
+                             (double)(above->n - m->n));
+  }
+  /* Older than every mark kept: no later than the oldest. */
+  return above ? above->ns : cprof__now_ns(CLOCK_MONOTONIC);
+}
+
 static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
+  uint64_t upto = put_mark();
   for (int i = 0; i < RING; i++) {
     if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
       continue;
+    /* Taken since the mark: the next drain's, whose mark will be above it. */
+    if (r[i].ticket >= upto)
+      continue;
+    if (!r[i].s.cpu_ns)
+      r[i].s.ts = ticket_time(r[i].ticket);
     sink(arg, &r[i].s);
     /* The handler sets neither cpu_ns nor name (stores less on its path):
      * a record is a timer's sample unless record_unsampled says otherwise. */
