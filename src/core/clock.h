@@ -26,4 +26,18 @@ static inline void cprof__cond_init_monotonic(pthread_cond_t *c) {
   pthread_condattr_destroy(&attr);
 }
 
+/* Whether the calling thread turned its time stamp counter off
+ * (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), seen by the interposed prctl,
+ * interpose/creds.c). The vDSO's clocks execute rdtsc, which then raises
+ * SIGSEGV: in such a thread, cprof's own reads of the clock on the
+ * program's behalf (a lock wait timed, a trace's event) take the system
+ * call instead. A thread created by one inherits the setting, but not
+ * this mark: only the thread that called prctl is known. */
+extern __thread int cprof__tsc_off __attribute__((tls_model("initial-exec")));
+
+/* The time now, read on one of the program's threads: through the vDSO,
+ * or by the system call in a thread without the TSC. Never in a signal
+ * handler, which reads no clock at all. */
+int64_t cprof__now_ns_program(clockid_t clock);
+
 #endif

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fds.h"
@@ -44,7 +45,17 @@ static void write_file(const char *name, const cprof__buf_t *b) {
   char path[600], tmp[620];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* The program waits for this at its exit: a FIFO put at our temporary
+   * name would hold it there until a reader came (O_NONBLOCK: it fails with
+   * ENXIO instead), and anything but a regular file is not where a profile
+   * goes. */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+    errno = EINVAL;
+  }
   int ok = fd >= 0 && cprof__write_all(fd, b->data, b->len) == 0;
   if (fd >= 0 && close(fd) != 0)
     ok = 0;

@@ -1,5 +1,6 @@
 /* cprof's lifecycle: cprof_start, cprof_stop, fork handling, and the
  * constructor that starts cprof in a program it was LD_PRELOADed into. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -20,6 +22,7 @@
 #include "push/push.h"
 #include "interpose/creds.h"
 #include "interpose/malloc.h"
+#include "interpose/namespaces.h"
 #include "interpose/thread_start.h"
 #include "registry/cpu.h"
 #include "sample/contention.h"
@@ -35,8 +38,16 @@ static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
 static int running;
 static int serving;
 static char bound[300];
-static cprof__addr_t served; /* the address asked for, with the port the kernel chose */
+static cprof__addr_t served;   /* the address asked for, with the port the kernel chose */
 static int server_parked;      /* stopped by park_locked, to start again */
+static int kept_listener = -1; /* its listening socket, kept by park_locked */
+/* The process cprof's threads run in. A child made by vfork shares our
+ * memory, and runs none of the fork handlers, until it execs: its
+ * credential or namespace calls are its own, never a reason to stop our
+ * threads. Known when cprof_start starts threads (the system call is
+ * among theirs); 0 when it starts none, and a thread started later (the
+ * API's CPU profile) is followed without the check. */
+static pid_t life_pid;
 /* The metrics sampler's settings (0: no sampler), whether it runs, and
  * whether park_locked stopped it. It starts with the server; without one
  * (a program serving cprof_handle_request itself) at the first request
@@ -113,6 +124,7 @@ static void register_atfork(void) {
 }
 
 static void follow_credentials(void);
+static int run_alone(long (*call)(void *), void *arg, long *rc);
 static void last_program_thread_gone(void);
 static void metrics_demand(void);
 
@@ -157,9 +169,11 @@ static int start(const cprof_options_t *opts) {
   cprof__mutex_set_fraction(cfg.mutex_fraction);
   cprof__config_set(&cfg);
   __atomic_store_n(&cprof__follow_credentials_hook, follow_credentials, __ATOMIC_RELEASE);
+  __atomic_store_n(&cprof__alone_hook, run_alone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
   running = 1;
+  life_pid = cfg.addr.enabled || cfg.output[0] || cfg.push_url[0] ? getpid() : 0;
   cprof__output_start(&cfg);
   cprof__push_start(&cfg);
 
@@ -232,14 +246,20 @@ void cprof_stop(void) {
  * PR_SET_KEEPCAPS, securebits) are copied to a thread from its creator, so
  * threads started again by the program's thread that changed them follow
  * the program exactly (creds.c). The listening socket is opened again on
- * the same port. */
-static void park_locked(void) {
+ * the same port; or, with keep (for a caller that is the program's only
+ * thread, which alone sees its table meanwhile), kept: it stays in the
+ * network namespace it was made in, and a port the new credentials could
+ * not bind stays the server's. */
+static void park_locked(int keep) {
   cprof__push_park();
   /* The drainer of CPROF_OUTPUT's, the push's or the API's CPU profile. */
   cprof__cpu_recording_park();
   cprof__debuginfod_stop(); /* started again when a profile wants it */
   if (serving) {
-    cprof__server_stop();
+    if (keep)
+      kept_listener = cprof__server_stop_keeping();
+    else
+      cprof__server_stop();
     serving = 0;
     server_parked = 1;
   }
@@ -250,15 +270,26 @@ static void park_locked(void) {
   }
 }
 
-static void unpark_locked(void) {
+/* why: what the program did, for the line that says the server could
+ * not listen again. */
+static void unpark_locked(const char *why) {
   if (server_parked) {
     server_parked = 0;
-    int err = cprof__server_start(&served, bound, sizeof bound);
+    int err = cprof__server_start_on(kept_listener, &served, bound, sizeof bound);
+    if (kept_listener >= 0) {
+      close(kept_listener);
+      /* Not taken over (the server could not copy it): it held the port
+       * the server then asked for. */
+      if (err != 0)
+        err = cprof__server_start(&served, bound, sizeof bound);
+    }
+    kept_listener = -1;
     if (err == 0)
       serving = 1;
     else
-      cprof__log("cannot listen again on %s after the program changed its credentials: %s; "
-                 "the profiling server is off", bound, cprof_strerror(err));
+      cprof__log("cannot listen again on %s after the program %s: %s; "
+                 "the profiling server is off",
+                 bound, why, cprof_strerror(err));
   }
   if (metrics_parked) {
     metrics_parked = 0;
@@ -268,15 +299,84 @@ static void unpark_locked(void) {
   cprof__push_unpark();
 }
 
+/* Whether the caller is in a child made by vfork. */
+static int in_vfork_child(void) { return life_pid && getpid() != life_pid; }
+
 static void follow_credentials(void) {
+  if (in_vfork_child())
+    return;
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
   if (running) {
-    park_locked();
-    unpark_locked();
+    park_locked(0);
+    unpark_locked("changed its credentials");
   }
   pthread_mutex_unlock(&life_lock);
   cprof__heap_guard_leave();
+}
+
+/* The threads of the process, or -1 when /proc cannot tell (a sandbox
+ * without it). */
+static int threads_alive(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
+/* How long a call waits for cprof's stopped threads to leave the process:
+ * pthread_join returns when the kernel has cleared a thread's id, a little
+ * before the thread leaves its group (do_exit), and until then the kernel
+ * counts it. Reached only when the program has threads that
+ * pthread_create did not make (raw clone), which the call then refuses. */
+#define ALONE_WAIT_NS 500000000L
+
+static long call_alone(long (*call)(void *), void *arg) {
+  struct timespec start, now, nap = {0, 1000000};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int past =
+        (now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) >= ALONE_WAIT_NS;
+    int n = threads_alive();
+    if (n == 1 || n < 0 || past) {
+      long rc = call(arg);
+      /* Without /proc, a refusal may be for a thread still leaving: try
+       * again until the bound. */
+      if (rc != -1 || !cprof__ns_refused(errno) || n == 1 || past)
+        return rc;
+    }
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* unshare or setns refused (EINVAL, EUSERS) while cprof's threads run
+ * (interpose/namespaces.c): made again with them stopped, if the caller
+ * is the program's only thread, as the kernel requires of a process
+ * without cprof. Their new threads, made by the caller, are in its new
+ * namespaces. */
+static int run_alone(long (*call)(void *), void *arg, long *rc) {
+  if (cprof__program_thread_count() != 1 || in_vfork_child())
+    return 0;
+  cprof__heap_guard_enter();
+  pthread_mutex_lock(&life_lock);
+  int ran = running, err = 0;
+  if (ran) {
+    park_locked(1);
+    *rc = call_alone(call, arg);
+    err = errno;
+    unpark_locked("changed its namespaces");
+  }
+  pthread_mutex_unlock(&life_lock);
+  cprof__heap_guard_leave();
+  errno = err;
+  return ran;
 }
 
 /* The program's last thread is ending (main called pthread_exit, and the
@@ -287,7 +387,7 @@ static void follow_credentials(void) {
 static void last_program_thread_gone(void) {
   cprof__heap_guard_enter();
   pthread_mutex_lock(&life_lock);
-  park_locked();
+  park_locked(0);
   pthread_mutex_unlock(&life_lock);
   cprof__heap_guard_leave();
 }

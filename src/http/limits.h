@@ -12,13 +12,13 @@
 #include "core/config.h" /* the settings' defaults and ranges */
 
 /* Connections accepted beyond the caps only to be told 503, each for at
- * most CPROF_REFUSE_LINGER_MS: one address may hold max_connections of
- * them beside the max_per_ip it is served on (so as many clients on one
- * host as the server serves are each served or told 503, never closed
- * without a word), and the server CPROF_HELD_FACTOR * max_connections in
- * all (two addresses at their most leave room to tell a third why).
- * libmicrohttpd's own limits are these; past them it closes a new
- * connection at once. */
+ * most CPROF_REFUSE_LINGER_MS: the server holds at most CPROF_HELD_FACTOR *
+ * max_connections connections in all, served or told 503, from any
+ * addresses. That is libmicrohttpd's one limit: at it, it stops accepting,
+ * and a new connection waits in the listen queue until one ends (late, but
+ * told 503 or served, never closed without a word). There is no
+ * per-address limit in libmicrohttpd: past its own it closes at once, which
+ * resets a client that has sent its request. */
 #define CPROF_HELD_FACTOR 3
 #define CPROF_REFUSE_LINGER_MS 1000
 /* libmicrohttpd's memory pool per connection, which holds the request line

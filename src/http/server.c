@@ -23,9 +23,18 @@
  * - HTTPS (CPROF_TLS_CERT, CPROF_TLS_KEY) is libmicrohttpd's, over GnuTLS.
  *   The keeper reads the PEM files, in its own table, and hands their bytes
  *   to MHD_start_daemon, which parses them into GnuTLS credentials there
- *   and then; our copy of the key is wiped. Why a start failed (a file
- *   GnuTLS rejects) comes from libmicrohttpd's error log, caught while
- *   starting only, for the one stderr line. */
+ *   and then; our copy of the key is wiped. The files must be regular
+ *   files, looked at before and after a non-blocking open: the program
+ *   waits for the keeper before main, so a FIFO or a device must not hold
+ *   it. Why a start failed (a file GnuTLS rejects) comes from
+ *   libmicrohttpd's error log, caught while starting, for the one stderr
+ *   line.
+ * - Out of descriptors (RLIMIT_NOFILE lowered after start), libmicrohttpd
+ *   would try to accept again at once, for ever; its error log is where
+ *   its listening thread is made to wait between tries (cannot_accept).
+ * - libmicrohttpd's one cap is on connections held in all: at it, it stops
+ *   accepting. Its per-address cap, past which it closes a connection at
+ *   once (a reset), is not used; limits.c tells such a client 503. */
 #include "http/server.h"
 
 #include <arpa/inet.h>
@@ -40,8 +49,10 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +91,8 @@ static struct {
   int stop;        /* cprof__server_stop asks the keeper to end */
   int used;        /* the symbolizer was used since the keeper last looked */
   int reap;        /* a request deadline was set: look at them */
+  int hand_to;     /* cprof__server_stop_keeping's socket, in the program's table, or -1 */
+  int adopt;       /* cprof__server_start_on's listener, in the program's table, or -1 */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 typedef struct request_state {
@@ -99,6 +112,8 @@ static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con) 
   return st;
 }
 
+static void accept_worked(void);
+
 /* The connection's record in limits.c, made when it opened. */
 static cprof__conn_t *conn_of(struct MHD_Connection *con) {
   const union MHD_ConnectionInfo *ci =
@@ -117,6 +132,7 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
     }
     return;
   }
+  accept_worked();
   const union MHD_ConnectionInfo *fd =
       MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
   const union MHD_ConnectionInfo *peer =
@@ -289,6 +305,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
   return ret;
 }
 
+static void describe_listener(int fd, int port, char *bound, size_t boundlen);
+
 /* Creates, binds and listens; fills bound. Returns the fd or a negative errno. */
 static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   char port[8];
@@ -323,11 +341,17 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
   freeaddrinfo(res);
   if (fd < 0)
     return err;
+  describe_listener(fd, a->port, bound, boundlen);
+  return fd;
+}
 
+/* The address fd listens on, as "host:port", into bound. */
+static void describe_listener(int fd, int port, char *bound, size_t boundlen) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   char host[INET6_ADDRSTRLEN] = "?";
-  int p = a->port;
+  int p = port;
+  ss.ss_family = AF_UNSPEC;
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
     if (ss.ss_family == AF_INET) {
       struct sockaddr_in *in = (struct sockaddr_in *)&ss;
@@ -340,7 +364,6 @@ static int open_listener(const cprof__addr_t *a, char *bound, size_t boundlen) {
     }
   }
   snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, p);
-  return fd;
 }
 
 /* limits.c set a request deadline: the keeper may be asleep for good. */
@@ -351,7 +374,7 @@ static void limits_wake(void) {
   pthread_mutex_unlock(&keeper.lock);
 }
 
-#define LIMIT_OPTIONS 6
+#define LIMIT_OPTIONS 5
 
 /* The limits' options for MHD_start_daemon (an MHD_OPTION_ARRAY), from the
  * settings in force; also sets limits.c's caps. */
@@ -361,14 +384,17 @@ static void limit_options(struct MHD_OptionItem *o, int tls) {
   cprof__limits_cfg_t lc = {(int)cfg.max_connections, (int)cfg.max_connections_per_ip,
                             (int)cfg.read_timeout, (int)cfg.max_profiles, tls};
   cprof__limits_init(&lc, limits_wake);
-  /* MHD's caps are ours plus the reserve for connections told 503
-   * (limits.h); past them MHD closes a connection without a word. */
+  /* MHD's one cap is the most connections held, ours plus the reserve for
+   * connections told 503 (limits.h). At it, MHD (with its eventfd, which
+   * thread-per-connection mode always has) stops accepting, and a new
+   * connection waits in the listen queue until one ends: it is late, never
+   * reset. MHD's per-address cap is not used: past it MHD accepts and
+   * closes at once, which resets a client that has sent its request;
+   * limits.c's per-address cap tells it 503 instead. */
   unsigned total = (unsigned)(CPROF_HELD_FACTOR * cfg.max_connections);
-  unsigned per_ip = (unsigned)(cfg.max_connections_per_ip + cfg.max_connections);
   struct MHD_OptionItem items[] = {
       {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
       {MHD_OPTION_CONNECTION_LIMIT, total, NULL},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
       {MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg.idle_timeout, NULL},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CPROF_HEAD_MEMORY, NULL},
       {MHD_OPTION_END, 0, NULL},
@@ -379,13 +405,43 @@ static void limit_options(struct MHD_OptionItem *o, int tls) {
 /* The most a PEM file may hold: a certificate chain is a few KiB. */
 #define MAX_PEM (1 << 20)
 
+/* What a path names when it is not a regular file, for the stderr line;
+ * NULL for a regular file. */
+static const char *not_regular(mode_t mode) {
+  return S_ISREG(mode)    ? NULL
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
 /* Reads a whole PEM file, NUL-terminated, into *out (malloc'd; its length
- * in *len). Returns 0 or a negative errno; -EFBIG beyond MAX_PEM. */
-static int read_pem(const char *path, char **out, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+ * in *len). Returns 0 or a negative errno; -EFBIG beyond MAX_PEM; -NOT_A_FILE
+ * (with *kind saying what it is) when the path is not a regular file.
+ *
+ * The program waits in its constructor until the keeper has read these, so
+ * nothing here may wait on what the path names: a FIFO's open blocks until
+ * a writer comes, a FIFO's or a device's read until it has data, or reads
+ * for ever (/dev/zero). The path is looked at first (stat), so that no
+ * device is ever opened (opening some has effects: a tape rewinds, a
+ * watchdog starts), then opened without blocking, and what was opened is
+ * looked at again (fstat), as the path may have been replaced in between. */
+#define NOT_A_FILE 4096 /* beyond every errno */
+static int read_pem(const char *path, char **out, size_t *len, const char **kind) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return -errno;
+  if ((*kind = not_regular(st.st_mode)))
+    return -NOT_A_FILE;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return -errno;
-  struct stat st;
+  if (fstat(fd, &st) == 0 && (*kind = not_regular(st.st_mode))) {
+    close(fd);
+    return -NOT_A_FILE;
+  }
   int err = 0;
   char *b = NULL;
   size_t n = 0;
@@ -420,21 +476,160 @@ static int read_pem(const char *path, char **out, size_t *len) {
   return 0;
 }
 
-/* libmicrohttpd's error log, kept while the daemon starts: its reason for
- * refusing a certificate or key. Later messages (a client's failed
- * handshake) are dropped: the server's threads print nothing. */
+/* When the server cannot accept for want of descriptors (RLIMIT_NOFILE
+ * lowered after start under what the server's table already holds:
+ * OpenSSH's rlimit sandbox sets it to 0) or of kernel memory. accept fails
+ * with EMFILE (or ENFILE, ENOMEM, ENOBUFS); below 2, poll itself fails with
+ * EINVAL, as it polls more descriptors than the limit. libmicrohttpd 0.9.75
+ * stops polling the listening socket until a connection ends when one is
+ * open; with none open, there is none to end, and it polls and fails again
+ * at once, for ever: 100 % of a core, the connection left in the listen
+ * queue. It says so in its error log, from its listening thread, on each
+ * failure, and the log is our one hook into that loop: there we wait
+ * before letting it try again, 50 ms at first, doubling to at most 1 s.
+ * A server that cannot accept then costs a few system calls a second, and
+ * accepts within a second of descriptors being available again (the
+ * connection waits in the listen queue meanwhile, neither refused nor
+ * reset). The wait ends at once when the server stops. */
+#define ACCEPT_RETRY_FIRST_MS 50
+#define ACCEPT_RETRY_MAX_MS 1000
+/* Between two lines about it, at least: a limit that keeps going up and
+ * down says so once a minute at most. */
+#define ACCEPT_SAY_EVERY_MS 60000
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* on CLOCK_MONOTONIC; signalled when stopping */
+  long retry_ms;       /* the next wait; 0 when the last accept worked */
+  int unsaid;          /* a line is due and could not be written yet */
+  long long said_ms;   /* CLOCK_MONOTONIC ms of the last line, 0: never */
+  long long since_ms;  /* when this episode began */
+  char lim[24];        /* RLIMIT_NOFILE then */
+} refusal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void refusal_init(void) {
+  pthread_mutex_init(&refusal.lock, NULL);
+  cprof__cond_init_monotonic(&refusal.cond);
+  refusal.retry_ms = 0;
+  refusal.unsaid = 0;
+  refusal.said_ms = 0;
+}
+
+/* The one stderr line. Our table's 2 is /dev/null, and borrowing the
+ * program's stderr takes a descriptor (core/fds.c), which is what may be
+ * lacking: then the line is written once one can be had, at a later try or
+ * when a connection is accepted again, saying for how long it could not.
+ * Under refusal.lock. Returns 0 when written. */
+static int say_cannot_accept(long long since_ms, long long now) {
+  char line[480], late[64] = "";
+  if (since_ms)
+    snprintf(late, sizeof late, " for %.1f s", (double)(now - since_ms) / 1000);
+  int n = snprintf(line, sizeof line,
+                   "cprof: the profiling server %s accept connections%s: the process %s no "
+                   "descriptor to spare (RLIMIT_NOFILE %s %s; the server's own table holds at "
+                   "least 5) or the system %s out of resources; %s\n",
+                   since_ms ? "could not" : "cannot", late, since_ms ? "had" : "has",
+                   since_ms ? "was" : "is", refusal.lim, since_ms ? "was" : "is",
+                   since_ms ? "it serves again"
+                            : "it tries again every second, and serves again when descriptors "
+                              "are available");
+  int to_close, fd = cprof__fds_stderr(&to_close);
+  if (fd < 0)
+    return -1;
+  ssize_t unused = write(fd, line, (size_t)n);
+  (void)unused;
+  if (to_close >= 0)
+    close(to_close);
+  return 0;
+}
+
+/* A connection was accepted: the next failure is a new episode, and a line
+ * that could not be written is written now. */
+static void accept_worked(void) {
+  pthread_mutex_lock(&refusal.lock);
+  refusal.retry_ms = 0;
+  if (refusal.unsaid) {
+    cprof__fds_joined(keeper.table);
+    long long now = cprof__now_ms(CLOCK_MONOTONIC);
+    if (say_cannot_accept(refusal.since_ms, now) == 0) {
+      refusal.unsaid = 0;
+      refusal.said_ms = now;
+    }
+  }
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* libmicrohttpd's listening thread could not accept (see above). first:
+ * no connection was open, and libmicrohttpd will try again at once. */
+static void cannot_accept(int first) {
+  cprof__fds_joined(keeper.table); /* for the borrowed stderr */
+  long long now = cprof__now_ms(CLOCK_MONOTONIC);
+  pthread_mutex_lock(&refusal.lock);
+  if (refusal.retry_ms == 0) { /* a new episode */
+    struct rlimit rl;
+    snprintf(refusal.lim, sizeof refusal.lim, "?");
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+      snprintf(refusal.lim, sizeof refusal.lim, "%llu", (unsigned long long)rl.rlim_cur);
+    refusal.since_ms = now;
+    if (!refusal.said_ms || now - refusal.said_ms >= ACCEPT_SAY_EVERY_MS)
+      refusal.unsaid = 1;
+  }
+  /* Written at the first try, it says "cannot"; written late, for how long
+   * it could not. */
+  long long since = now - refusal.since_ms > ACCEPT_RETRY_MAX_MS ? refusal.since_ms : 0;
+  if (refusal.unsaid && say_cannot_accept(since, now) == 0) {
+    refusal.unsaid = 0;
+    refusal.said_ms = now;
+  }
+  long ms = refusal.retry_ms ? refusal.retry_ms : ACCEPT_RETRY_FIRST_MS;
+  refusal.retry_ms = ms * 2 < ACCEPT_RETRY_MAX_MS ? ms * 2 : ACCEPT_RETRY_MAX_MS;
+  if (first) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    while (!__atomic_load_n(&keeper.stop, __ATOMIC_RELAXED) &&
+           pthread_cond_timedwait(&refusal.cond, &refusal.lock, &ts) == 0) {
+    }
+  }
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* The keeper is stopping the daemon: a wait above ends now. */
+static void refusal_stop(void) {
+  pthread_mutex_lock(&refusal.lock);
+  pthread_cond_broadcast(&refusal.cond);
+  pthread_mutex_unlock(&refusal.lock);
+}
+
+/* libmicrohttpd's error log. While the daemon starts: its reason for
+ * refusing a certificate or key, kept for the one stderr line. Afterwards
+ * only its word that accept failed for want of resources is acted on;
+ * other messages (a client's failed handshake) are dropped: the server's
+ * threads print nothing else. */
 static int starting; /* the keeper is in MHD_start_daemon */
 
-static void start_log(void *cls, const char *fmt, va_list ap) {
+static void server_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char msg[300];
-  if (!__atomic_load_n(&starting, __ATOMIC_RELAXED))
-    return;
   vsnprintf(msg, sizeof msg, fmt, ap);
-  /* Not a reason: libmicrohttpd's remark that the logger came late in the
-   * options (it is in the TLS options, which come last). */
-  if (strstr(msg, "EXTERNAL_LOGGER"))
+  if (!__atomic_load_n(&starting, __ATOMIC_RELAXED)) {
+    /* libmicrohttpd 0.9.75's words (daemon.c): accept failed for want of
+     * resources (MHD_accept_connection), or poll did in the listening
+     * thread (MHD_poll_listen_socket), which it does with EINVAL when the
+     * limit is below the number of descriptors it polls (2). */
+    static const char at_limit[] = "Hit process or system resource limit at ",
+                      poll_failed[] = "poll failed: ";
+    if (strncmp(msg, at_limit, sizeof at_limit - 1) == 0)
+      cannot_accept(strncmp(msg + sizeof at_limit - 1, "FIRST ", 6) == 0);
+    else if (strncmp(msg, poll_failed, sizeof poll_failed - 1) == 0)
+      cannot_accept(1);
     return;
+  }
   size_t n = strlen(msg);
   while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
     msg[--n] = '\0';
@@ -445,7 +640,7 @@ static void start_log(void *cls, const char *fmt, va_list ap) {
 typedef struct tls {
   char *cert, *key;
   size_t certlen, keylen;
-  struct MHD_OptionItem opts[4]; /* for MHD_OPTION_ARRAY */
+  struct MHD_OptionItem opts[3]; /* for MHD_OPTION_ARRAY */
   unsigned flags;
 } tls_t;
 
@@ -464,24 +659,35 @@ static int tls_load(tls_t *t) {
              "stays off");
     return -ENOTSUP;
   }
-  int err = read_pem(cfg.tls_cert, &t->cert, &t->certlen);
+  const char *kind = NULL;
+  int err = read_pem(cfg.tls_cert, &t->cert, &t->certlen, &kind);
   const char *which = "CPROF_TLS_CERT", *path = cfg.tls_cert;
   if (!err) {
-    err = read_pem(cfg.tls_key, &t->key, &t->keylen);
+    err = read_pem(cfg.tls_key, &t->key, &t->keylen, &kind);
     which = "CPROF_TLS_KEY", path = cfg.tls_key;
   }
+  if (err == -NOT_A_FILE) {
+    free(t->cert);
+    t->cert = NULL;
+    snprintf(keeper.why, sizeof keeper.why,
+             "%s=%s: not a regular file (%s): a PEM file is expected; the profiling server "
+             "stays off",
+             which, path, kind);
+    return -ENOTSUP;
+  }
   if (err) {
+    free(t->cert);
+    t->cert = NULL;
     snprintf(keeper.why, sizeof keeper.why,
              "%s=%s: cannot read it: %s; the profiling server "
              "stays off",
              which, path, err == -EFBIG ? "larger than 1 MiB" : strerror(-err));
     return -ENOTSUP;
   }
-  t->flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
+  t->flags = MHD_USE_TLS;
   t->opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
   t->opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
-  t->opts[2] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)start_log, NULL};
-  t->opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  t->opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   return 0;
 }
 
@@ -494,6 +700,52 @@ static void tls_wipe(tls_t *t) {
   t->key = t->cert = NULL;
 }
 
+/* The listening socket cprof__server_stop_keeping kept, numbered fd in
+ * the program's table, copied into ours (pidfd_getfd, Linux 5.6, from the
+ * thread group leader's table: the caller of cprof__server_start_on is the
+ * program's only thread, and is the leader unless main has ended). Returns
+ * the copy, or -1 to listen anew. */
+static int adopt_listener(int fd, const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (pidfd < 0)
+    return -1;
+  int own = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+  close(pidfd);
+  if (own >= 0)
+    describe_listener(own, addr->port, bound, boundlen);
+  return own;
+}
+
+/* The keeper, stopping for cprof__server_stop_keeping: the listening
+ * socket, taken from libmicrohttpd (which then closes it no more), goes to
+ * the program's table through the socket pair the caller made there. The
+ * kernel holds it open while it is in flight; it goes on listening, and
+ * connections wait in its backlog for the server started again. */
+static void hand_over(int listener, int to) {
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  int sock = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, to, 0);
+  if (pidfd >= 0)
+    close(pidfd);
+  if (sock < 0)
+    return;
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  union {
+    struct cmsghdr h;
+    char space[CMSG_SPACE(sizeof(int))];
+  } c;
+  memset(&c, 0, sizeof c);
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
+  struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(h), &listener, sizeof(int));
+  sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+  close(sock);
+}
+
 /* Opens the socket and starts libmicrohttpd, whose threads share the
  * calling thread's descriptor table. Returns 0 or a negative errno. */
 static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
@@ -501,7 +753,9 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   int terr = tls_load(&tls);
   if (terr)
     return terr;
-  int fd = open_listener(addr, bound, boundlen);
+  int fd = keeper.adopt >= 0 ? adopt_listener(keeper.adopt, addr, bound, boundlen) : -1;
+  if (fd < 0)
+    fd = open_listener(addr, bound, boundlen);
   if (fd < 0) {
     tls_wipe(&tls);
     return fd;
@@ -511,11 +765,13 @@ static int serve(const cprof__addr_t *addr, char *bound, size_t boundlen) {
   limit_options(limits, serving_tls);
   /* libmicrohttpd names its threads MHD-listen and MHD-connection. */
   __atomic_store_n(&starting, 1, __ATOMIC_RELAXED);
-  daemon_ = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | tls.flags, 0,
-      NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK,
-      uri_logger, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
-      MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
+  daemon_ =
+      MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                           MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
+                       0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, server_log,
+                       NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_logger,
+                       NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_ARRAY, limits,
+                       MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
   __atomic_store_n(&starting, 0, __ATOMIC_RELAXED);
   tls_wipe(&tls);
   if (!daemon_) {
@@ -607,7 +863,13 @@ static void *keep(void *unused) {
   keep_until_stopped();
   pthread_mutex_unlock(&keeper.lock);
 
-  MHD_stop_daemon(daemon_); /* closes the listening socket too */
+  refusal_stop(); /* libmicrohttpd's listening thread may wait in cannot_accept */
+  int quiesced = -1;
+  if (keeper.hand_to >= 0 && (quiesced = (int)MHD_quiesce_daemon(daemon_)) >= 0)
+    hand_over(quiesced, keeper.hand_to);
+  MHD_stop_daemon(daemon_); /* closes the listening socket too, unless quiesced */
+  if (quiesced >= 0)
+    close(quiesced);
   daemon_ = NULL;
   cprof__symbolizer_set_used_hook(NULL);
   cprof__symbolizer_trim(0); /* any files it holds are in this table */
@@ -617,12 +879,19 @@ static void *keep(void *unused) {
 static void keeper_init(void) {
   cprof__cond_init_monotonic(&keeper.cond);
   pthread_mutex_init(&keeper.lock, NULL);
+  refusal_init();
 }
 
 int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen) {
+  return cprof__server_start_on(-1, addr, bound, boundlen);
+}
+
+int cprof__server_start_on(int kept, const cprof__addr_t *addr, char *bound, size_t boundlen) {
   if (keeper.running)
     return -EALREADY;
   keeper_init();
+  keeper.adopt = kept;
+  keeper.hand_to = -1;
   keeper.addr = addr;
   keeper.bound = bound;
   keeper.boundlen = boundlen;
@@ -660,6 +929,37 @@ void cprof__server_stop(void) {
   pthread_mutex_unlock(&keeper.lock);
   pthread_join(keeper.thread, NULL);
   keeper.running = 0;
+}
+
+int cprof__server_stop_keeping(void) {
+  if (!keeper.running)
+    return -1;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    cprof__server_stop();
+    return -1;
+  }
+  keeper.hand_to = pair[1];
+  cprof__server_stop();
+  keeper.hand_to = -1;
+  char byte;
+  struct iovec iov = {&byte, 1};
+  union {
+    struct cmsghdr h;
+    char space[CMSG_SPACE(sizeof(int))];
+  } c;
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.space, .msg_controllen = sizeof c.space};
+  int fd = -1;
+  if (recvmsg(pair[0], &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+        h->cmsg_len == CMSG_LEN(sizeof(int)))
+      memcpy(&fd, CMSG_DATA(h), sizeof(int));
+  }
+  close(pair[0]);
+  close(pair[1]);
+  return fd;
 }
 
 void cprof__server_atfork_child(void) {

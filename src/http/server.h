@@ -14,6 +14,17 @@
 int cprof__server_start(const cprof__addr_t *addr, char *bound, size_t boundlen);
 /* Stops serving and waits for requests in flight. */
 void cprof__server_stop(void);
+/* The same, but the listening socket is kept: returned as a descriptor in
+ * the calling thread's table (close-on-exec), or -1 when it could not be
+ * kept (it is then closed). For a caller that is the program's only
+ * thread, which no other can see it from, and which hands it to
+ * cprof__server_start_on and then closes it. */
+int cprof__server_stop_keeping(void);
+/* cprof__server_start, listening on kept (from cprof__server_stop_keeping,
+ * copied into the server's table; the caller still closes its own) rather
+ * than on a new socket; or on a new one when kept is -1 or cannot be
+ * copied. */
+int cprof__server_start_on(int kept, const cprof__addr_t *addr, char *bound, size_t boundlen);
 /* In a forked child: the server's threads are gone, and their descriptors
  * were never in the child's table. Forgets them. */
 void cprof__server_atfork_prepare(void);

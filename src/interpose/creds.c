@@ -16,7 +16,9 @@
  * threads are ended and made again by that thread, from which a new
  * thread copies all its credentials. That is rare (programs do it at
  * start), and costs a few milliseconds when it happens. cprof's own calls
- * (its threads, with the guard raised) pass straight through. */
+ * (its threads, with the guard raised) pass straight through. The same
+ * calls made through syscall() are followed too (raw_syscall.c), and so
+ * are the setuid family's there, which change the calling thread alone. */
 #include <linux/capability.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
@@ -25,6 +27,7 @@
 
 #include <errno.h>
 
+#include "core/clock.h"
 #include "core/next.h"
 #include "cprof.h"
 #include "interpose/creds.h"
@@ -32,27 +35,13 @@
 
 void (*cprof__follow_credentials_hook)(void);
 
-#ifndef CPROF_NO_INTERPOSE
-
-static void follow(void) {
+void cprof__creds_follow(void) {
   void (*hook)(void) = __atomic_load_n(&cprof__follow_credentials_hook, __ATOMIC_ACQUIRE);
   if (!hook || cprof__heap_guarded())
     return;
   int saved = errno;
   hook();
   errno = saved;
-}
-
-typedef int (*capset_fn)(cap_user_header_t, const cap_user_data_t);
-
-CPROF_EXTERN int capset(cap_user_header_t hdr, const cap_user_data_t data) {
-  static void *real;
-  int rc = ((capset_fn)cprof__next(&real, "capset"))(hdr, data);
-  /* pid 0 or its own id is the calling thread; on any other, capset
-   * fails. */
-  if (rc == 0 && hdr && (hdr->pid == 0 || hdr->pid == (pid_t)syscall(SYS_gettid)))
-    follow();
-  return rc;
 }
 
 /* The prctl options that change a thread's credentials. */
@@ -70,6 +59,27 @@ static int changes_credentials(int option, unsigned long arg2) {
   }
 }
 
+void cprof__prctl_done(int option, unsigned long arg2) {
+  if (option == PR_SET_TSC) /* core/clock.h: cprof's clock reads on this thread */
+    cprof__tsc_off = arg2 == PR_TSC_SIGSEGV;
+  if (changes_credentials(option, arg2))
+    cprof__creds_follow();
+}
+
+#ifndef CPROF_NO_INTERPOSE
+
+typedef int (*capset_fn)(cap_user_header_t, const cap_user_data_t);
+
+CPROF_EXTERN int capset(cap_user_header_t hdr, const cap_user_data_t data) {
+  static void *real;
+  int rc = ((capset_fn)cprof__next(&real, "capset"))(hdr, data);
+  /* pid 0 or its own id is the calling thread; on any other, capset
+   * fails. */
+  if (rc == 0 && hdr && (hdr->pid == 0 || hdr->pid == (pid_t)syscall(SYS_gettid)))
+    cprof__creds_follow();
+  return rc;
+}
+
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 
 /* prctl(2) takes up to four more arguments, each an unsigned long, and
@@ -83,8 +93,8 @@ CPROF_EXTERN int prctl(int option, ...) {
                 a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   int rc = ((prctl_fn)cprof__next(&real, "prctl"))(option, a2, a3, a4, a5);
-  if (rc == 0 && changes_credentials(option, a2))
-    follow();
+  if (rc == 0)
+    cprof__prctl_done(option, a2);
   return rc;
 }
 

@@ -7,4 +7,14 @@
  * linking creds.c, which defines prctl, does not pull in all of cprof.) */
 extern void (*cprof__follow_credentials_hook)(void);
 
+/* After a program's thread changed its credentials: cprof's threads made
+ * again from it (nothing when the caller is cprof's). Keeps errno. */
+void cprof__creds_follow(void);
+
+/* After prctl(option, arg2, ...) returned 0 on the calling thread, by libc
+ * or by syscall(): a thread that turned its TSC off is marked (its clock
+ * reads go to the kernel, core/clock.h), and one that changed its
+ * credentials (capabilities, securebits, no_new_privs) is followed. */
+void cprof__prctl_done(int option, unsigned long arg2);
+
 #endif

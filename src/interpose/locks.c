@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "cprof.h"
 #include "sample/charge.h"
 #include "sample/contention.h"
@@ -102,11 +103,9 @@ REAL_FNS(REAL_FN)
 #define NEXT(name) __atomic_load_n(&real_##name, __ATOMIC_RELAXED)
 #define RET ((uintptr_t)__builtin_return_address(0))
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* On the program's thread: by the system call where it turned its TSC
+ * off (core/clock.h). */
+static int64_t now_ns(void) { return cprof__now_ns_program(CLOCK_MONOTONIC); }
 
 /* ---- what is cprof's ---- */
 

@@ -50,10 +50,11 @@
  *
  * Whether an allocation is sampled is decided before it is made (the
  * countdown needs only its size). A sampled block is allocated `offset`
- * bytes larger, offset = max(32, alignment), and handed out at
- * base + offset with a 32-byte header just before it: its size and weight
- * and where it was counted, for its free, its offset, and a tag that seals
- * the last two to the block's address. The bootstrap
+ * bytes larger, offset = max(64, alignment), and handed out at
+ * base + offset with a 40-byte header just before it: the usable size the
+ * program is told, its size and weight and where it was counted, for its
+ * free, its offset, and a tag that seals the last two to the block's
+ * address. The bootstrap
  * arena's blocks (below) carry the same tag, with their size. free reads
  * the 16 bytes before any pointer whose page offset is at least 16: the
  * cache line the allocator's free is about to read for its own chunk
@@ -72,12 +73,19 @@ typedef struct header {
                     (high 8); the arena's: the block's size */
 } header_t;
 
-/* A sampled block's header: the rest of what its free hands back to the
- * sampler, read only once the tag says the block is sampled. */
+/* A sampled block's header: the usable size the program is told, and the
+ * rest of what its free hands back to the sampler, read only once the tag
+ * says the block is sampled. */
 typedef struct sampled_header {
+  uint64_t usable;
   uint64_t size, weight;
   header_t h;
 } sampled_header_t;
+
+/* A sampled block's offset: the header, rounded up to a power of two (the
+ * tag's word keeps log2 of the offset), or the alignment if larger. */
+#define MIN_OFFSET 64
+_Static_assert(sizeof(sampled_header_t) <= MIN_OFFSET, "the header fits in the offset");
 
 #define INFO_BUCKET ((UINT64_C(1) << 56) - 1)
 
@@ -181,12 +189,19 @@ typedef struct functions {
   void *(*aligned_alloc)(size_t, size_t);
   void *(*valloc)(size_t);
   void *(*pvalloc)(size_t);
+  /* The allocator's own answers about sizes, where it has them (jemalloc,
+   * tcmalloc); NULL otherwise. Resolved with the others, never called
+   * before. */
+  size_t (*nallocx)(size_t, int);
+  size_t (*sallocx)(const void *, int);
+  int glibc; /* the allocator is glibc's (its chunk layout is known) */
 } functions_t;
 
 static functions_t real = {first_malloc,      first_calloc,         first_realloc,
                            first_free,        first_posix_memalign, first_usable_size,
                            first_memalign,    first_aligned_alloc,  first_valloc,
-                           first_pvalloc};
+                           first_pvalloc,     NULL,                 NULL,
+                           0};
 static __thread int resolving __attribute__((tls_model("initial-exec")));
 #define REAL(name) __atomic_load_n(&real.name, __ATOMIC_RELAXED)
 
@@ -204,6 +219,29 @@ static void die(const char *what) {
       die(#name);                                                                                 \
   } while (0)
 
+/* The object that defines f, or NULL. */
+static void *object_of(void *f) {
+  Dl_info info;
+  return f && dladdr(f, &info) ? info.dli_fbase : NULL;
+}
+
+/* The allocator's answers about sizes, found only in the object whose
+ * malloc is the real one: another library's nallocx would answer for an
+ * allocator the program does not use. */
+static void find_sizes(functions_t *found) {
+  void *home = object_of((void *)found->malloc);
+  void *f;
+  if ((f = dlsym(RTLD_NEXT, "nallocx")) && object_of(f) == home)
+    found->nallocx = (size_t(*)(size_t, int))f;
+  if ((f = dlsym(RTLD_NEXT, "sallocx")) && object_of(f) == home)
+    found->sallocx = (size_t(*)(const void *, int))f;
+  Dl_info info;
+  const char *slash;
+  found->glibc = home && dladdr((void *)found->malloc, &info) && info.dli_fname &&
+                 (slash = strrchr(info.dli_fname, '/'), strncmp(slash ? slash + 1 : info.dli_fname,
+                                                                "libc.so", 7) == 0);
+}
+
 /* All are found before any is used: while this thread is in dlsym, its
  * calls must all go to the arena. Threads that race here find the same.
  * The aligned ones are the allocator's own, not posix_memalign dressed up:
@@ -211,7 +249,7 @@ static void die(const char *what) {
  * aligned_alloc rounds an alignment of 3 up, 2.38's refuses it), and the
  * program must get the rules it would get without us. */
 static void resolve(void) {
-  functions_t found;
+  functions_t found = {0};
   draw_secret();
   resolving = 1;
   RESOLVE(malloc);
@@ -224,7 +262,11 @@ static void resolve(void) {
   RESOLVE(aligned_alloc);
   RESOLVE(valloc);
   RESOLVE(pvalloc);
+  find_sizes(&found);
   resolving = 0;
+  __atomic_store_n(&real.nallocx, found.nallocx, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.sallocx, found.sallocx, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.glibc, found.glibc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.malloc, found.malloc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.calloc, found.calloc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.realloc, found.realloc, __ATOMIC_RELAXED);
@@ -330,7 +372,7 @@ static void *first_pvalloc(size_t size) {
 enum kind { PLAIN, ZEROED, ALIGNED };
 
 /* A sampled block's allocation, with room for its header: `align` is a
- * power of two of at least 32. */
+ * power of two of at least MIN_OFFSET. */
 static void *allocate(enum kind kind, size_t align, size_t size) {
   if (kind == PLAIN)
     return REAL(malloc)(size);
@@ -340,15 +382,82 @@ static void *allocate(enum kind kind, size_t align, size_t size) {
   return REAL(posix_memalign)(&p, align, size) == 0 ? p : NULL;
 }
 
+/* glibc's chunk of a request of r bytes (malloc.c's request2size): r plus
+ * its size word, in 16-byte steps, at least 32. */
+static size_t glibc_chunk(size_t r) { return r + 23 < 32 ? 32 : (r + 23) & ~(size_t)15; }
+
+/* The usable size a plain request of `size` bytes gets from a chunk of
+ * glibc's heaps (malloc.c's request2size and memsize): its chunk less the
+ * size word. 0 if that overflows. */
+static size_t glibc_usable(size_t size) {
+  size_t chunk = glibc_chunk(size);
+  return chunk < size ? 0 : chunk - 8;
+}
+
+/* Under an allocator without nallocx: the usable size the program's own
+ * request of `size` bytes gets, for the sampled block at *base, which was
+ * allocated with room for `room` bytes after the offset (and which this
+ * may replace). Under glibc the room is glibc_usable(size), so a plain
+ * block from a heap has exactly that. glibc maps a large chunk by itself,
+ * in whole pages, and then the offset can cross a page boundary the
+ * program's request would not, or the request's page can leave more room
+ * than the block has: the program is told what its own chunk would have
+ * held (a page's rounding of it, glibc's sysmalloc_mmap and musable), in a
+ * block that has it. An aligned block's room depends on where the
+ * allocator found the alignment, with or without us (glibc's aligned_alloc(32, 1)
+ * is 24, 40 or 72 bytes), so it is the block's own; as is any block of
+ * an allocator we know nothing of. */
+static size_t usable_without_nallocx(enum kind kind, size_t size, size_t offset, char **base) {
+  size_t have = REAL(malloc_usable_size)(*base) - offset;
+  if (!REAL(glibc) || kind == ALIGNED)
+    return have;
+  size_t want = glibc_usable(size);
+  if (!(((size_t *)*base)[-1] & 2)) /* glibc's IS_MMAPPED */
+    return have < want ? have : want;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), chunk = glibc_chunk(size) + 8;
+  if (chunk < size || chunk > SIZE_MAX - page)
+    return have;
+  want = ((chunk + page - 1) & ~(page - 1)) - 16;
+  if (have < want) { /* the rare block a page short: one that has it */
+    char *more = want <= SIZE_MAX - offset ? allocate(kind, offset, want + offset) : NULL;
+    if (!more)
+      return have;
+    REAL(free)(*base);
+    *base = more;
+    have = REAL(malloc_usable_size)(more) - offset;
+  }
+  return have < want ? have : want;
+}
+
 /* A block of size bytes, aligned to align (a power of two), counted as
- * sampled and sealed with its header; NULL if it cannot be had. */
+ * sampled and sealed with its header; NULL if it cannot be had.
+ *
+ * The program is told the usable size (malloc_usable_size, sallocx) that
+ * the same request gets without us, so that it treats a sampled block as
+ * it treats the others. Programs size their buffers by it: redis's
+ * strings shrink when they see more than a tenth spare, and a block with
+ * the header's bytes added lands in a larger size class. Where the
+ * allocator answers nallocx (jemalloc, tcmalloc), its answer is that
+ * size, and the block is allocated with room for it after the header. */
 static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t ret) {
-  size_t offset = align > sizeof(sampled_header_t) ? align : sizeof(sampled_header_t);
-  if (offset > UINT32_MAX || size > SIZE_MAX - offset)
+  size_t offset = align > MIN_OFFSET ? align : MIN_OFFSET, usable = 0;
+  size_t (*nallocx)(size_t, int) = REAL(nallocx);
+  /* jemalloc's and tcmalloc's flags: log2 of the alignment; a plain
+   * request has none, and malloc(0) is served as malloc(1). */
+  if (nallocx && !(usable = nallocx(size ? size : 1, kind == ALIGNED ? __builtin_ctzll(align) : 0)))
+    return NULL; /* beyond the allocator's largest size: its own call refuses it */
+  /* glibc's smallest chunk holds 24 bytes, more than a small request and
+   * the offset leave in a larger one. */
+  size_t room = nallocx ? usable : REAL(glibc) ? glibc_usable(size) : size;
+  if (room < size)
+    room = size;
+  if (offset > UINT32_MAX || room > SIZE_MAX - offset)
     return NULL;
-  char *base = allocate(kind, offset, size + offset);
+  char *base = allocate(kind, offset, room + offset);
   if (!base)
     return NULL;
+  if (!nallocx)
+    usable = usable_without_nallocx(kind, size, offset, &base);
   char *p = base + offset;
   cprof__heap_sample_t s;
   cprof__heap_record(p, size, (uint32_t)offset, ret, &s);
@@ -357,6 +466,7 @@ static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t r
     return NULL;
   }
   sampled_header_t *h = sampled_header_of(p);
+  h->usable = usable;
   h->size = s.size;
   h->weight = s.weight;
   put_header(p, (uint64_t)(uintptr_t)s.slot | (uint64_t)__builtin_ctzll(offset) << 56);
@@ -402,13 +512,10 @@ __attribute__((noinline)) static void free_tagged(void *p) {
   REAL(free)((char *)p - offset);
 }
 
-/* The usable size of a block that is ours(). */
+/* The usable size of a block that is ours(): the arena's, its size; a
+ * sampled block's, what the program's own request would have got. */
 static size_t usable_tagged(void *p) {
-  uint64_t info = header_of(p)->info;
-  if (in_boot(p))
-    return info;
-  size_t offset = (size_t)1 << (info >> 56);
-  return REAL(malloc_usable_size)((char *)p - offset) - offset;
+  return in_boot(p) ? header_of(p)->info : sampled_header_of(p)->usable;
 }
 
 /* ---- the family ---- */
@@ -577,6 +684,20 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
   if (!p)
     return 0;
   return ours(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
+}
+
+/* jemalloc's own lookup of a block's size answers for a sampled block as
+ * malloc_usable_size does, and passes every other block on. Under an
+ * allocator without it (glibc, tcmalloc), a program that finds the name
+ * (a weak reference, dlsym) is answered as by malloc_usable_size.
+ * tcmalloc's malloc_size and MallocExtension are not interposed: exporting
+ * names the allocator lacks is itself a difference a program can see, and
+ * those are little used. */
+CPROF_EXTERN size_t sallocx(const void *p, int flags) {
+  if (ours(p))
+    return usable_tagged((void *)p);
+  size_t (*f)(const void *, int) = REAL(sallocx);
+  return f ? f(p, flags) : REAL(malloc_usable_size)((void *)p);
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`

@@ -1,7 +1,9 @@
 /* sigaction and signal, interposed: for a signal cprof holds (SIGPROF, the
  * capture's real-time signal) the program reads and sets its own action
  * through sample/signals.c, as if ours were not there; every other signal
- * passes straight to the real call after one load. */
+ * goes to the real call, with cprof's signals in the sa_mask of a handler
+ * that runs on the alternate stack (SA_ONSTACK), which the program does
+ * not read back (signals.c). */
 #include <signal.h>
 #include <string.h>
 
@@ -12,12 +14,7 @@
 #ifndef CPROF_NO_INTERPOSE
 
 CPROF_EXTERN int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  if (!cprof__signal_held(sig)) {
-    static void *real;
-    return ((int (*)(int, const struct sigaction *, struct sigaction *))cprof__next(
-        &real, "sigaction"))(sig, act, old);
-  }
-  return cprof__signal_program_action(sig, act, old);
+  return cprof__signal_sigaction(sig, act, old);
 }
 
 /* glibc's signal() calls its internal sigaction, not ours: interposed too,
@@ -25,7 +22,11 @@ CPROF_EXTERN int sigaction(int sig, const struct sigaction *act, struct sigactio
 CPROF_EXTERN __sighandler_t signal(int sig, __sighandler_t handler) {
   if (!cprof__signal_held(sig)) {
     static void *real;
-    return ((__sighandler_t(*)(int, __sighandler_t))cprof__next(&real, "signal"))(sig, handler);
+    __sighandler_t was =
+        ((__sighandler_t(*)(int, __sighandler_t))cprof__next(&real, "signal"))(sig, handler);
+    if (was != SIG_ERR)
+      cprof__signal_set_plain(sig);
+    return was;
   }
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);

@@ -13,6 +13,9 @@
  *   for ever after a main that calls pthread_exit. When the count reaches
  *   zero, cprof ends its threads (start.c), and glibc ends the process as
  *   it would without us: exit(0) on the last thread out.
+ * - created by the program, an alternate signal stack on which cprof's
+ *   signals land (sample/altstack.c), before its CPU timer starts, and
+ *   unmapped as it ends.
  * - created by the program, its creator's labels (cprof_label_set,
  *   cprof_do), installed before its start routine runs, as a goroutine
  *   starts with the labels of the goroutine that made it (sample/labels.c).
@@ -37,6 +40,7 @@
 
 #include "core/next.h"
 #include "cprof.h"
+#include "sample/altstack.h"
 #include "sample/contention.h"
 #include "sample/cpu.h"
 #include "sample/heap.h"
@@ -69,7 +73,10 @@ static int have_key;
 void (*cprof__last_program_thread_hook)(void);
 
 static void program_thread_ended(void *unused) {
+  /* What it owes the CPU profile, then its stack for cprof's signals
+   * (which are blocked on it from there). */
   cprof__cpu_thread_ending();
+  cprof__altstack_thread_end();
   void (*hook)(void) = __atomic_load_n(&cprof__last_program_thread_hook, __ATOMIC_ACQUIRE);
   if (__atomic_sub_fetch(&program_threads, 1, __ATOMIC_ACQ_REL) == 0 && hook)
     hook();
@@ -84,6 +91,8 @@ __attribute__((constructor(101))) static void count_main_thread(void) {
     pthread_setspecific(ended_key, &program_threads);
   }
 }
+
+int cprof__program_thread_count(void) { return __atomic_load_n(&program_threads, __ATOMIC_ACQUIRE); }
 
 void cprof__thread_count_atfork_child(void) {
   /* Only the thread that forked lives on in the child; its key is set. */
@@ -130,6 +139,10 @@ static void *cprof_thread_start(void *p) {
   cprof__heap_guard_enter();
   free(p);
   cprof__heap_guard_leave();
+  /* A program's thread: a stack for cprof's signals before its CPU timer
+   * can start (cprof's own block every signal for life). */
+  if (!internal)
+    cprof__altstack_thread_start();
   cprof__cpu_thread_started();
   if (cprof__trace_recording() && !internal) /* a program's thread, into the trace */
     trace_thread(CPROF__TRACE_THREAD_START);

@@ -3,6 +3,10 @@
 #ifndef CPROF_INTERPOSE_THREAD_START_H
 #define CPROF_INTERPOSE_THREAD_START_H
 
+/* The program's threads alive (main and those it made with pthread_create
+ * that have not ended; threads made by clone(2) directly are not seen). */
+int cprof__program_thread_count(void);
+
 /* In a forked child: one program thread, the one that forked. */
 void cprof__thread_count_atfork_child(void);
 

@@ -33,6 +33,8 @@ const char *cprof__mark_name(uintptr_t pc, char *buf, size_t size) {
   case CPROF_PC_BLOCKED_KIND:
     return "[thread blocked SIGPROF]";
   case CPROF_PC_NO_TIMER_KIND:
+    if (n >> 16 == CPROF_CALL_SIGNAL_STACK)
+      return "[thread not sampled: no signal stack]";
     snprintf(buf, size, "[thread not sampled: %s: %s]", call_name(n >> 16),
              strerror((int)(n & 0xffff)));
     return buf;

@@ -169,6 +169,49 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
   return r->abort(r->abort_arg);
 }
 
+#if LIBCURL_VERSION_NUM < 0x075700 /* 7.87: a header older than the libcurl loaded */
+#define CURLOPT_QUICK_EXIT ((CURLoption)(CURLOPTTYPE_LONG + 322))
+#endif
+
+/* How often a request that may be aborted asks whether it is. */
+#define POLL_MS 50
+
+/* Runs the request on c, through the multi interface when the table has
+ * it and the request may be aborted: an abort then ends it within POLL_MS.
+ * Else curl_easy_perform, whose progress calls come up to a second apart. */
+static CURLcode perform(const cprof__curl_t *api, CURL *c, const cprof__ingest_request_t *r) {
+  CURLM *m = r->abort && api->multi_init && api->multi_poll ? api->multi_init() : NULL;
+  if (!m)
+    return api->easy_perform(c);
+  if (api->multi_add_handle(m, c) != CURLM_OK) {
+    api->multi_cleanup(m);
+    return api->easy_perform(c);
+  }
+  CURLcode rc = CURLE_OK;
+  int running = 1;
+  for (;;) {
+    if (api->multi_perform(m, &running) != CURLM_OK) {
+      rc = CURLE_OUT_OF_MEMORY; /* what multi_perform's failures come down to */
+      break;
+    }
+    if (!running) {
+      int left;
+      for (CURLMsg *msg; (msg = api->multi_info_read(m, &left));)
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
+          rc = msg->data.result;
+      break;
+    }
+    if (r->abort(r->abort_arg)) {
+      rc = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    api->multi_poll(m, NULL, 0, POLL_MS, NULL);
+  }
+  api->multi_remove_handle(m, c);
+  api->multi_cleanup(m);
+  return rc;
+}
+
 static void add_part(const cprof__curl_t *api, curl_mime *mime, const char *name, const char *file,
                      const char *type, const void *data, size_t len) {
   curl_mimepart *part = api->mime_addpart(mime);
@@ -195,6 +238,13 @@ int cprof__ingest_post(const cprof__curl_t *api, CURL *c, const cprof__ingest_re
   /* No signals: libcurl would otherwise time its name lookups with
    * SIGALRM, which is the program's. */
   api->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  /* A request cut short (an abort, a timeout) does not wait for its name
+   * lookup to finish: libcurl's threaded resolver otherwise joins the
+   * thread in getaddrinfo, which a server that does not answer holds for
+   * ten seconds and more (glibc's timeout times its attempts, per server).
+   * The lookup ends on its own, its thread detached. From libcurl 7.87;
+   * an older one refuses the option and waits. */
+  api->easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
   api->easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
   api->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
   api->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -214,7 +264,7 @@ int cprof__ingest_post(const cprof__curl_t *api, CURL *c, const cprof__ingest_re
     api->easy_setopt(c, CURLOPT_USERNAME, r->username);
     api->easy_setopt(c, CURLOPT_PASSWORD, r->password ? r->password : "");
   }
-  CURLcode rc = api->easy_perform(c);
+  CURLcode rc = perform(api, c, r);
   long status = 0;
   api->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   api->mime_free(mime);

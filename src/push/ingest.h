@@ -86,6 +86,17 @@ typedef struct cprof__curl {
   CURLcode (*mime_type)(curl_mimepart *, const char *);
   CURLcode (*mime_data)(curl_mimepart *, const char *, size_t);
   void (*mime_free)(curl_mime *);
+  /* The multi interface (7.66 or later), for a request that may be
+   * aborted: its wait is cut into short polls, so that an abort takes
+   * effect within POLL_MS (ingest.c) rather than at libcurl's next
+   * progress call, up to a second later. NULL: curl_easy_perform. */
+  CURLM *(*multi_init)(void);
+  CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+  CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+  CURLMcode (*multi_perform)(CURLM *, int *);
+  CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
+  CURLMsg *(*multi_info_read)(CURLM *, int *);
+  CURLMcode (*multi_cleanup)(CURLM *);
 } cprof__curl_t;
 
 typedef struct cprof__ingest_request {

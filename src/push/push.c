@@ -30,6 +30,15 @@
  *   one attempt each, until one fails or CPROF_PUSH_FLUSH_MS (2 s) has
  *   passed; the program waits that long at most, and only while Pyroscope
  *   is slow. What is left is dropped, counted, with a line.
+ * - Every wait of a request has that bound, name lookups included: a
+ *   request polls whether it is to end every 50 ms (ingest.c), and one cut
+ *   short does not wait for its name lookup (CURLOPT_QUICK_EXIT), which a
+ *   name server that does not answer holds for ten seconds and more. At
+ *   exit the bound is the one all of cprof's exit handlers share
+ *   (core/exit_bound.h), and a thread that has not ended by then (a
+ *   libcurl that resolves names in the calling thread, say) is left
+ *   behind, to end with the process: it never comes back into libcurl,
+ *   whose libraries' destructors run next.
  * - The thread ends and starts again around a change of the program's
  *   credentials and when the program's last thread ends (start.c parks it
  *   then), keeping its queue. A forked child does not push.
@@ -49,6 +58,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/exit_bound.h"
 #include "core/fds.h"
 #include "core/log.h"
 #include "cprof.h"
@@ -62,6 +72,10 @@
 #define BACKOFF_FIRST_MS 500L
 #define BACKOFF_MAX_MS 30000L
 #define REQUEST_TIMEOUT_MS 10000L
+/* At exit, the time the thread has after its last round's deadline to
+ * end, within the exit's bound, before it is left behind: its request
+ * polls every 50 ms. */
+#define EXIT_GRACE_MS 150
 
 typedef struct item {
   char *url, *stc;
@@ -84,6 +98,9 @@ static struct {
   int final;           /* ... after the last round */
   int parked;          /* ended by cprof__push_park, to start again */
   int failing;         /* the last attempt failed; its line is written */
+  int ended;           /* the thread is about to return */
+  int exiting;         /* the program's exit has begun */
+  int abandoned;       /* exit stopped waiting for the thread: it must never go on */
   pthread_t thread;
   cprof__cpu_recording_t *cpu; /* NULL: the heap alone */
   int hz;
@@ -147,6 +164,20 @@ static int load_curl(char *why, size_t whylen) {
   SYM(mime_data, "curl_mime_data")
   SYM(mime_free, "curl_mime_free")
 #undef SYM
+  /* Optional: without them (before 7.66) an abort waits for libcurl's
+   * next progress call. */
+#define OPT(field, name) *(void **)&api.field = dlsym(h, name);
+  OPT(multi_init, "curl_multi_init")
+  OPT(multi_add_handle, "curl_multi_add_handle")
+  OPT(multi_remove_handle, "curl_multi_remove_handle")
+  OPT(multi_perform, "curl_multi_perform")
+  OPT(multi_poll, "curl_multi_poll")
+  OPT(multi_info_read, "curl_multi_info_read")
+  OPT(multi_cleanup, "curl_multi_cleanup")
+#undef OPT
+  if (!api.multi_init || !api.multi_add_handle || !api.multi_remove_handle || !api.multi_perform ||
+      !api.multi_info_read || !api.multi_cleanup)
+    api.multi_poll = NULL; /* ingest.c looks at multi_init and multi_poll */
   /* Thread-safe from libcurl 7.84 (CURL_VERSION_THREADSAFE), and counted:
    * a program of its own with libcurl keeps its own init and cleanup. */
   if (!global_init || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -255,6 +286,11 @@ static void cut(int last) {
 static int aborted(void *unused) {
   (void)unused;
   pthread_mutex_lock(&ps.lock);
+  if (ps.abandoned) { /* exit goes on without us: stay out of libcurl until the end */
+    pthread_mutex_unlock(&ps.lock);
+    for (;;)
+      pause(); /* every signal is blocked here */
+  }
   int stop = ps.stop && (!ps.final || mono_ms() >= ps.deadline_ms);
   pthread_mutex_unlock(&ps.lock);
   return stop;
@@ -334,6 +370,8 @@ static void *pusher(void *unused) {
     if (ps.cpu)
       cprof__cpu_recording_stop(ps.cpu, NULL);
     ps.cpu = NULL;
+    ps.ended = 1;
+    pthread_cond_broadcast(&ps.cond);
     pthread_mutex_unlock(&ps.lock);
     return NULL;
   }
@@ -367,6 +405,8 @@ static void *pusher(void *unused) {
     while (ps.count)
       dequeue_locked();
   }
+  ps.ended = 1;
+  pthread_cond_broadcast(&ps.cond);
   pthread_mutex_unlock(&ps.lock);
   return NULL;
 }
@@ -374,7 +414,7 @@ static void *pusher(void *unused) {
 /* Starts the thread and waits until it has a table of its own: until then
  * it shares its creator's, and fds.c needs the creator alive meanwhile. */
 static int start_thread_locked(void) {
-  ps.stop = ps.started = 0;
+  ps.stop = ps.started = ps.ended = 0;
   cprof__heap_guard_enter(); /* cprof's own: every signal blocked, nothing sampled */
   int err = pthread_create(&ps.thread, NULL, pusher, NULL);
   cprof__heap_guard_leave();
@@ -392,12 +432,31 @@ static void end_thread_locked(int final) {
   ps.stop = 1;
   ps.final = final;
   ps.deadline_ms = mono_ms() + CPROF_PUSH_FLUSH_MS;
+  int64_t give_up = 0;
+  if (ps.exiting) {
+    give_up = cprof__exit_deadline_ms();
+    if (give_up - EXIT_GRACE_MS < ps.deadline_ms)
+      ps.deadline_ms = give_up - EXIT_GRACE_MS;
+  }
   pthread_cond_broadcast(&ps.cond);
+  if (ps.exiting) {
+    /* Exit waits no longer than its bound, whatever the thread is in. */
+    while (!ps.ended && mono_ms() < give_up)
+      wait_until_locked(give_up);
+    if (!ps.ended) {
+      ps.abandoned = 1;
+      ps.running = 0;
+      pthread_detach(ps.thread);
+      return;
+    }
+  }
   pthread_mutex_unlock(&ps.lock);
   pthread_join(ps.thread, NULL);
   pthread_mutex_lock(&ps.lock);
   ps.running = 0;
 }
+
+static void finish_at_exit(void);
 
 /* The program's file name, for the default application name. */
 static void program_name(char *out, size_t len) {
@@ -480,9 +539,17 @@ void cprof__push_start(const cprof__config_t *cfg) {
   }
   ps.armed = 1;
   if (!ps.atexit_set)
-    ps.atexit_set = atexit(cprof__push_finish) == 0;
+    ps.atexit_set = atexit(finish_at_exit) == 0;
 out:
   pthread_mutex_unlock(&ps.lock);
+}
+
+/* The program's exit: the last round within the bound exit keeps. */
+static void finish_at_exit(void) {
+  pthread_mutex_lock(&ps.lock);
+  ps.exiting = 1;
+  pthread_mutex_unlock(&ps.lock);
+  cprof__push_finish();
 }
 
 void cprof__push_finish(void) {
@@ -494,13 +561,20 @@ void cprof__push_finish(void) {
      * own table. */
     if (ps.running || start_thread_locked() == 0)
       end_thread_locked(1);
-    if (ps.cpu) /* the thread could not run the last round */
-      cprof__cpu_recording_stop(ps.cpu, NULL);
-    ps.cpu = NULL;
-    if (ps.totals.dropped || ps.totals.rejected)
-      cprof__log("CPROF_PUSH_URL: pushed %llu profiles to %s; %llu dropped, %llu refused",
-                 (unsigned long long)ps.totals.pushed, ps.shown,
-                 (unsigned long long)ps.totals.dropped, (unsigned long long)ps.totals.rejected);
+    if (ps.abandoned) {
+      /* What it holds (the CPU recording, the queue) stays with it: the
+       * process ends now. */
+      cprof__log("CPROF_PUSH_URL: %s did not answer within %d s of exit; %zu profiles not pushed",
+                 ps.shown, CPROF_EXIT_BOUND_MS / 1000, ps.count);
+    } else {
+      if (ps.cpu) /* the thread could not run the last round */
+        cprof__cpu_recording_stop(ps.cpu, NULL);
+      ps.cpu = NULL;
+      if (ps.totals.dropped || ps.totals.rejected)
+        cprof__log("CPROF_PUSH_URL: pushed %llu profiles to %s; %llu dropped, %llu refused",
+                   (unsigned long long)ps.totals.pushed, ps.shown,
+                   (unsigned long long)ps.totals.dropped, (unsigned long long)ps.totals.rejected);
+    }
     ps.armed = ps.parked = 0;
   }
   pthread_mutex_unlock(&ps.lock);

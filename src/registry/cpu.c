@@ -91,7 +91,7 @@ static void init_once(void) {
 static void add(void *profile, const cprof__cpu_sample_t *s) {
   cprof__cpu_profile_add(profile, s);
   if (!s->cpu_ns)
-    cprof__trace_cpu_sample(s->tid, s->ts, s->pcs, s->depth);
+    cprof__trace_cpu_sample_seq(s->tid, s->ts, s->trace_seq, s->pcs, s->depth);
 }
 
 void cprof__cpu_recording_atfork_register(void) { pthread_once(&once, init_once); }

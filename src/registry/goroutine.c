@@ -41,6 +41,8 @@ static const char *pseudo_frame(const cprof__thread_stack_t *t, char *buf, size_
     return buf;
   case CPROF_THREAD_NO_SIGNAL:
     return "[thread running: the program has taken cprof's signal]";
+  case CPROF_THREAD_NO_STACK:
+    return "[thread running: no signal stack]";
   case CPROF_THREAD_UNSENT:
     snprintf(buf, size, "[thread running: cprof's signal could not be sent: %s: %s]",
              t->unreadable ? t->unreadable : "timer_create", strerror(t->err));

@@ -16,7 +16,11 @@
 #include "registry/trace_json.h"
 #include "sample/trace.h"
 
-#define DRAIN_MS 50
+/* Each drain places the CPU samples taken since the last one on the
+ * timeline by their order among all samples (sample/cpu.c, "Time
+ * stamps"): a sample's time is off by at most the time between two
+ * drains, so a trace drains often, whichever recording takes the samples. */
+#define DRAIN_MS 10
 #define COUNTER_NS 100000000LL
 /* Without the heap profile, the heap's figure walks glibc's free lists
  * under the arenas' locks, which the program's threads wait for: once a
@@ -86,6 +90,8 @@ int cprof__trace_take(const cprof__trace_opts_t *o, cprof__buf_t *out) {
     cancelled = wait(o->ctx, left < DRAIN_MS ? left : DRAIN_MS) != 0;
     if (rec)
       cprof__cpu_recording_drain(rec);
+    else
+      cprof__cpu_recording_flush();
   }
   /* The last samples, before the events are handed out. */
   if (rec)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/pages.h"
 #include "cprof.h"
@@ -110,9 +111,7 @@ static void record(cprof__contention_kind_t kind, double count, int64_t delay, u
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 static uint64_t next_random(void) {
   if (!rng) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    rng = splitmix((uintptr_t)&rng ^ (uint64_t)ts.tv_nsec) | 1;
+    rng = splitmix((uintptr_t)&rng ^ (uint64_t)cprof__now_ns_program(CLOCK_MONOTONIC)) | 1;
   }
   rng ^= rng >> 12;
   rng ^= rng << 25;

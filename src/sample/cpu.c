@@ -55,9 +55,11 @@
 
 #include "core/clock.h"
 #include "core/fds.h"
+#include "sample/altstack.h"
 #include "sample/heap.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
+#include "sample/trace.h"
 #include "unwind/bounds.h"
 #include "unwind/caller.h"
 #include "unwind/maps.h"
@@ -71,6 +73,7 @@ enum { FREE = 0, WRITING = 1, FULL = 2 };
 typedef struct record {
   uint32_t state;
   int max;
+  uint64_t ticket; /* the handler's draw from ring_next: when, among all samples */
   cprof__cpu_sample_t s;
 } record_t;
 
@@ -142,14 +145,19 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   if (r) {
-    uint64_t i = __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING;
+    uint64_t t = __atomic_fetch_add(&ring_next, 1, __ATOMIC_SEQ_CST), i = t % RING;
     uint32_t expect = FREE;
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
       cprof__cpu_sample_t *smp = &r[i].s;
-      struct timespec now; /* the vDSO's: no system call, bound at load (-z now) */
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      smp->ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+      /* No clock here: the vDSO's reads the time stamp counter, which a
+       * thread may have turned off (seccomp's strict mode, PR_SET_TSC),
+       * and a system call is what a sandbox forbids first. The ticket
+       * says when, and the drain turns it into a time ("Time stamps"). */
+      r[i].ticket = t;
+      /* Where among the thread's trace events: exact, where the time is
+       * not. */
+      smp->trace_seq = cprof__trace_appended_sigsafe();
       smp->tid = (pid_t)(uint32_t)value;
       smp->periods = 1 + (info->si_overrun > 0 ? info->si_overrun : 0);
       smp->depth = cprof__unwind_sigsafe(unwinder, (const ucontext_t *)uctx,
@@ -403,11 +411,12 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
   int rc = 0;
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
-  uint64_t i = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_RELAXED) % RING : 0;
+  uint64_t t = r ? __atomic_fetch_add(&ring_next, 1, __ATOMIC_SEQ_CST) : 0, i = t % RING;
   uint32_t expect = FREE;
   if (r && __atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED)) {
     cprof__cpu_sample_t *smp = &r[i].s;
+    r[i].ticket = t;
     smp->cpu_ns = ns;
     smp->ts = 0;
     if (name)
@@ -542,6 +551,18 @@ void cprof__cpu_timer_resume(const void *ret) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_PAUSED)
     return;
+  if (!cprof__altstack_here()) {
+    /* No stack for our signal (a thread cprof did not see start, found
+     * blocking SIGPROF): its timer goes for good, and its CPU time is
+     * counted as not sampled from here, saying why. */
+    timer_delete(s->timer);
+    s->why = CPROF_CALL_SIGNAL_STACK << 16 | ENOTSUP;
+    int64_t zero = 0;
+    __atomic_compare_exchange_n(&s->unsampled_since, &zero, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID), 0,
+                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    s->state = SLOT_FAILED;
+    return;
+  }
   /* The exchange first, then the clock: see "CPU time no timer samples". */
   int64_t since = __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST);
   if (since) {
@@ -595,6 +616,8 @@ static int make_timer(timer_slot_t *s, pid_t tid, int blocked) {
   return 0;
 }
 
+static pid_t self_tid(void);
+
 /* Under lock: gives tid a timer, unless it has one (the look at /proc and
  * a new thread's own start may both get to a thread created during a
  * profile, and two timers would count its CPU twice). Stopped when
@@ -611,7 +634,19 @@ static int add_timer(pid_t tid, int blocked, int keep_failed, int own, int born)
   timer_slot_t *s = free_slot();
   if (!s)
     return -ENOMEM;
-  int err = make_timer(s, tid, blocked);
+  /* A thread that would take our signal on a stack the program sized for
+   * itself gets no timer that runs: one cprof did not see start, which has
+   * no alternate stack of cprof's (altstack.h). Its CPU time is counted
+   * as not sampled, as for a timer that could not be made. (One that
+   * blocks SIGPROF gets its timer stopped, and no start while it has no
+   * stack: cprof__cpu_timer_resume.) */
+  int err;
+  if (!blocked && !(tid == self_tid() ? cprof__altstack_here() : cprof__altstack_ready(tid))) {
+    s->why = CPROF_CALL_SIGNAL_STACK << 16 | ENOTSUP;
+    err = -ENOENT;
+  } else {
+    err = make_timer(s, tid, blocked);
+  }
   if (err == -EINVAL || (err && !keep_failed))
     return err;
   int64_t now = (blocked || err) && !own ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
@@ -728,6 +763,7 @@ static void lock_cpu(void) {
 
 static void discard(void *arg, const cprof__cpu_sample_t *s) {}
 static uint64_t stop_locked(cprof__cpu_sink_fn sink, void *arg);
+static uint64_t put_mark(void);
 
 /* Under lock, just started: fails the start when not one thread got a
  * timer, saying why. A partial success goes on: the threads without one
@@ -741,9 +777,14 @@ static int check_started(const tracked_t *tr, char *why, size_t size) {
              strerror(-err), err == -ENOENT ? " (is /proc mounted?)" : "");
   } else if (!tr->added && tr->failed) {
     err = -(int)(tr->why & 0xffff);
-    snprintf(text, sizeof text, "no thread could be given a CPU timer: %s: %s",
-             tr->why >> 16 == CPROF_CALL_TIMER_SETTIME ? "timer_settime" : "timer_create",
-             strerror(-err));
+    if (tr->why >> 16 == CPROF_CALL_SIGNAL_STACK)
+      snprintf(text, sizeof text,
+               "no thread has an alternate signal stack of cprof's (threads cprof did not see "
+               "start: made before libcprof was loaded, or by clone)");
+    else
+      snprintf(text, sizeof text, "no thread could be given a CPU timer: %s: %s",
+               tr->why >> 16 == CPROF_CALL_TIMER_SETTIME ? "timer_settime" : "timer_create",
+               strerror(-err));
   }
   if (!err)
     return 0;
@@ -767,7 +808,9 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler_sigsafe;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  /* On the thread's alternate signal stack, never on a stack the program
+   * sized for itself (sample/altstack.c). */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   /* Not inside the thread-stack handler: a stack captured there would show
    * this handler's frames rather than the program's. */
@@ -801,6 +844,7 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
   period_ns = 1000000000L / hz;
   lost = 0;
   refresh_maps();
+  put_mark(); /* every sample of this profile is above it */
   __atomic_store_n(&ring, r, __ATOMIC_SEQ_CST);
   __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
   tracked_t tr = track_locked(1);
@@ -884,10 +928,78 @@ void cprof__cpu_track_threads(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* ---- Time stamps ----
+ *
+ * A sample's time (for a trace's timeline) is not read in the handler: the
+ * vDSO's clock executes rdtsc, which faults in a thread that turned the
+ * time stamp counter off (seccomp's strict mode does, and
+ * prctl(PR_SET_TSC, PR_TSC_SIGSEGV)), and the system call behind it is
+ * what a sandbox forbids. What the handler has instead is its ticket, its
+ * draw from ring_next: the order of all samples. Each drain, before it
+ * looks at the records, notes a mark: ring_next, read between two clock
+ * readings. A sample whose ticket is below a mark's count was taken before
+ * that mark's time; one at or above it, after. So every sample lies
+ * between the last mark at or below its ticket and the first above it, and
+ * its time is put between them in proportion to its ticket (samples come
+ * at a steady rate while threads compute). A drain hands out only samples
+ * older than its own mark; a sample taken during the drain waits for the
+ * next, which then has a mark above it. The error is at most the time
+ * between two drains, which a trace keeps short (registry/trace.c); the
+ * marks are kept for the samples a drain misses (a handler that had its
+ * ticket but was still writing). */
+#define MARKS 256
+
+typedef struct mark {
+  uint64_t n; /* ring_next */
+  int64_t ns; /* CLOCK_MONOTONIC */
+} mark_t;
+
+static mark_t marks[MARKS]; /* under lock */
+static unsigned nmarks;     /* marks made; the last MARKS kept */
+
+/* Under lock: a mark now. Returns its count. */
+static uint64_t put_mark(void) {
+  int64_t before = cprof__now_ns(CLOCK_MONOTONIC);
+  uint64_t n = __atomic_load_n(&ring_next, __ATOMIC_SEQ_CST);
+  int64_t after = cprof__now_ns(CLOCK_MONOTONIC);
+  mark_t *m = &marks[nmarks++ % MARKS];
+  m->n = n;
+  m->ns = before + (after - before) / 2;
+  return n;
+}
+
+/* Under lock: the time of the sample with this ticket, below the last
+ * mark's count. */
+static int64_t ticket_time(uint64_t ticket) {
+  unsigned kept = nmarks < MARKS ? nmarks : MARKS;
+  /* From the newest mark back: the first at or below the ticket, and the
+   * one after it, which is above. */
+  const mark_t *above = NULL;
+  for (unsigned k = 0; k < kept; k++) {
+    const mark_t *m = &marks[(nmarks - 1 - k) % MARKS];
+    if (m->n > ticket) {
+      above = m;
+      continue;
+    }
+    if (!above) /* no mark above yet: a drain hands out no such sample */
+      return m->ns;
+    return m->ns + (int64_t)((double)(above->ns - m->ns) * (double)(ticket - m->n) /
+                             (double)(above->n - m->n));
+  }
+  /* Older than every mark kept: no later than the oldest. */
+  return above ? above->ns : cprof__now_ns(CLOCK_MONOTONIC);
+}
+
 static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
+  uint64_t upto = put_mark();
   for (int i = 0; i < RING; i++) {
     if (__atomic_load_n(&r[i].state, __ATOMIC_ACQUIRE) != FULL)
       continue;
+    /* Taken since the mark: the next drain's, whose mark will be above it. */
+    if (r[i].ticket >= upto)
+      continue;
+    if (!r[i].s.cpu_ns)
+      r[i].s.ts = ticket_time(r[i].ticket);
     sink(arg, &r[i].s);
     /* The handler sets neither cpu_ns nor name (stores less on its path):
      * a record is a timer's sample unless record_unsampled says otherwise. */

@@ -25,7 +25,9 @@
  * place the thread unblocked SIGPROF, when known. */
 typedef struct cprof__cpu_sample {
   int64_t cpu_ns; /* 0 for a sample of the timer */
-  int64_t ts;     /* CLOCK_MONOTONIC ns of the timer's signal (a trace's timeline); 0 for cpu_ns */
+  int64_t ts;     /* CLOCK_MONOTONIC ns of the timer's signal (a trace's timeline), as the drain
+                     places it (cpu.c, "Time stamps"): within a drain's interval; 0 for cpu_ns */
+  uint64_t trace_seq; /* the thread's trace events when sampled (sample/trace.h) */
   char name[16];  /* "", or the thread's name where it may have exited before the drain */
   pid_t tid;
   int depth;

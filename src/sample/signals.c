@@ -34,7 +34,21 @@
  *
  * The handler reads the program's action as one word (function pointer
  * and SA_SIGINFO flag packed), so it never sees half of an update. Every
- * other signal passes straight through our sigaction, after one load. */
+ * other signal passes through our sigaction to the real one.
+ *
+ * Handlers on the program's alternate stack. cprof's handlers run
+ * SA_ONSTACK (altstack.c), so on a thread where the program set a stack of
+ * its own, they run on it: below a handler of the program's that is busy
+ * there, in what is left of a stack the program sized for its own handler.
+ * So a program's handler installed with SA_ONSTACK gets cprof's signals
+ * added to its sa_mask, as if the program had put them there: they wait
+ * until it returns (a timer's expirations meanwhile are counted in the
+ * tick's si_overrun, and weigh the sample taken then). The program reads
+ * back its own mask: what we added is taken out again (`added`, per
+ * signal). A signal cprof takes later is added to the handlers already in
+ * place, once, when it is taken. A handler installed past our sigaction (a
+ * raw system call) is not covered: a handler of ours that finds itself
+ * nested on an alternate stack walks nothing there (unwind/fp.c). */
 #include "sample/signals.h"
 
 #include <errno.h>
@@ -70,6 +84,10 @@ typedef struct shared {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static shared_t shared[NSIG];
+/* Atomic: bit sig - 1 for each signal cprof holds; and, per signal, the
+ * bits of those that our sigaction added to the program's sa_mask. */
+static uint64_t ours_bits;
+static uint64_t added[NSIG];
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 #define SIGINFO_BIT (1ull << 63)
@@ -106,6 +124,39 @@ static void atfork_child(void) {
 static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
 void cprof__signal_atfork_register(void) { pthread_once(&atfork_once, register_atfork); }
 
+static uint64_t bit(int sig) { return 1ull << (sig - 1); }
+
+/* The program's handlers for the other signals: whether they run on the
+ * alternate stack. Under lock. */
+static int on_altstack(int sig, const struct sigaction *sa) {
+  return sa && is_handler(sa) && (sa->sa_flags & SA_ONSTACK) &&
+         !__atomic_load_n(&shared[sig].held, __ATOMIC_ACQUIRE);
+}
+
+/* A signal newly ours, into the sa_mask of every handler of the program's
+ * already installed with SA_ONSTACK (see the top of this file). Under
+ * lock. A program's sigaction on one of those signals at the same moment
+ * may be undone: this runs once per signal, when cprof first takes it. */
+static void mask_in_place(int sig) {
+  for (int other = 1; other < NSIG && other <= 64; other++) {
+    struct sigaction cur;
+    if (other == sig || real_sigaction()(other, NULL, &cur) != 0 || !on_altstack(other, &cur) ||
+        sigismember(&cur.sa_mask, sig) == 1)
+      continue;
+    sigaddset(&cur.sa_mask, sig);
+    if (real_sigaction()(other, &cur, NULL) == 0)
+      __atomic_or_fetch(&added[other], bit(sig), __ATOMIC_ACQ_REL);
+  }
+}
+
+void cprof__signal_ours(sigset_t *set) {
+  sigemptyset(set);
+  uint64_t b = __atomic_load_n(&ours_bits, __ATOMIC_ACQUIRE);
+  for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+    if (b & bit(sig))
+      sigaddset(set, sig);
+}
+
 int cprof__signal_take(int sig, const struct sigaction *ours, cprof__share_t how) {
   shared_t *s = entry(sig);
   if (!s)
@@ -140,6 +191,8 @@ int cprof__signal_take(int sig, const struct sigaction *ours, cprof__share_t how
     goto out;
   }
   __atomic_store_n(&s->held, 1, __ATOMIC_RELEASE);
+  if (!(__atomic_fetch_or(&ours_bits, bit(sig), __ATOMIC_ACQ_REL) & bit(sig)))
+    mask_in_place(sig);
 out:
   pthread_mutex_unlock(&lock);
   return rc;
@@ -204,6 +257,7 @@ static int yield(shared_t *s, int sig, const struct sigaction *act, struct sigac
     __atomic_store_n(&s->held, 1, __ATOMIC_RELEASE); /* nothing changed */
     return -1;
   }
+  __atomic_and_fetch(&ours_bits, ~bit(sig), __ATOMIC_ACQ_REL);
   if (old)
     *old = prev;
   return 0;
@@ -238,4 +292,41 @@ int cprof__signal_program_action(int sig, const struct sigaction *act, struct si
   }
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+int cprof__signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (sig <= 0 || sig >= NSIG || sig > 64)
+    return cprof__signal_held(sig) ? cprof__signal_program_action(sig, act, old)
+                                   : real_sigaction()(sig, act, old);
+  /* act and old may be the same struct. */
+  struct sigaction next;
+  uint64_t adding = 0;
+  if (act) {
+    next = *act;
+    if (is_handler(&next) && (next.sa_flags & SA_ONSTACK)) {
+      uint64_t b = __atomic_load_n(&ours_bits, __ATOMIC_ACQUIRE) & ~bit(sig);
+      for (int s = 1; s <= 64 && s < NSIG; s++)
+        if ((b & bit(s)) && sigismember(&next.sa_mask, s) != 1) {
+          sigaddset(&next.sa_mask, s);
+          adding |= bit(s);
+        }
+    }
+  }
+  uint64_t had = __atomic_load_n(&added[sig], __ATOMIC_ACQUIRE);
+  int rc = cprof__signal_held(sig) ? cprof__signal_program_action(sig, act ? &next : NULL, old)
+                                   : real_sigaction()(sig, act ? &next : NULL, old);
+  if (rc != 0)
+    return rc;
+  if (old) /* the mask as the program set it */
+    for (int s = 1; s <= 64 && s < NSIG; s++)
+      if (had & bit(s))
+        sigdelset(&old->sa_mask, s);
+  if (act)
+    __atomic_store_n(&added[sig], adding, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void cprof__signal_set_plain(int sig) {
+  if (sig > 0 && sig < NSIG && sig <= 64)
+    __atomic_store_n(&added[sig], 0, __ATOMIC_RELEASE);
 }

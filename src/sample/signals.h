@@ -53,4 +53,16 @@ void cprof__signal_forward_sigsafe(int sig, siginfo_t *info, void *uctx);
 int cprof__signal_held(int sig);
 int cprof__signal_program_action(int sig, const struct sigaction *act, struct sigaction *old);
 
+/* The interposed sigaction, whole: the above for a signal cprof holds, the
+ * real call otherwise; and for a handler the program installs with
+ * SA_ONSTACK, cprof's signals in its sa_mask, which the program does not
+ * read back (signals.c, "Handlers on the program's alternate stack").
+ * set_plain: the program set sig's action without a mask of ours (the
+ * interposed signal(), never SA_ONSTACK). */
+int cprof__signal_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+void cprof__signal_set_plain(int sig);
+
+/* The signals cprof holds now, for a thread that must block them. */
+void cprof__signal_ours(sigset_t *set);
+
 #endif

@@ -103,6 +103,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "sample/altstack.h"
 #include "sample/signals.h"
 #include "symbol/symbolize.h"
 #include "unwind/modules.h"
@@ -230,8 +231,15 @@ static int take_signal(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler_sigsafe;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART; /* never make the program's syscalls fail with EINTR */
+  /* SA_RESTART: never make the program's syscalls fail with EINTR.
+   * SA_ONSTACK: on the thread's alternate signal stack, never on one the
+   * program sized for itself (sample/altstack.c). */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
+  /* No CPU sample inside this handler (it would show this handler's
+   * frames), and one signal frame of ours at a time on that stack: the
+   * SIGPROF handler blocks this signal likewise (cpu.c). */
+  sigaddset(&sa.sa_mask, SIGPROF);
   if (signo && cprof__signal_take(signo, &sa, CPROF_SHARE_YIELD) == 0)
     return 0;
   for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 2; sig--) {
@@ -527,7 +535,8 @@ enum {
   GONE,
   LATE,
   RELOOK,
-  DEFERRED
+  DEFERRED,
+  NO_STACK
 };
 
 /* Walks a thread in the kernel from outside into t. Returns 1 when it
@@ -600,8 +609,13 @@ static int classify(pid_t tid, int can_signal, cprof__thread_stack_t *t, int max
       }
       break;
     default: { /* RUNNING */
+      /* Nor one without an alternate stack for our signal (one cprof did
+       * not see start: sample/altstack.h), which would take it on a stack
+       * the program sized for itself. */
       if (!can_signal)
         return NO_SIGNAL;
+      if (!cprof__altstack_ready(tid))
+        return NO_STACK;
       /* Its signal mask is read from /proc (a page of text) at most once a
        * second for a thread a cache knows: a thread that blocks our signal
        * meanwhile collects at most a second of requests, which the next
@@ -950,6 +964,9 @@ static void collect(int mode, const slot_t *slot, const cprof__thread_stack_t *g
     break;
   case NO_SIGNAL:
     t->status = CPROF_THREAD_NO_SIGNAL;
+    break;
+  case NO_STACK:
+    t->status = CPROF_THREAD_NO_STACK;
     break;
   case UNSENT:
     t->status = CPROF_THREAD_UNSENT;

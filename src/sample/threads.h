@@ -26,6 +26,7 @@ typedef enum cprof__thread_status {
   CPROF_THREAD_UNSENT,    /* runs, and the signal could not be sent to it (err) */
   CPROF_THREAD_DEFERRED,  /* runs, and was asked: its stack comes with a later capture's
                            * answer (a cache that defers, cprof__threads_cache_defer) */
+  CPROF_THREAD_NO_STACK,  /* runs, without an alternate signal stack for cprof's signal */
 } cprof__thread_status_t;
 
 typedef struct cprof__thread_stack {

@@ -60,6 +60,14 @@
  * go in one store of the trace's own, under a lock of its own, in drain
  * order (a thread's in time order, threads interleaved). The end sorts
  * them by thread and time and hands each thread's out among its events.
+ * A sample's time is the drain's estimate (sample/cpu.c, "Time stamps":
+ * its handler reads no clock), off by up to the time between drains; what
+ * places it among its thread's events is exact: the handler reads how many
+ * events the thread had appended (`appended`, a counter in the thread's
+ * initial-exec TLS, which only the thread writes), and each buffer knows
+ * the count at its first event. A sample goes after the events its thread
+ * had appended when it was taken and before the next, its time moved into
+ * that interval if the estimate fell outside.
  *
  * Tasks are numbered from one process-wide counter that is never reset, so
  * ids stay unique across traces.
@@ -92,6 +100,7 @@
 /* A thread's events during one trace. */
 typedef struct buf {
   struct buf *next; /* on `bufs`, under all_lock */
+  uint64_t first;   /* the owner's `appended` when the buffer was made */
   pid_t tid;
   int exited;       /* under all_lock */
   char name[16];    /* at the first event, then at exit; under all_lock */
@@ -149,6 +158,7 @@ static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
  * in `cpu_store` (NULL: no trace takes samples now), under cpu_lock. */
 typedef struct cpu_rec {
   int64_t ts;
+  uint64_t seq; /* the thread's `appended` when sampled; CPROF__TRACE_SEQ_UNKNOWN */
   int32_t tid, depth;
   uintptr_t pcs[];
 } cpu_rec_t;
@@ -337,6 +347,13 @@ static size_t cut(const char *s, size_t max) {
 
 /* ---- The event buffers ---- */
 
+/* Events this thread has appended to a trace's buffer, ever. */
+static __thread uint64_t appended __attribute__((tls_model("initial-exec")));
+
+uint64_t cprof__trace_appended_sigsafe(void) {
+  return __atomic_load_n(&appended, __ATOMIC_RELAXED);
+}
+
 /* A buffer for b's thread in the trace now recording, hung on b; NULL when
  * no trace takes buffers now (no event lost) or there is no memory (one
  * lost). Called with b->appending down: it takes all_lock, which the
@@ -348,6 +365,7 @@ static buf_t *new_buf(block_t *b) {
   buf_t *buf = buf_bytes ? alloc(sizeof *buf + buf_bytes) : NULL;
   if (buf) {
     memset(buf, 0, sizeof *buf);
+    buf->first = __atomic_load_n(&appended, __ATOMIC_RELAXED);
     buf->tid = b->node.tid;
     memcpy(buf->name, name, sizeof name);
     buf->cap = buf_bytes;
@@ -383,14 +401,17 @@ static void append(block_t *b, int kind, int64_t ts, uint64_t id, uint64_t dur, 
     }
     /* Read the clock only for an event that is kept: a full buffer
      * drops events at a third of the cost. */
-    if (!ts)
-      ts = cprof__now_ns(CLOCK_MONOTONIC);
+    if (!ts) /* on the program's thread, which may have no TSC (core/clock.h) */
+      ts = cprof__now_ns_program(CLOCK_MONOTONIC);
     unsigned char *p = (unsigned char *)buf->data + buf->used;
     hdr_t h = {ts, id, dur, (uint16_t)kind, (uint16_t)n1, (uint16_t)n2, 0};
     memcpy(p, &h, sizeof h);
     memcpy(p + sizeof h, s1, n1);
     memcpy(p + sizeof h + n1, s2, n2);
     buf->used += need;
+    /* After the record: a sample that sees the count sees the event. A
+     * relaxed store, as the handler's load: they are on this thread. */
+    __atomic_store_n(&appended, appended + 1, __ATOMIC_RELAXED);
     break;
   }
   __atomic_store_n(&b->appending, 0, __ATOMIC_RELEASE);
@@ -435,6 +456,11 @@ int cprof__trace_begin(size_t bytes_per_thread) {
 }
 
 void cprof__trace_cpu_sample(pid_t tid, int64_t ts, const uintptr_t *pcs, int depth) {
+  cprof__trace_cpu_sample_seq(tid, ts, CPROF__TRACE_SEQ_UNKNOWN, pcs, depth);
+}
+
+void cprof__trace_cpu_sample_seq(pid_t tid, int64_t ts, uint64_t seq, const uintptr_t *pcs,
+                                 int depth) {
   if (!(listeners() & CPROF__LISTEN_TRACE) || depth <= 0)
     return;
   int keep = depth < CPROF__TRACE_CPU_FRAMES ? depth : CPROF__TRACE_CPU_FRAMES;
@@ -447,6 +473,7 @@ void cprof__trace_cpu_sample(pid_t tid, int64_t ts, const uintptr_t *pcs, int de
   } else {
     cpu_rec_t *r = (cpu_rec_t *)(void *)(cpu_store + cpu_used);
     r->ts = ts;
+    r->seq = seq;
     r->tid = tid;
     r->depth = keep;
     memcpy(r->pcs, pcs, (size_t)keep * sizeof(uintptr_t));
@@ -488,6 +515,9 @@ static int by_thread_and_time(const void *a, const void *b) {
   const cpu_rec_t *x = *(cpu_rec_t *const *)a, *y = *(cpu_rec_t *const *)b;
   if (x->tid != y->tid)
     return x->tid < y->tid ? -1 : 1;
+  /* The thread's count first, where both have one: it is exact. */
+  if (x->seq != y->seq && x->seq != CPROF__TRACE_SEQ_UNKNOWN && y->seq != CPROF__TRACE_SEQ_UNKNOWN)
+    return x->seq < y->seq ? -1 : 1;
   return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
@@ -533,16 +563,27 @@ static samples_t samples_of(cpu_rec_t **idx, size_t n, pid_t tid) {
   return (samples_t){idx + lo, idx + end};
 }
 
-/* Hands out s's samples up to (not after) time until, marking each handed
- * (its depth set to 0: a stored one has at least 1). */
-static void give_samples(samples_t *s, int64_t until, cprof__trace_rec_t *r,
-                         void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx) {
-  for (; s->at < s->end && (*s->at)->ts <= until; s->at++) {
+/* Whether sample c comes before the event appended when its thread's count
+ * was `seq`, at time `until`: by the count when the sample has one, else by
+ * time. */
+static int before(const cpu_rec_t *c, uint64_t seq, int64_t until) {
+  return c->seq != CPROF__TRACE_SEQ_UNKNOWN ? c->seq <= seq : c->ts <= until;
+}
+
+/* Hands out s's samples that came before the event at `until` whose count
+ * was `seq` (see before), with their times within [since, until], marking
+ * each handed (its depth set to 0: a stored one has at least 1). */
+static void give_samples(samples_t *s, uint64_t seq, int64_t since, int64_t until,
+                         cprof__trace_rec_t *r, void (*fn)(const cprof__trace_rec_t *r, void *ctx),
+                         void *ctx) {
+  for (; s->at < s->end && before(*s->at, seq, until); s->at++) {
     cpu_rec_t *c = *s->at;
     if (!c->depth)
       continue; /* handed out with an earlier thread of the same tid */
     cprof__trace_rec_t e = *r;
     e.ts = c->ts;
+    if (c->seq != CPROF__TRACE_SEQ_UNKNOWN) /* the count placed it: its time follows */
+      e.ts = e.ts > until ? until : e.ts < since ? since : e.ts;
     e.kind = CPROF__TRACE_CPU_SAMPLE;
     e.id = e.dur = 0;
     e.s1 = e.s2 = "";
@@ -560,7 +601,9 @@ static void each_record(const buf_t *buf, samples_t *cpu,
   char s1[CPROF_MAX_TRACE_NAME + 1], s2[CPROF_MAX_TRACE_MESSAGE + 1];
   const unsigned char *data = (const unsigned char *)buf->data;
   cprof__trace_rec_t r = {.tid = buf->tid, .thread = buf->name, .thread_dropped = buf->dropped};
-  for (size_t off = 0; off < buf->used;) {
+  uint64_t seq = buf->first;
+  int64_t since = INT64_MIN;
+  for (size_t off = 0; off < buf->used; seq++) {
     hdr_t h;
     memcpy(&h, data + off, sizeof h);
     size_t n1 = h.n1 < sizeof s1 ? h.n1 : sizeof s1 - 1;
@@ -571,7 +614,9 @@ static void each_record(const buf_t *buf, samples_t *cpu,
     s2[n2] = '\0';
     /* A lock wait is recorded at its end with its start: the samples up
      * to its start come first. */
-    give_samples(cpu, h.ts, &r, fn, ctx);
+    give_samples(cpu, seq, since, h.ts, &r, fn, ctx);
+    if (h.ts > since)
+      since = h.ts;
     cprof__trace_rec_t e = r;
     e.ts = h.ts;
     e.kind = h.kind;
@@ -582,7 +627,7 @@ static void each_record(const buf_t *buf, samples_t *cpu,
     fn(&e, ctx);
     off += CPROF__TRACE_REC_BYTES(h.n1, h.n2);
   }
-  give_samples(cpu, INT64_MAX, &r, fn, ctx);
+  give_samples(cpu, UINT64_MAX - 1, since, INT64_MAX, &r, fn, ctx);
 }
 
 void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *ctx,
@@ -642,7 +687,7 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
     char name[16] = "";
     read_comm(tid, name);
     cprof__trace_rec_t r = {.tid = tid, .thread = name};
-    give_samples(&cpu, INT64_MAX, &r, fn, ctx);
+    give_samples(&cpu, UINT64_MAX - 1, INT64_MIN, INT64_MAX, &r, fn, ctx);
   }
   free(idx);
   release_memory(store);

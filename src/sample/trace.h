@@ -100,6 +100,16 @@ int cprof__trace_begin(size_t bytes_per_thread);
  * handlers. */
 #define CPROF__TRACE_CPU_FRAMES 64
 void cprof__trace_cpu_sample(pid_t tid, int64_t ts, const uintptr_t *pcs, int depth);
+/* The same, with where among its thread's events the sample was taken:
+ * seq is what cprof__trace_appended_sigsafe() read on the thread then
+ * (CPROF__TRACE_SEQ_UNKNOWN: placed by ts alone). */
+#define CPROF__TRACE_SEQ_UNKNOWN UINT64_MAX
+void cprof__trace_cpu_sample_seq(pid_t tid, int64_t ts, uint64_t seq, const uintptr_t *pcs,
+                                 int depth);
+/* How many events the calling thread has appended to traces' buffers, in
+ * all: for a CPU sample's handler, which reads no clock (sample/cpu.c).
+ * One load from initial-exec TLS. */
+uint64_t cprof__trace_appended_sigsafe(void);
 
 /* Stops recording and hands out what was recorded: fn(rec, ctx) for every
  * event of every thread that recorded one or was sampled, exited threads

@@ -39,6 +39,17 @@
  *   without us), and at exit, from an atexit handler: those run before any
  *   library's destructors, and libcurl's and GnuTLS's must not tear down
  *   their state under a fetch. Until then it sleeps.
+ * - Ending it is bounded (STOP_MS; at exit, also the bound all of cprof's
+ *   exit handlers share, core/exit_bound.h). libdebuginfod sees a
+ *   cancellation at its next progress call, up to a second later, and then
+ *   cleans up its libcurl handles, which waits for a name lookup in flight
+ *   (libcurl's threaded resolver joins its thread), and a name server that
+ *   does not answer holds that for ten seconds and more; libdebuginfod
+ *   gives us no way to ask libcurl not to wait. So a thread that has not
+ *   ended in time is left behind, detached: it records nothing when it
+ *   comes back, and at exit its next progress call never returns into
+ *   libdebuginfod, whose libraries' destructors run next. A later fetch
+ *   gets a thread of its own.
  *
  * Everything is under one lock of its own, never held across a fetch. */
 #include "symbol/debuginfod.h"
@@ -53,6 +64,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "core/exit_bound.h"
 #include "core/fds.h"
 #include "sample/heap.h"
 
@@ -65,6 +78,9 @@
 #define RETRY_S 600
 /* Build IDs are at most 64 bytes to libdebuginfod (MAX_BUILD_ID_BYTES). */
 #define MAX_ID_HEX 128
+/* How long a stop waits for the thread to end before it leaves it behind:
+ * libdebuginfod's progress calls come about a second apart. */
+#define STOP_MS 1200
 /* Modules asked for; more are not fetched. */
 #define MAX_ENTRIES 4096
 
@@ -104,6 +120,8 @@ static struct {
   int exiting;  /* exit has begun: no thread starts again */
   int broken;   /* a negative errno that ends all fetching: no library, no table */
   int kick;     /* fetches wait and no thread runs */
+  int ended;    /* the running thread is about to return */
+  unsigned epoch; /* moved when a thread is left behind: it is no longer the thread */
   int atexit_set;
   unsigned generation;
 } f = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -275,14 +293,28 @@ void cprof__debuginfod_advice(const char *build_id, char *buf, size_t len) {
 /* ---- the fetching thread --------------------------------------------------- */
 
 /* The running fetch's deadline (CLOCK_MONOTONIC seconds, 0: none), and
- * whether the progress callback ended it there. Only the thread uses them. */
-static time_t deadline;
-static int timed_out;
+ * whether the progress callback ended it there; and the epoch the thread
+ * began in. Each thread's own: one left behind may still run beside the
+ * next. */
+static __thread time_t deadline;
+static __thread int timed_out;
+static __thread unsigned my_epoch;
+
+/* Whether this thread was left behind. */
+static int left_behind(void) { return __atomic_load_n(&f.epoch, __ATOMIC_ACQUIRE) != my_epoch; }
 
 /* libdebuginfod calls this at least once a second while it fetches: a
  * nonzero return ends the fetch. */
 static int progress(debuginfod_client *c, long a, long b) {
   (void)c, (void)a, (void)b;
+  if (left_behind()) {
+    /* At exit, the libraries' destructors run now: stay out of them until
+     * the process ends (every signal is blocked here). */
+    if (__atomic_load_n(&f.exiting, __ATOMIC_ACQUIRE))
+      for (;;)
+        pause();
+    return 1;
+  }
   if (__atomic_load_n(&f.stop, __ATOMIC_RELAXED))
     return 1;
   if (deadline && now_s() >= deadline) {
@@ -349,7 +381,7 @@ static int fetch(debuginfod_client *c, const char *id, long limit, char **path) 
   }
   free(*path);
   *path = NULL;
-  int cancelled = __atomic_load_n(&f.stop, __ATOMIC_RELAXED);
+  int cancelled = __atomic_load_n(&f.stop, __ATOMIC_RELAXED) || left_behind();
   if (timed_out || cancelled) {
     forget_miss(id, began);
     return cancelled ? -ECANCELED : -ETIME;
@@ -394,6 +426,7 @@ static void *fetcher(void *unused) {
    * of our own, nothing is fetched. */
   int table = cprof__fds_unshare();
   pthread_mutex_lock(&f.lock);
+  my_epoch = f.epoch;
   f.started = 1;
   pthread_cond_broadcast(&f.cond);
   if (table != 0)
@@ -419,11 +452,19 @@ static void *fetcher(void *unused) {
       rc = fetch(c, id, limit, &path);
 
     pthread_mutex_lock(&f.lock);
+    if (left_behind()) { /* its entry went back to waiting, for the next thread */
+      free(path);
+      break;
+    }
     /* Entries do not move while we fetch, but the array may have grown. */
     i = (int)(find_locked(id) - f.v);
     record_locked(i, rc, path, limit);
     if (lasting(rc))
       break_locked(rc);
+  }
+  if (!left_behind()) {
+    f.ended = 1;
+    pthread_cond_broadcast(&f.cond);
   }
   pthread_mutex_unlock(&f.lock);
   if (c)
@@ -436,7 +477,7 @@ static void stop_at_exit(void);
 /* Starts the thread and waits until it has a table of its own: until then
  * it shares its creator's, and fds.c needs the creator alive meanwhile. */
 static void start_locked(void) {
-  f.stop = f.started = 0;
+  f.stop = f.started = f.ended = 0;
   /* Created as cprof's own: every signal blocked, nothing sampled. */
   cprof__heap_guard_enter();
   int err = pthread_create(&f.thread, NULL, fetcher, NULL);
@@ -475,9 +516,27 @@ void cprof__debuginfod_stop(void) {
   __atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
   f.stopping = 1;
   pthread_cond_broadcast(&f.cond);
-  pthread_mutex_unlock(&f.lock);
-  pthread_join(f.thread, NULL);
-  pthread_mutex_lock(&f.lock);
+  /* Bounded: see "Ending it is bounded" above. */
+  int64_t give_up = cprof__now_ms(CLOCK_MONOTONIC) + STOP_MS;
+  if (f.exiting) {
+    int64_t exit_ms = cprof__exit_deadline_ms();
+    if (exit_ms < give_up)
+      give_up = exit_ms;
+  }
+  struct timespec until = {give_up / 1000, give_up % 1000 * 1000000};
+  while (!f.ended && pthread_cond_clockwait(&f.cond, &f.lock, CLOCK_MONOTONIC, &until) == 0)
+    ;
+  if (f.ended) {
+    pthread_mutex_unlock(&f.lock);
+    pthread_join(f.thread, NULL);
+    pthread_mutex_lock(&f.lock);
+  } else {
+    __atomic_add_fetch(&f.epoch, 1, __ATOMIC_RELEASE);
+    pthread_detach(f.thread);
+    for (int i = 0; i < f.n; i++)
+      if (f.v[i].state == FETCHING)
+        f.v[i].state = WAITING;
+  }
   f.running = f.stopping = 0;
   __atomic_store_n(&f.stop, 0, __ATOMIC_RELAXED);
   if (next_waiting_locked() >= 0)
@@ -490,7 +549,7 @@ void cprof__debuginfod_stop(void) {
  * good: a profile written at exit does not start the thread again. */
 static void stop_at_exit(void) {
   pthread_mutex_lock(&f.lock);
-  f.exiting = 1;
+  __atomic_store_n(&f.exiting, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&f.lock);
   cprof__debuginfod_stop();
 }

@@ -5,6 +5,15 @@
 #include <sys/resource.h>
 
 __thread cprof__stack_bounds_t cprof__stack_bounds __attribute__((tls_model("initial-exec")));
+static __thread cprof__stack_bounds_t signal_stack __attribute__((tls_model("initial-exec")));
+
+void cprof__stack_bounds_signal_stack(uintptr_t lo, uintptr_t hi) {
+  signal_stack.hi = 0;
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  signal_stack.lo = lo;
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  signal_stack.hi = hi;
+}
 
 /* ---- the main thread's stack ----
  *
@@ -60,6 +69,15 @@ static void publish(uintptr_t lo, uintptr_t hi) {
 
 static int known(const cprof__stack_bounds_t *b) { return b->hi == 1 || (b->hi && b->lo != b->hi); }
 
+int cprof__stack_beyond_signal_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+  const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
+  if (!(sp >= signal_stack.lo && sp < signal_stack.hi) || mine->hi <= 1 || mine->lo == mine->hi)
+    return 0;
+  *lo = mine->lo;
+  *hi = mine->hi;
+  return 1;
+}
+
 void cprof__stack_bounds_learn(void) {
   if (known(&cprof__stack_bounds))
     return;
@@ -86,6 +104,8 @@ uintptr_t cprof__stack_hi(void) {
   const cprof__stack_bounds_t *mine = &cprof__stack_bounds;
   if (mine->hi > 1 && sp >= mine->lo && sp < mine->hi)
     return mine->hi;
+  if (sp >= signal_stack.lo && sp < signal_stack.hi)
+    return signal_stack.hi;
   if (on_main_stack(sp)) {
     if (!known(mine))
       publish(main_lo, main_hi);

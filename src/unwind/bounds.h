@@ -34,6 +34,16 @@ typedef struct cprof__stack_bounds {
 extern __thread cprof__stack_bounds_t cprof__stack_bounds
     __attribute__((tls_model("initial-exec")));
 
+/* The calling thread's alternate signal stack of cprof's ([lo, hi); 0, 0:
+ * none), set by sample/altstack.c: code that runs there (a handler of the
+ * program's, which cprof's called or the kernel put there) walks up to its
+ * top, then over the signal frame to the thread's own stack. */
+void cprof__stack_bounds_signal_stack(uintptr_t lo, uintptr_t hi);
+/* For a walk from `sp` on cprof's alternate stack, which goes on through a
+ * signal frame to the thread's own stack: that stack's bounds, when known
+ * (returns 1). Returns 0 when sp is elsewhere, or the bounds are unknown. */
+int cprof__stack_beyond_signal_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+
 /* Learns the calling thread's stack bounds, once per thread, for the
  * signal handlers' walks. The main thread's come from __libc_stack_end and
  * RLIMIT_STACK (one getrlimit per process, no allocation); another

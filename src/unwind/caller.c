@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
@@ -32,9 +34,16 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
                                                                  uintptr_t ret, uintptr_t hi) {
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   int started = 0;
+  /* From cprof's alternate stack (a handler of the program's runs there),
+   * the chain goes on through the signal frame, whose %rbp is the
+   * interrupted code's, to the thread's own stack. */
+  uintptr_t own_lo = 0, own_hi = 0;
+  cprof__stack_beyond_signal_stack(fp, &own_lo, &own_hi);
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
   while (cprof__frames_room(&f)) {
+    if (own_hi && fp >= own_lo && fp + 16 <= own_hi)
+      hi = own_hi, own_hi = 0;
     if ((fp & 7) != 0 || fp + 16 > hi)
       return cprof__frames_end(&f, 1);
     const uintptr_t *frame = (const uintptr_t *)fp;
@@ -67,7 +76,9 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_from_context(uintp
   greg_t *g = uc.uc_mcontext.gregs;
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                    : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
-  if (sigaltstack(NULL, &uc.uc_stack) != 0)
+  /* The kernel's settings, not the program's view of them: sigaltstack
+   * is interposed (sample/altstack.c), and cprof's stack reads as none. */
+  if (syscall(SYS_sigaltstack, NULL, &uc.uc_stack) != 0)
     uc.uc_stack.ss_flags = SS_DISABLE;
   uintptr_t sp = (uintptr_t)g[REG_RSP];
   cprof__map_entry_t here = {.start = sp, .end = hi > sp ? hi : sp, .perms = "rw-p", .path = ""};

@@ -113,7 +113,15 @@ static int walk_with_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const 
    * keeps its exact pc and says the stack was cut, rather than overflow a
    * small stack (a PTHREAD_STACK_MIN thread, a coroutine's). */
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-  if (room_below_sigsafe(here, &uc->uc_stack, stacks) < CPROF_UNWIND_STACK_USE) {
+  /* And where the thread was on its alternate stack already, in a handler
+   * that runs there (one the program installed past our sigaction, which
+   * could not add our signals to its mask: interpose/sigaction.c), the
+   * kernel has put its frame below that handler's: the walk would take
+   * more of what the program left there for its own handler. */
+  const stack_t *alt = &uc->uc_stack;
+  int nested = (alt->ss_flags & SS_ONSTACK) && !(alt->ss_flags & SS_DISABLE) &&
+               here - (uintptr_t)alt->ss_sp < alt->ss_size;
+  if (nested || room_below_sigsafe(here, alt, stacks) < CPROF_UNWIND_STACK_USE) {
     pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     if (max < 2)
       return 1;

@@ -48,7 +48,9 @@
 #define CPROF_PC_NO_TIMER_KIND 0x7
 #define CPROF_PC_UNREADABLE_KIND 0xd
 #define CPROF_PC_UNSAMPLED_BLOCKED CPROF_PC_MARK(CPROF_PC_BLOCKED_KIND, 0)
-enum { CPROF_CALL_TIMER_CREATE = 1, CPROF_CALL_TIMER_SETTIME = 2 };
+/* CPROF_CALL_SIGNAL_STACK: no call failed; the thread has no alternate
+ * signal stack for cprof's signals (sample/altstack.h). */
+enum { CPROF_CALL_TIMER_CREATE = 1, CPROF_CALL_TIMER_SETTIME = 2, CPROF_CALL_SIGNAL_STACK = 3 };
 #define CPROF_PC_UNSAMPLED_NO_TIMER(call, err)                                                     \
   CPROF_PC_MARK(CPROF_PC_NO_TIMER_KIND, ((uint32_t)(call) << 16) | (uint16_t)(err))
 #define CPROF_PC_UNREADABLE(err) CPROF_PC_MARK(CPROF_PC_UNREADABLE_KIND, (uint16_t)(err))

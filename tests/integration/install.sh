@@ -15,7 +15,10 @@ check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md):
 # the malloc family, pthread_create, the signal and lock calls, capset
 # and prctl (src/interpose/creds.c: cprof's threads follow the program's
-# credentials), the signal-mask calls (src/interpose/sigmask.c: no SIGPROF
+# credentials), unshare and setns (src/interpose/namespaces.c: made again
+# with cprof's threads stopped when the kernel refuses them for those),
+# syscall (src/interpose/raw_syscall.c: the same calls made raw), the
+# signal-mask calls (src/interpose/sigmask.c: no SIGPROF
 # tick for a thread that blocks it) and dlclose (src/unwind/unload.c: no
 # walk reads a module being unloaded).
 check "nm lists the shared library's exports" \
@@ -23,7 +26,7 @@ check "nm lists the shared library's exports" \
 check "the exports include cprof_start and malloc (the list is real)" \
   bash -c "grep -qx cprof_start '$T/exports' && grep -qx malloc '$T/exports'"
 check "the shared library exports only cprof_ names and its interposers" bash -c \
-  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|capset$|prctl$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' '$T/exports'"
+  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|sigaltstack$|capset$|prctl$|syscall$|unshare$|setns$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sallocx)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' '$T/exports'"
 
 cat >"$T/app.c" <<'C'
 #include <cprof.h>

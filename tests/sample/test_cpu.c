@@ -144,7 +144,13 @@ int main(void) {
     long truth_end_ms = ms_between(&c0, &c1);
     fprintf(stderr, "twice-armed main thread: %ld periods, its CPU %ld ms\n", t.on_burner, truth_ms);
     CHECK(t.on_burner <= truth_end_ms * 5 / 4 + 10); /* not twice */
+#ifndef __SANITIZE_THREAD__
+    /* ThreadSanitizer defers a signal that arrives inside its runtime and
+     * keeps one per signal number, so ticks that come while one waits are
+     * lost to the kernel's overrun count too: 71-80 % of the periods
+     * arrive there, before and after the drain's time marks. */
     CHECK(t.on_burner >= truth_ms * 3 / 4);
+#endif
   }
 
   /* A program's own SIGPROF handler: refused, and left in place. */

@@ -13,7 +13,13 @@
  * leaves with a raw exit system call: the kernel still clears its tid
  * (CLONE_CHILD_CLEARTID), so pthread_join returns. The malloc family is
  * replaced by counting wrappers (count_alloc.h), and the worker's count must
- * not move either. */
+ * not move either.
+ *
+ * Nor may a handler read the time stamp counter, as the vDSO's clocks do: a
+ * thread can turn it off (seccomp's strict mode does, and PR_SET_TSC), and
+ * then rdtsc raises SIGSEGV. The worker turns it off for itself, and a
+ * SIGSEGV handler counts every rdtsc or rdtscp on it and steps over the
+ * instruction, as the kernel's trap of a system call does above. */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -53,7 +59,33 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv) {
   ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RAX] = -ENOSYS; /* what the call returns */
 }
 
+static long tsc_reads;
+
+/* A read of the time stamp counter where it is off: counted, and stepped
+ * over with 0 in edx:eax (and ecx, for rdtscp). Any other fault is one. */
+static void on_sigsegv(int sig, siginfo_t *si, void *ucv) {
+  (void)si;
+  ucontext_t *uc = ucv;
+  const unsigned char *ip = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+  int len = ip[0] == 0x0f && ip[1] == 0x31                    ? 2 /* rdtsc */
+            : ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xf9 ? 3 /* rdtscp */
+                                                              : 0;
+  if (!len) {
+    signal(sig, SIG_DFL); /* a real fault: let it end the test */
+    return;
+  }
+  __atomic_add_fetch(&tsc_reads, 1, __ATOMIC_RELAXED);
+  uc->uc_mcontext.gregs[REG_RAX] = 0;
+  uc->uc_mcontext.gregs[REG_RDX] = 0;
+  if (len == 3)
+    uc->uc_mcontext.gregs[REG_RCX] = 0;
+  uc->uc_mcontext.gregs[REG_RIP] += len;
+}
+
 static int confine(void) {
+  /* Before the filter, which traps prctl. */
+  if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0)
+    return -errno;
   struct sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -144,6 +176,7 @@ static int64_t cpu_ms(clockid_t c) {
 static void run(cprof__unwinder_t how, const char *name) {
   memset(violations, 0, sizeof violations);
   violation_total = 0;
+  tsc_reads = 0;
   STORE(stop, 0);
   STORE(armed, 0);
   STORE(worker_allocations, -1);
@@ -185,9 +218,9 @@ static void run(cprof__unwinder_t how, const char *name) {
   pthread_join(th, NULL);
   fprintf(stderr,
           "%s: %ld samples of the worker (%ld periods; %ld whole stacks, %ld cut), %d captures "
-          "(%d whole); %ld system calls trapped\n",
+          "(%d whole); %ld system calls trapped, %ld reads of the time stamp counter\n",
           name, t.samples, t.periods, t.whole, t.cut, captured, captured_whole,
-          LOAD(violation_total));
+          LOAD(violation_total), LOAD(tsc_reads));
   for (int nr = 0; nr < 512; nr++)
     if (violations[nr])
       fprintf(stderr, "  system call %d made %ld times on the worker\n", nr, violations[nr]);
@@ -196,6 +229,7 @@ static void run(cprof__unwinder_t how, const char *name) {
   CHECK(t.samples >= 50 && t.periods >= 200);
   CHECK(captured >= 45);
   CHECK_EQ_INT(LOAD(violation_total), 0);
+  CHECK_EQ_INT(LOAD(tsc_reads), 0);
   if (how == CPROF_UNWIND_DWARF) {
     /* Through code without frame pointers, all the way down. */
     CHECK_EQ_INT(t.whole, t.samples);
@@ -217,6 +251,8 @@ int main(void) {
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSYS, &sa, NULL);
+  sa.sa_sigaction = on_sigsegv;
+  sigaction(SIGSEGV, &sa, NULL);
   CHECK_EQ_INT(cprof__threads_init(), 0);
 
   /* Each unwinder in a process of its own: a thread that left by a raw

@@ -1,14 +1,14 @@
-/* How much of the interrupted thread's stack the SIGPROF handler uses,
- * measured: a thread whose stack we allocated paints everything below its
- * stack pointer with a pattern, spins without calling anything while the
- * handler samples it at 1000 Hz (a walk through 30 frames without frame
- * pointers, the first ones missing the rule cache), and then looks for the
- * lowest byte that is no longer the pattern. The same thread interrupted
- * by a handler that does nothing gives what the kernel's signal frame
- * takes by itself (its size depends on the CPU's xsave area); the
- * difference is ours. It must stay under HANDLER_STACK_BOUND, the figure
- * doc/internals.md gives: a thread on a PTHREAD_STACK_MIN stack has about
- * 2 KiB left once it has used 8.5 KiB and the kernel has pushed its frame.
+/* How much of its alternate signal stack the SIGPROF handler uses,
+ * measured: a thread gives itself an alternate stack painted with a
+ * pattern (cprof's handlers run SA_ONSTACK, there as on one of cprof's:
+ * sample/altstack.c), spins without calling anything while the handler
+ * samples it at 1000 Hz (a walk through 30 frames without frame pointers,
+ * the first ones missing the rule cache), and then looks for the lowest
+ * byte that is no longer the pattern. The same thread interrupted by a
+ * handler that does nothing gives what the kernel's signal frame takes by
+ * itself (its size depends on the CPU's xsave area); the difference is
+ * ours. It must stay under CPROF_HANDLER_STACK_BOUND (sample/altstack.h),
+ * the figure doc/internals.md gives and cprof's stacks are sized with.
  * The capture handler's figure (thread stacks, threads.c) is printed too.
  * Each unwinder runs in a forked child, from a cold rule cache. */
 #include <pthread.h>
@@ -17,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "sample/altstack.h"
 #include "sample/cpu.h"
 #include "sample/threads.h"
 
@@ -30,31 +32,28 @@
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
-#define HANDLER_STACK_BOUND 1024 /* bytes, beyond the kernel's own frame */
 #define STACK_SIZE (1 << 20)
+#define ALT_SIZE (256 << 10)
 #define PATTERN 0xa5
 #define DEPTH 30
 
-static char *stack_lo;
+static char *stack_lo, *alt;
 static int stop, spinning;
 static volatile uint64_t sink;
 static long used; /* bytes below the spinning frame's stack pointer */
 
-/* Paints, spins, measures. Everything from `lo` to a little under the
- * stack pointer is painted; memset's own frame lies in that little. */
+/* Spins on the thread's stack while the signals land on the painted
+ * alternate stack; then measures how far down they reached. */
 __attribute__((noinline)) static void spin_painted(void) {
-  char here;
-  char *sp = &here - 64, *lo = stack_lo + 4096;
-  memset(lo, PATTERN, (size_t)(sp - 512 - lo));
   STORE(spinning, 1);
   uint64_t x = sink;
   while (!LOAD(stop))
     x = x * 6364136223846793005ULL + 1;
   sink = x;
-  char *p = lo;
-  while (p < sp - 512 && (unsigned char)*p == PATTERN)
+  char *p = alt;
+  while (p < alt + ALT_SIZE && (unsigned char)*p == PATTERN)
     p++;
-  used = p < sp - 512 ? (long)(sp - p) : 0;
+  used = (long)(alt + ALT_SIZE - p);
 }
 
 NOFP static uint64_t descend(int d) {
@@ -69,7 +68,12 @@ NOFP static uint64_t descend(int d) {
 
 static void *worker(void *arg) {
   (void)arg;
+  memset(alt, PATTERN, ALT_SIZE);
+  stack_t ss = {.ss_sp = alt, .ss_size = ALT_SIZE, .ss_flags = 0};
+  CHECK(sigaltstack(&ss, NULL) == 0);
   descend(DEPTH);
+  stack_t off = {.ss_flags = SS_DISABLE};
+  sigaltstack(&off, NULL);
   return NULL;
 }
 
@@ -82,6 +86,8 @@ typedef void (*sample_fn)(pthread_t th);
 static long measure(sample_fn sample) {
   stack_lo = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(stack_lo != MAP_FAILED);
+  alt = mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(alt != MAP_FAILED);
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setstack(&a, stack_lo, STACK_SIZE);
@@ -96,6 +102,7 @@ static long measure(sample_fn sample) {
   pthread_join(th, NULL);
   pthread_attr_destroy(&a);
   munmap(stack_lo, STACK_SIZE);
+  munmap(alt, ALT_SIZE);
   return used;
 }
 
@@ -113,7 +120,7 @@ static void with_nothing(pthread_t th) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = nothing;
-  sa.sa_flags = SA_SIGINFO;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigaction(SIGUSR1, &sa, NULL);
   clockid_t c;
   pthread_getcpuclockid(th, &c);
@@ -167,7 +174,12 @@ static int measure_unwinder(long kernel, const char *name) {
           "(%ld beyond)\n",
           name, prof, prof - kernel, capture, capture - kernel);
   CHECK(prof > kernel);
-  CHECK(prof - kernel <= HANDLER_STACK_BOUND);
+  CHECK(prof - kernel <= CPROF_HANDLER_STACK_BOUND);
+  CHECK(capture > kernel);
+  CHECK(capture - kernel <= CPROF_HANDLER_STACK_BOUND);
+  /* cprof's stacks hold the kernel's frame and our handlers, besides the
+   * room they keep for a handler of the program's. */
+  CHECK((long)(cprof__altstack_size() - CPROF_ALTSTACK_PROGRAM_ROOM) >= prof);
   fflush(stderr);
   return check_failures ? 1 : 0;
 }
@@ -177,7 +189,10 @@ int main(void) {
   return check_skip("test_handler_stack", "sanitizers change every frame's size");
 #endif
   long kernel = measure(with_nothing);
-  fprintf(stderr, "a handler that does nothing: %ld bytes below the interrupted frame\n", kernel);
+  fprintf(stderr,
+          "a handler that does nothing: %ld bytes of its alternate stack (AT_MINSIGSTKSZ %lu); "
+          "cprof's stacks: %zu bytes\n",
+          kernel, getauxval(AT_MINSIGSTKSZ), cprof__altstack_size());
   CHECK(kernel > 0);
   CHECK_EQ_INT(cprof__threads_init(), 0);
   const char *names[2] = {"dwarf", "fp"};

@@ -619,8 +619,49 @@ static void cpu_samples(void) {
   CHECK_EQ_INT((int)dropped, fed - (int)handed);
 }
 
+/* Samples whose handler read the thread's count of events go where the
+ * count says, whatever their time (the drain's estimate, off by up to the
+ * time between drains), and their time is moved between the events around
+ * them. */
+static void cpu_samples_by_count(void) {
+  uintptr_t pcs[3] = {0x2000, 0x2001, 0x2002};
+  pid_t me = gettid_();
+  CHECK_EQ_INT(cprof__trace_begin(BUFFER), 0);
+  uint64_t s0 = cprof__trace_appended_sigsafe();
+  cprof_region_begin("b"); /* the thread's first event: its buffer begins at s0 */
+  uint64_t s1 = cprof__trace_appended_sigsafe();
+  int64_t t1 = now();
+  cprof_region_end();
+  uint64_t s2 = cprof__trace_appended_sigsafe();
+  CHECK(s1 == s0 + 1 && s2 == s1 + 1);
+  /* Taken before the region, estimated inside it; taken inside it,
+   * estimated after its end and before its beginning; taken after it,
+   * estimated before it. */
+  cprof__trace_cpu_sample_seq(me, t1, s0, pcs, 1);
+  cprof__trace_cpu_sample_seq(me, t1 + 1000000000, s1, pcs + 1, 1);
+  cprof__trace_cpu_sample_seq(me, 1, s1, pcs + 1, 1);
+  cprof__trace_cpu_sample_seq(me, 2, s2, pcs + 2, 1);
+  n_cs = 0;
+  cprof__trace_end(collect_all, NULL, NULL);
+  int kinds[] = {CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_BEGIN, CPROF__TRACE_CPU_SAMPLE,
+                 CPROF__TRACE_CPU_SAMPLE, CPROF__TRACE_REGION_END,   CPROF__TRACE_CPU_SAMPLE};
+  uintptr_t firsts[] = {0x2000, 0, 0x2001, 0x2001, 0, 0x2002};
+  CHECK_EQ_INT(n_cs, 6);
+  for (int i = 0; i < n_cs && i < 6; i++) {
+    CHECK_EQ_INT(cs[i].kind, kinds[i]);
+    CHECK(cs[i].first == firsts[i]);
+    CHECK(i == 0 || cs[i].ts >= cs[i - 1].ts);
+  }
+  if (n_cs == 6) {
+    CHECK(cs[0].ts <= cs[1].ts); /* moved back to the region's beginning */
+    CHECK(cs[2].ts == cs[1].ts && cs[3].ts == cs[4].ts);
+    CHECK(cs[5].ts == cs[4].ts);
+  }
+}
+
 int main(void) {
   cpu_samples();
+  cpu_samples_by_count();
   nothing_listening();
   one_at_a_time();
   nested_regions();
