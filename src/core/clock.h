@@ -15,6 +15,20 @@ static inline int64_t cprof__now_ns(clockid_t clock) {
 
 static inline int64_t cprof__now_ms(clockid_t clock) { return cprof__now_ns(clock) / 1000000; }
 
+/* The absolute time ms from now on a clock, as pthread_cond_timedwait
+ * takes it. */
+static inline struct timespec cprof__deadline_ms(clockid_t clock, long ms) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
 /* Initializes c so that its timed waits run on CLOCK_MONOTONIC: a change
  * of the wall clock neither stretches nor cuts them. (Deadlines for it come
  * from cprof__now_ns(CLOCK_MONOTONIC).) */

@@ -584,14 +584,7 @@ static void cannot_accept(int first) {
   long ms = refusal.retry_ms ? refusal.retry_ms : ACCEPT_RETRY_FIRST_MS;
   refusal.retry_ms = ms * 2 < ACCEPT_RETRY_MAX_MS ? ms * 2 : ACCEPT_RETRY_MAX_MS;
   if (first) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = cprof__deadline_ms(CLOCK_MONOTONIC, ms);
     while (!__atomic_load_n(&keeper.stop, __ATOMIC_RELAXED) &&
            pthread_cond_timedwait(&refusal.cond, &refusal.lock, &ts) == 0) {
     }
@@ -800,14 +793,7 @@ static void symbolizer_used(void) {
 }
 
 static void wait_ms(long ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = cprof__deadline_ms(CLOCK_MONOTONIC, ms);
   pthread_cond_timedwait(&keeper.cond, &keeper.lock, &ts);
 }
 

@@ -717,17 +717,13 @@ static void drop_timer(slot_t *slot) {
     syscall(SYS_timer_delete, id);
 }
 
-/* Slots for n threads of `depth` frames each, in one block. */
-static int ensure_slots(int n, int depth) {
-  if (n <= nslots && depth == slots_depth)
-    return 0;
-  int cap = nslots ? nslots : 64;
-  while (cap < n)
-    cap *= 2;
+/* cap slots of `depth` frames each, all abandoned and without a timer, in
+ * one block; NULL without memory. */
+static slot_t *new_slots(int cap, int depth) {
   size_t head = (size_t)cap * sizeof(slot_t);
   slot_t *v = calloc(1, head + (size_t)cap * (size_t)depth * sizeof(uintptr_t));
   if (!v)
-    return -ENOMEM;
+    return NULL;
   uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
   for (int i = 0; i < cap; i++) {
     v[i].state = STATE(0, ABANDONED);
@@ -735,6 +731,19 @@ static int ensure_slots(int n, int depth) {
     v[i].max = depth;
     v[i].pcs = pcs + (size_t)i * (size_t)depth;
   }
+  return v;
+}
+
+/* Slots for n threads of `depth` frames each, in one block. */
+static int ensure_slots(int n, int depth) {
+  if (n <= nslots && depth == slots_depth)
+    return 0;
+  int cap = nslots ? nslots : 64;
+  while (cap < n)
+    cap *= 2;
+  slot_t *v = new_slots(cap, depth);
+  if (!v)
+    return -ENOMEM;
   slots_depth = depth;
   /* The old array is left in place for any late handler still reading it. */
   __atomic_store_n(&slots, v, __ATOMIC_RELEASE);
@@ -799,17 +808,9 @@ static int defer_table(cprof__threads_cache_t *c, int want, int depth) {
     cap *= 2;
   if (old && cap < table_n[c->table] && old[0].max == depth)
     cap = table_n[c->table];
-  size_t head = (size_t)cap * sizeof(slot_t);
-  slot_t *v = calloc(1, head + (size_t)cap * (size_t)depth * sizeof(uintptr_t));
+  slot_t *v = new_slots(cap, depth);
   if (!v)
     return -1;
-  uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
-  for (int i = 0; i < cap; i++) {
-    v[i].state = STATE(0, ABANDONED);
-    v[i].timer = -1;
-    v[i].max = depth;
-    v[i].pcs = pcs + (size_t)i * (size_t)depth;
-  }
   /* The old table is left in place for any late handler still reading it. */
   __atomic_store_n(&table_v[c->table], v, __ATOMIC_RELEASE);
   __atomic_store_n(&table_n[c->table], cap, __ATOMIC_RELEASE);

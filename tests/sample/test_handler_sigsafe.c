@@ -203,11 +203,19 @@ static void run(cprof__unwinder_t how, const char *name) {
   int captured = 0, captured_whole = 0;
   for (int k = 0; k < 50; k++) {
     cprof__thread_dump_t d;
-    if (cprof__threads_capture(how, 1000, &d) != 0)
+    int rc = cprof__threads_capture(how, 1000, &d);
+    if (rc != 0) {
+      fprintf(stderr, "%s: capture %d failed: %d\n", name, k, rc);
       continue;
+    }
     for (int i = 0; i < d.n; i++) {
-      if (d.v[i].tid != LOAD(worker_tid) || d.v[i].status != CPROF_THREAD_OK)
+      if (d.v[i].tid != LOAD(worker_tid))
         continue;
+      if (d.v[i].status != CPROF_THREAD_OK) {
+        fprintf(stderr, "%s: capture %d: the worker's status %d, error %d\n", name, k,
+                (int)d.v[i].status, d.v[i].err);
+        continue;
+      }
       captured++;
       captured_whole += whole(d.v[i].pcs, d.v[i].depth);
     }
