@@ -54,7 +54,11 @@
 #include "sample/signals.h"
 #include "unwind/bounds.h"
 
-#define PAGE 4096
+/* The page size: 4 KiB on x86-64, up to 64 KiB on arm64 kernels. */
+static size_t page(void) {
+  unsigned long p = getauxval(AT_PAGESZ);
+  return p ? (size_t)p : 4096;
+}
 #ifndef SS_AUTODISARM /* linux/signal.h; glibc does not define it */
 #define SS_AUTODISARM (1U << 31)
 #endif
@@ -86,8 +90,8 @@ size_t cprof__altstack_size(void) {
   unsigned long frame = getauxval(AT_MINSIGSTKSZ);
   if (frame < 2048)
     frame = 2048;
-  s = (frame + CPROF_HANDLER_STACK_BOUND + CPROF_ALTSTACK_PROGRAM_ROOM + PAGE - 1) &
-      ~(size_t)(PAGE - 1);
+  size_t pg = page();
+  s = (frame + CPROF_HANDLER_STACK_BOUND + CPROF_ALTSTACK_PROGRAM_ROOM + pg - 1) & ~(pg - 1);
   __atomic_store_n(&size, s, __ATOMIC_RELAXED);
   return s;
 }
@@ -169,20 +173,20 @@ void cprof__altstack_thread_start(void) {
   if (mine.map)
     return;
   pthread_once(&atfork_once, register_atfork);
-  size_t size = cprof__altstack_size();
+  size_t size = cprof__altstack_size(), guard = page();
   /* Mapped without access, then opened above the guard: one call less
    * than a guard made afterwards would be if the second failed. */
-  char *m = mmap(NULL, size + PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  char *m = mmap(NULL, size + guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED)
     return;
-  if (mprotect(m + PAGE, size, PROT_READ | PROT_WRITE) != 0) {
-    munmap(m, size + PAGE);
+  if (mprotect(m + guard, size, PROT_READ | PROT_WRITE) != 0) {
+    munmap(m, size + guard);
     return;
   }
-  mine.ss = (stack_t){.ss_sp = m + PAGE, .ss_size = size, .ss_flags = 0};
-  mine.size = size + PAGE;
+  mine.ss = (stack_t){.ss_sp = m + guard, .ss_size = size, .ss_flags = 0};
+  mine.size = size + guard;
   mine.map = m;
-  cprof__stack_bounds_signal_stack((uintptr_t)m + PAGE, (uintptr_t)m + PAGE + size);
+  cprof__stack_bounds_signal_stack((uintptr_t)m + guard, (uintptr_t)m + guard + size);
   /* A new thread has none (clone(2) with CLONE_VM clears them); the main
    * thread may have the program's, set by a constructor before ours. */
   stack_t cur;
