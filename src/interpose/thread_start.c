@@ -92,7 +92,9 @@ __attribute__((constructor(101))) static void count_main_thread(void) {
   }
 }
 
-int cprof__program_thread_count(void) { return __atomic_load_n(&program_threads, __ATOMIC_ACQUIRE); }
+int cprof__program_thread_count(void) {
+  return __atomic_load_n(&program_threads, __ATOMIC_ACQUIRE);
+}
 
 void cprof__thread_count_atfork_child(void) {
   /* Only the thread that forked lives on in the child; its key is set. */

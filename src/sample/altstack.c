@@ -121,8 +121,7 @@ static pid_t *list_add(pid_t tid) {
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (fresh == MAP_FAILED)
         return NULL;
-      if (__atomic_compare_exchange_n(&chunks[c], &v, fresh, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE))
+      if (__atomic_compare_exchange_n(&chunks[c], &v, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         v = fresh;
       else /* another thread published this chunk first: v is its */
         munmap(fresh, PER_CHUNK * sizeof(pid_t));

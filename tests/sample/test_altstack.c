@@ -61,7 +61,7 @@ static int has_mapping(const char *lo, const char *hi) {
 /* ---- a thread's stack, from start to end ---- */
 
 typedef struct seen {
-  stack_t ss;  /* the kernel's, in the thread */
+  stack_t ss;   /* the kernel's, in the thread */
   stack_t view; /* the program's view */
   pid_t tid;
   int ready;
@@ -105,8 +105,8 @@ static void thread_case(const char *how, void *(*fn)(void *)) {
     pthread_cancel(t);
   }
   pthread_join(t, NULL);
-  fprintf(stderr, "%s: the thread's stack %p, %zu bytes; it read %s\n", how, s.ss.ss_sp, s.ss.ss_size,
-          s.view.ss_flags & SS_DISABLE ? "SS_DISABLE" : "a stack");
+  fprintf(stderr, "%s: the thread's stack %p, %zu bytes; it read %s\n", how, s.ss.ss_sp,
+          s.ss.ss_size, s.view.ss_flags & SS_DISABLE ? "SS_DISABLE" : "a stack");
   CHECK(!(s.ss.ss_flags & SS_DISABLE));
   CHECK(s.ss.ss_size == cprof__altstack_size());
   CHECK(s.view.ss_flags & SS_DISABLE);
@@ -114,8 +114,8 @@ static void thread_case(const char *how, void *(*fn)(void *)) {
   CHECK(s.ready);
   CHECK(s.listed_in_maps);
   /* Gone with the thread: unmapped, guard page and all (the address may be
- * another mapping's by now: the heap sampler's tables, say), and off the
- * list. */
+   * another mapping's by now: the heap sampler's tables, say), and off the
+   * list. */
   CHECK(!has_mapping((char *)s.ss.ss_sp - 4096, (char *)s.ss.ss_sp + s.ss.ss_size));
   CHECK(!cprof__altstack_ready(s.tid));
 }
@@ -162,7 +162,7 @@ static uint64_t kernel_mask(int sig) {
   return k.mask;
 }
 
-#define BIT(sig) (1ull << ((sig) - 1))
+#define BIT(sig) (1ull << ((sig)-1))
 
 static void on_usr(int sig) {}
 static void discard(void *arg, const cprof__cpu_sample_t *s) {}

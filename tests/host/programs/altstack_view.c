@@ -27,7 +27,8 @@ static __thread int sigprof_blocked_in_handler;
 static const char *describe(const stack_t *ss, char *buf, size_t size) {
   const char *where = ss->ss_sp == NULL ? "null" : ss->ss_sp == own ? "own" : "other";
   snprintf(buf, size, "sp %s, size %zu, flags%s%s%s", where, ss->ss_size,
-           ss->ss_flags & SS_DISABLE ? " SS_DISABLE" : "", ss->ss_flags & SS_ONSTACK ? " SS_ONSTACK" : "",
+           ss->ss_flags & SS_DISABLE ? " SS_DISABLE" : "",
+           ss->ss_flags & SS_ONSTACK ? " SS_ONSTACK" : "",
            ss->ss_flags & ~(SS_DISABLE | SS_ONSTACK) ? " (more)" : "");
   return buf;
 }
@@ -42,7 +43,9 @@ static void seen(const char *who, const char *when) {
   stack_t raw;
   syscall(SYS_sigaltstack, NULL, &raw);
   fprintf(stderr, "raw %s, %s: %s\n", who, when,
-          raw.ss_flags & SS_DISABLE ? "none" : raw.ss_sp == own ? "own" : "other");
+          raw.ss_flags & SS_DISABLE ? "none"
+          : raw.ss_sp == own        ? "own"
+                                    : "other");
 }
 
 static void on_usr1(int sig) {
