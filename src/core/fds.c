@@ -22,7 +22,8 @@
  * within each table, so ours do not take the program's. Nothing is
  * interposed, and the program's close() costs what it costs without us.
  *
- * Our table starts empty but for 0, 1 and 2 on /dev/null. Copies of the
+ * Our table starts empty but for 0, 1 and 2 on /dev/null (and placeholders
+ * below our own numbers: first_own_number). Copies of the
  * program's stdio would keep its pipes open after it closed or redirected
  * them (a parent waiting for EOF on a daemon's stderr would wait for ever),
  * and leaving the numbers free would give them to sockets, where anything
@@ -111,29 +112,78 @@ static void close_all_copies(void) {
     close_by_number();
 }
 
-/* ThreadSanitizer knows one descriptor table per process: one number used
- * in two tables looks to it like one descriptor two threads use without
- * synchronising. In cprof's TSan build, for its tests, our numbers start
- * where a test's do not reach. */
+/* The lowest number our own descriptors take in a table of ours; below it,
+ * 3 and up hold placeholders (fill_low_numbers).
+ *
+ * A library the program uses may keep a descriptor it opened in the
+ * program's table as a number in a global, and use it from whatever thread
+ * calls it. libunwind (which the full tcmalloc and gperftools' profilers
+ * unwind with) keeps a pipe to validate addresses, opened once, at the
+ * lowest free numbers of the program's table, 3 and 4 in most programs;
+ * run on one of our threads (tcmalloc samples an allocation of the server's
+ * there), it reads "its" 3, finds a listening socket, and "reopens" its
+ * pipe: it closes our 3 and 4 and the server spun on accept4 for ever
+ * (ENOTSOCK). Such numbers are the program's lowest: what it opened first.
+ * So ours start well above them, at 256, or a quarter of RLIMIT_NOFILE
+ * where that is less (the server must still fit under a low limit such as
+ * 16, where a collision cannot be ruled out). ThreadSanitizer knows one
+ * descriptor table per process: one number used in two tables looks to it
+ * like one descriptor two threads use without synchronising. In cprof's
+ * TSan build, for its tests, our numbers start at 100 at least. */
+#define OWN_NUMBERS_FROM 256
 #ifdef __SANITIZE_THREAD__
-#define FIRST_OWN_NUMBER 100
+#define OWN_NUMBERS_AT_LEAST 100
 #else
-#define FIRST_OWN_NUMBER 3
+#define OWN_NUMBERS_AT_LEAST 3
 #endif
 
-/* 0, 1 and 2 on /dev/null, or on an eventfd where there is no /dev/null
- * (it refuses anything but 8-byte writes, which is what we want here). */
-static void fill_stdio(void) {
+static int first_own_number(void) {
+  struct rlimit rl;
+  rlim_t base = OWN_NUMBERS_FROM;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 < base)
+    base = rl.rlim_cur / 4;
+  if (base < OWN_NUMBERS_AT_LEAST)
+    base = OWN_NUMBERS_AT_LEAST;
+  return (int)base;
+}
+
+/* 0, 1 and 2 on /dev/null read-write, or on an eventfd where there is no
+ * /dev/null (it refuses anything but 8-byte writes, which is what we want
+ * here). 3 up to first_own_number() on /dev/null write-only: placeholders,
+ * so that what the kernel gives us (the listening socket, libmicrohttpd's
+ * eventfd and connections, the files we read) is numbered above them. A
+ * library that uses one of its numbers on our thread then meets a
+ * placeholder, never ours: a write goes nowhere, a read fails with EBADF
+ * as on a closed descriptor (not "no data yet": libunwind takes EAGAIN on
+ * its read as leave to trust a write that /dev/null never checks), and a
+ * library that closes its number and opens anew, as libunwind does then,
+ * gets the very numbers back, since every lower one is held: its global
+ * then means its own descriptor in the program's table as before. Without
+ * /dev/null, a non-blocking eventfd stands in. */
+static void fill_low_numbers(void) {
   int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (fd < 0)
     fd = eventfd(0, EFD_CLOEXEC);
   if (fd < 0)
     return;
-  for (int i = 0; i < FIRST_OWN_NUMBER; i++)
+  for (int i = 0; i < 3; i++)
     if (i != fd && !(i == 2 && KEEP_STDERR))
       dup3(fd, i, O_CLOEXEC);
-  if (fd > 2 && FIRST_OWN_NUMBER == 3)
+  if (fd > 2)
     close(fd);
+  int base = first_own_number();
+  if (base <= 3)
+    return;
+  int ph = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (ph < 0)
+    ph = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (ph < 0)
+    return;
+  for (int i = 3; i < base; i++)
+    if (i != ph && dup3(ph, i, O_CLOEXEC) < 0)
+      break; /* RLIMIT_NOFILE: our own numbers start lower, where they can */
+  if (ph >= base)
+    close(ph);
 }
 
 int cprof__fds_unshare(void) {
@@ -150,7 +200,7 @@ int cprof__fds_unshare(void) {
     close_all_copies();
   }
   own_table = __atomic_add_fetch(&tables_made, 1, __ATOMIC_RELAXED);
-  fill_stdio();
+  fill_low_numbers();
   return 0;
 }
 
