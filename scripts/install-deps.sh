@@ -33,6 +33,7 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
 # redis-benchmark, a web server under wrk, a database shell, an interpreter).
 test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl libjemalloc2 strace libexpat1
   libtcmalloc-minimal4 # tests/host/usable_sizes.sh, tests/real/redis_heap.sh: tcmalloc under cprof
+  libgoogle-perftools4 # tests/host/tcmalloc_full.sh: the full tcmalloc, which unwinds with libunwind
   libc6-dbg debuginfod libdebuginfod1 dwz wrk clang libclang-rt-14-dev llvm
   redis-server redis-tools sqlite3 python3 nginx libc6-dev
   graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
