@@ -15,6 +15,12 @@
  * program's table. */
 int cprof__fds_unshare(void);
 
+/* RLIMIT_NOFILE, lowered after the table was made, leaves room for our
+ * numbers only where placeholders are (fds.c: fill_low_numbers): closes
+ * those from where the limit now wants our numbers to start, in the
+ * calling thread's table of cprof's own. Returns how many it closed. */
+int cprof__fds_fit_limit(void);
+
 /* Whether the calling thread is known to run in a table of cprof's own:
  * the thread that called cprof__fds_unshare, and threads it created that
  * said so with cprof__fds_joined. */

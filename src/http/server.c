@@ -526,8 +526,8 @@ static int say_cannot_accept(long long since_ms, long long now) {
     snprintf(late, sizeof late, " for %.1f s", (double)(now - since_ms) / 1000);
   int n = snprintf(line, sizeof line,
                    "cprof: the profiling server %s accept connections%s: the process %s no "
-                   "descriptor to spare (RLIMIT_NOFILE %s %s; the server's own table holds at "
-                   "least 5) or the system %s out of resources; %s\n",
+                   "descriptor to spare (RLIMIT_NOFILE %s %s; a connection to the server needs "
+                   "at least 4) or the system %s out of resources; %s\n",
                    since_ms ? "could not" : "cannot", late, since_ms ? "had" : "has",
                    since_ms ? "was" : "is", refusal.lim, since_ms ? "was" : "is",
                    since_ms ? "it serves again"
@@ -563,6 +563,12 @@ static void accept_worked(void) {
  * no connection was open, and libmicrohttpd will try again at once. */
 static void cannot_accept(int first) {
   cprof__fds_joined(keeper.table); /* for the borrowed stderr */
+  /* The limit may only be under the placeholders that keep our numbers
+   * high (core/fds.c): a limit the server fitted under before them must
+   * still be one it serves under. With those closed, libmicrohttpd tries
+   * again, and no line is due unless that fails too. */
+  if (cprof__fds_fit_limit() > 0)
+    return;
   long long now = cprof__now_ms(CLOCK_MONOTONIC);
   pthread_mutex_lock(&refusal.lock);
   if (refusal.retry_ms == 0) { /* a new episode */
