@@ -516,10 +516,16 @@ static int sem_real(sem_t *s, int how, clockid_t k, const struct timespec *t) {
 }
 
 /* Semaphores say "busy" as -1 with errno EAGAIN; errno is put back when
- * the try fails, so that a successful wait leaves it as it found it. */
+ * the try fails, so that a successful wait leaves it as it found it.
+ * sem_wait and sem_timedwait are cancellation points that glibc tests
+ * before it takes a posted semaphore (sem_clockwait is not tested there),
+ * and sem_trywait is none: the wrapper tests first as they do, so that a
+ * thread with a cancel pending is cancelled, not handed the semaphore. */
 SLOW int sem_wait_slow(sem_t *s, int how, clockid_t k, const struct timespec *t, uintptr_t ret) {
   if (ours(NULL, ret) || (how != UNTIMED && !valid_timeout(k, t)))
     return sem_real(s, how, k, t);
+  if (how != CLOCKED)
+    pthread_testcancel();
   int saved = errno;
   if (NEXT(sem_trywait)(s) == 0)
     return 0;

@@ -278,7 +278,43 @@ static void *hold_for_timeout(void *m) {
   return nullptr;
 }
 
+// A thread with a cancel pending (deferred) that calls sem_wait or
+// sem_timedwait on a posted semaphore: both are cancellation points,
+// tested before the semaphore is taken.
+static sem_t cancel_sem;
+static std::atomic<int> cancel_sent{0};
+static void *cancelled_waiter(void *timed) {
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, nullptr);
+  while (!cancel_sent.load())
+    sleep_ms(1);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr); // not a cancellation point
+  timespec until = in_ms(CLOCK_REALTIME, 1000);
+  if (timed)
+    sem_timedwait(&cancel_sem, &until);
+  else
+    sem_wait(&cancel_sem);
+  return (void *)1;
+}
+static void cancel_at_sem(const char *what, bool timed) {
+  sem_init(&cancel_sem, 0, 1);
+  cancel_sent = 0;
+  pthread_t t;
+  pthread_create(&t, nullptr, cancelled_waiter, (void *)timed);
+  pthread_cancel(t);
+  cancel_sent = 1;
+  void *out = nullptr;
+  pthread_join(t, &out);
+  int v;
+  sem_getvalue(&cancel_sem, &v);
+  printf("edge %s, cancel pending: %s, value %d\n", what,
+         out == PTHREAD_CANCELED ? "cancelled" : "went on", v);
+  sem_destroy(&cancel_sem);
+}
+
 static void edges() {
+  cancel_at_sem("sem_wait posted", false);
+  cancel_at_sem("sem_timedwait posted", true);
+
   const clockid_t cpu = CLOCK_PROCESS_CPUTIME_ID;
   timespec ok = in_ms(CLOCK_MONOTONIC, 1000), bad_ns = ok;
   bad_ns.tv_nsec = 1000000000;
