@@ -195,7 +195,8 @@ CPROF_EXTERN int cprof_label_clear(const char *key);
 
 /* Turns the block profile on (ns > 0) or off (0), as Go's
  * runtime.SetBlockProfileRate: every wait in a pthread lock, condition
- * variable, semaphore, join or spin lock of at least ns nanoseconds is
+ * variable, semaphore, barrier, join or spin lock (timed and clock* calls
+ * included) of at least ns nanoseconds is
  * recorded with the waiter's stack; shorter ones are sampled with
  * probability wait/ns and weighed up. A negative ns changes nothing.
  * Returns the previous rate. Also POST /debug/pprof/block?rate=NS. */

@@ -8,7 +8,7 @@
  * recorded. Only when the try fails does the wrapper read the clock, wait
  * in the real function, and report the wait:
  * - to the block profile, with the waiter's stack (also for condition
- *   variables, semaphores, pthread_join and spin locks, which have no
+ *   variables, semaphores, barriers, joins and spin locks, which have no
  *   holder to blame);
  * - to the mutex profile, through a small table of who waits for which
  *   lock: the holder's unlock reads the waiters' accumulated wait there and
@@ -65,6 +65,8 @@
   X(pthread_mutex_lock, int, (pthread_mutex_t * m), (m))                                          \
   X(pthread_mutex_trylock, int, (pthread_mutex_t * m), (m))                                       \
   X(pthread_mutex_timedlock, int, (pthread_mutex_t * m, const struct timespec *t), (m, t))        \
+  X(pthread_mutex_clocklock, int, (pthread_mutex_t * m, clockid_t k, const struct timespec *t),   \
+    (m, k, t))                                                                                    \
   X(pthread_mutex_unlock, int, (pthread_mutex_t * m), (m))                                        \
   X(pthread_rwlock_rdlock, int, (pthread_rwlock_t * l), (l))                                      \
   X(pthread_rwlock_wrlock, int, (pthread_rwlock_t * l), (l))                                      \
@@ -72,17 +74,28 @@
   X(pthread_rwlock_trywrlock, int, (pthread_rwlock_t * l), (l))                                   \
   X(pthread_rwlock_timedrdlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))    \
   X(pthread_rwlock_timedwrlock, int, (pthread_rwlock_t * l, const struct timespec *t), (l, t))    \
+  X(pthread_rwlock_clockrdlock, int, (pthread_rwlock_t * l, clockid_t k, const struct timespec *t), \
+    (l, k, t))                                                                                    \
+  X(pthread_rwlock_clockwrlock, int, (pthread_rwlock_t * l, clockid_t k, const struct timespec *t), \
+    (l, k, t))                                                                                    \
   X(pthread_rwlock_unlock, int, (pthread_rwlock_t * l), (l))                                      \
   X(pthread_spin_lock, int, (pthread_spinlock_t * l), (l))                                        \
   X(pthread_spin_trylock, int, (pthread_spinlock_t * l), (l))                                     \
   X(pthread_join, int, (pthread_t t, void **out), (t, out))                                       \
   X(pthread_tryjoin_np, int, (pthread_t t, void **out), (t, out))                                 \
+  X(pthread_timedjoin_np, int, (pthread_t t, void **out, const struct timespec *a), (t, out, a))  \
+  X(pthread_clockjoin_np, int, (pthread_t t, void **out, clockid_t k, const struct timespec *a),  \
+    (t, out, k, a))                                                                               \
+  X(pthread_barrier_wait, int, (pthread_barrier_t * b), (b))                                      \
   X(pthread_cond_wait, int, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))                     \
   X(pthread_cond_timedwait, int,                                                                  \
     (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t))                \
+  X(pthread_cond_clockwait, int,                                                                  \
+    (pthread_cond_t * c, pthread_mutex_t *m, clockid_t k, const struct timespec *t), (c, m, k, t)) \
   X(sem_wait, int, (sem_t * s), (s))                                                              \
   X(sem_trywait, int, (sem_t * s), (s))                                                           \
-  X(sem_timedwait, int, (sem_t * s, const struct timespec *t), (s, t))
+  X(sem_timedwait, int, (sem_t * s, const struct timespec *t), (s, t))                            \
+  X(sem_clockwait, int, (sem_t * s, clockid_t k, const struct timespec *t), (s, k, t))
 
 #define REAL_FN(name, ret, params, args)                                                          \
   static ret first_##name params;                                                               \
@@ -288,6 +301,17 @@ static int64_t charge(const void *obj) {
     return rc_;                                                                                   \
   } while (0)
 
+/* Whether a timeout is one the real functions all take. glibc refuses
+ * (EINVAL) a clock other than these two and a tv_nsec out of range, and
+ * several of its functions (the rwlocks', the semaphores', every clock*
+ * one) refuse them before they try the lock, so that a free lock is not
+ * taken. A call with any other timeout goes straight through, unprofiled:
+ * its answer is the real function's, and it does not wait. */
+static int valid_clock(clockid_t k) { return k == CLOCK_REALTIME || k == CLOCK_MONOTONIC; }
+static int valid_timeout(clockid_t k, const struct timespec *t) {
+  return valid_clock(k) && t && t->tv_nsec >= 0 && t->tv_nsec < 1000000000;
+}
+
 SLOW int mutex_lock(pthread_mutex_t *m, uintptr_t ret) {
   LOCK(NEXT(pthread_mutex_lock)(m), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
@@ -296,10 +320,26 @@ CPROF_EXTERN int pthread_mutex_lock(pthread_mutex_t *m) {
 }
 
 SLOW int mutex_timedlock(pthread_mutex_t *m, const struct timespec *t, uintptr_t ret) {
+  if (!valid_timeout(CLOCK_REALTIME, t))
+    return NEXT(pthread_mutex_timedlock)(m, t);
   LOCK(NEXT(pthread_mutex_timedlock)(m, t), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
 CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t) {
   FAST_WAIT(ANY, mutex_timedlock(m, t, RET), NEXT(pthread_mutex_timedlock)(m, t));
+}
+
+/* The clock* calls (glibc 2.30) are the timed ones on a clock of the
+ * caller's choosing: what C++'s try_lock_for, try_lock_until and wait_for
+ * compile to, on CLOCK_MONOTONIC (std::chrono::steady_clock). The same
+ * waits, profiled the same way. */
+SLOW int mutex_clocklock(pthread_mutex_t *m, clockid_t k, const struct timespec *t, uintptr_t ret) {
+  if (!valid_timeout(k, t))
+    return NEXT(pthread_mutex_clocklock)(m, k, t);
+  LOCK(NEXT(pthread_mutex_clocklock)(m, k, t), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
+}
+CPROF_EXTERN int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t k,
+                                         const struct timespec *t) {
+  FAST_WAIT(ANY, mutex_clocklock(m, k, t, RET), NEXT(pthread_mutex_clocklock)(m, k, t));
 }
 
 SLOW int mutex_unlock(pthread_mutex_t *m, uintptr_t ret) {
@@ -324,6 +364,8 @@ CPROF_EXTERN int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
 }
 
 SLOW int rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
+  if (!valid_timeout(CLOCK_REALTIME, t))
+    return NEXT(pthread_rwlock_timedrdlock)(l, t);
   LOCK(NEXT(pthread_rwlock_timedrdlock)(l, t), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock",
        ret);
 }
@@ -332,11 +374,37 @@ CPROF_EXTERN int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct ti
 }
 
 SLOW int rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
+  if (!valid_timeout(CLOCK_REALTIME, t))
+    return NEXT(pthread_rwlock_timedwrlock)(l, t);
   LOCK(NEXT(pthread_rwlock_timedwrlock)(l, t), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock",
        ret);
 }
 CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t) {
   FAST_WAIT(ANY, rwlock_timedwrlock(l, t, RET), NEXT(pthread_rwlock_timedwrlock)(l, t));
+}
+
+SLOW int rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t k, const struct timespec *t,
+                            uintptr_t ret) {
+  if (!valid_timeout(k, t))
+    return NEXT(pthread_rwlock_clockrdlock)(l, k, t);
+  LOCK(NEXT(pthread_rwlock_clockrdlock)(l, k, t), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock",
+       ret);
+}
+CPROF_EXTERN int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t k,
+                                            const struct timespec *t) {
+  FAST_WAIT(ANY, rwlock_clockrdlock(l, k, t, RET), NEXT(pthread_rwlock_clockrdlock)(l, k, t));
+}
+
+SLOW int rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t k, const struct timespec *t,
+                            uintptr_t ret) {
+  if (!valid_timeout(k, t))
+    return NEXT(pthread_rwlock_clockwrlock)(l, k, t);
+  LOCK(NEXT(pthread_rwlock_clockwrlock)(l, k, t), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock",
+       ret);
+}
+CPROF_EXTERN int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t k,
+                                            const struct timespec *t) {
+  FAST_WAIT(ANY, rwlock_clockwrlock(l, k, t, RET), NEXT(pthread_rwlock_clockwrlock)(l, k, t));
 }
 
 SLOW int rwlock_unlock(pthread_rwlock_t *l, uintptr_t ret) {
@@ -354,7 +422,9 @@ CPROF_EXTERN int pthread_spin_lock(pthread_spinlock_t *l) {
   FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, spin_lock(l, RET), NEXT(pthread_spin_lock)(l));
 }
 
-/* tryjoin says EBUSY while the thread runs: then the join waits. */
+/* tryjoin says EBUSY while the thread runs: then the join waits. glibc
+ * looks at a timed join's timeout only once it waits, so only the clock
+ * of clockjoin is checked first. */
 SLOW int join(pthread_t t, void **out, uintptr_t ret) {
   LOCK(NEXT(pthread_join)(t, out), NEXT(pthread_tryjoin_np)(t, out), NULL, NULL, "join", ret);
 }
@@ -362,31 +432,100 @@ CPROF_EXTERN int pthread_join(pthread_t t, void **out) {
   FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, join(t, out, RET), NEXT(pthread_join)(t, out));
 }
 
+SLOW int timedjoin(pthread_t t, void **out, const struct timespec *a, uintptr_t ret) {
+  LOCK(NEXT(pthread_timedjoin_np)(t, out, a), NEXT(pthread_tryjoin_np)(t, out), NULL, NULL, "join",
+       ret);
+}
+CPROF_EXTERN int pthread_timedjoin_np(pthread_t t, void **out, const struct timespec *a) {
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, timedjoin(t, out, a, RET),
+            NEXT(pthread_timedjoin_np)(t, out, a));
+}
+
+SLOW int clockjoin(pthread_t t, void **out, clockid_t k, const struct timespec *a, uintptr_t ret) {
+  if (!valid_clock(k))
+    return NEXT(pthread_clockjoin_np)(t, out, k, a);
+  LOCK(NEXT(pthread_clockjoin_np)(t, out, k, a), NEXT(pthread_tryjoin_np)(t, out), NULL, NULL,
+       "join", ret);
+}
+CPROF_EXTERN int pthread_clockjoin_np(pthread_t t, void **out, clockid_t k,
+                                      const struct timespec *a) {
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, clockjoin(t, out, k, a, RET),
+            NEXT(pthread_clockjoin_np)(t, out, k, a));
+}
+
+/* How a condition variable or semaphore call waits: for ever, until a
+ * CLOCK_REALTIME time, or until a time on a clock of its own. */
+enum { UNTIMED, TIMED, CLOCKED };
+
+static int cond_real(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t k,
+                     const struct timespec *t) {
+  return how == UNTIMED ? NEXT(pthread_cond_wait)(c, m)
+         : how == TIMED ? NEXT(pthread_cond_timedwait)(c, m, t)
+                        : NEXT(pthread_cond_clockwait)(c, m, k, t);
+}
+
 /* A condition variable always waits: there is nothing to try. */
-SLOW int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t,
-                   uintptr_t ret) {
-  if (ours(m, ret))
-    return t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
+SLOW int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t k,
+                   const struct timespec *t, uintptr_t ret) {
+  if (ours(m, ret) || (how != UNTIMED && !valid_timeout(k, t)))
+    return cond_real(c, m, how, k, t);
   wait_t w;
   wait_begin(&w, NULL, c, "cond");
-  int rc = t ? NEXT(pthread_cond_timedwait)(c, m, t) : NEXT(pthread_cond_wait)(c, m);
+  int rc = cond_real(c, m, how, k, t);
   wait_end(&w, ret);
   return rc;
 }
 CPROF_EXTERN int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, NULL, RET), NEXT(pthread_cond_wait)(c, m));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, UNTIMED, CLOCK_REALTIME, NULL, RET),
+            NEXT(pthread_cond_wait)(c, m));
 }
 CPROF_EXTERN int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                         const struct timespec *t) {
-  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, t, RET),
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, TIMED, CLOCK_REALTIME, t, RET),
             NEXT(pthread_cond_timedwait)(c, m, t));
+}
+CPROF_EXTERN int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k,
+                                        const struct timespec *t) {
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, cond_wait(c, m, CLOCKED, k, t, RET),
+            NEXT(pthread_cond_clockwait)(c, m, k, t));
+}
+
+/* A barrier has nothing to try either. The thread whose arrival completes
+ * the round does not wait: glibc and musl answer it, and only it,
+ * PTHREAD_BARRIER_SERIAL_THREAD, and its call is left out, as Go leaves out
+ * a WaitGroup.Wait that finds the count at 0. The others' waits are block
+ * events; a barrier has no holder to charge in the mutex profile. */
+SLOW int barrier_wait(pthread_barrier_t *b, uintptr_t ret) {
+  if (ours(NULL, ret))
+    return NEXT(pthread_barrier_wait)(b);
+  wait_t w;
+  wait_begin(&w, NULL, b, "barrier");
+  int rc = NEXT(pthread_barrier_wait)(b);
+  if (rc != PTHREAD_BARRIER_SERIAL_THREAD)
+    wait_end(&w, ret);
+  return rc;
+}
+CPROF_EXTERN int pthread_barrier_wait(pthread_barrier_t *b) {
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, barrier_wait(b, RET), NEXT(pthread_barrier_wait)(b));
+}
+
+static int sem_real(sem_t *s, int how, clockid_t k, const struct timespec *t) {
+  return how == UNTIMED ? NEXT(sem_wait)(s)
+         : how == TIMED ? NEXT(sem_timedwait)(s, t)
+                        : NEXT(sem_clockwait)(s, k, t);
 }
 
 /* Semaphores say "busy" as -1 with errno EAGAIN; errno is put back when
- * the try fails, so that a successful wait leaves it as it found it. */
-SLOW int sem_wait_slow(sem_t *s, const struct timespec *t, uintptr_t ret) {
-  if (ours(NULL, ret))
-    return t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
+ * the try fails, so that a successful wait leaves it as it found it.
+ * sem_wait and sem_timedwait are cancellation points that glibc tests
+ * before it takes a posted semaphore (sem_clockwait is not tested there),
+ * and sem_trywait is none: the wrapper tests first as they do, so that a
+ * thread with a cancel pending is cancelled, not handed the semaphore. */
+SLOW int sem_wait_slow(sem_t *s, int how, clockid_t k, const struct timespec *t, uintptr_t ret) {
+  if (ours(NULL, ret) || (how != UNTIMED && !valid_timeout(k, t)))
+    return sem_real(s, how, k, t);
+  if (how != CLOCKED)
+    pthread_testcancel();
   int saved = errno;
   if (NEXT(sem_trywait)(s) == 0)
     return 0;
@@ -395,15 +534,21 @@ SLOW int sem_wait_slow(sem_t *s, const struct timespec *t, uintptr_t ret) {
   errno = saved;
   wait_t w;
   wait_begin(&w, NULL, s, "sem");
-  int rc = t ? NEXT(sem_timedwait)(s, t) : NEXT(sem_wait)(s);
+  int rc = sem_real(s, how, k, t);
   wait_end(&w, ret);
   return rc;
 }
 CPROF_EXTERN int sem_wait(sem_t *s) {
-  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, NULL, RET), NEXT(sem_wait)(s));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, UNTIMED, CLOCK_REALTIME, NULL, RET),
+            NEXT(sem_wait)(s));
 }
 CPROF_EXTERN int sem_timedwait(sem_t *s, const struct timespec *t) {
-  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, t, RET), NEXT(sem_timedwait)(s, t));
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, TIMED, CLOCK_REALTIME, t, RET),
+            NEXT(sem_timedwait)(s, t));
+}
+CPROF_EXTERN int sem_clockwait(sem_t *s, clockid_t k, const struct timespec *t) {
+  FAST_WAIT(CPROF_CONTENTION_BLOCK_ON, sem_wait_slow(s, CLOCKED, k, t, RET),
+            NEXT(sem_clockwait)(s, k, t));
 }
 
 #endif

@@ -26,7 +26,7 @@ check "nm lists the shared library's exports" \
 check "the exports include cprof_start and malloc (the list is real)" \
   bash -c "grep -qx cprof_start '$T/exports' && grep -qx malloc '$T/exports'"
 check "the shared library exports only cprof_ names and its interposers" bash -c \
-  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|sigaltstack$|capset$|prctl$|syscall$|unshare$|setns$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sallocx)$|(pthread_mutex_(timed)?lock|pthread_mutex_unlock|pthread_rwlock_((timed)?(rd|wr)lock|unlock)|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_join|pthread_spin_lock)$)' '$T/exports'"
+  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|sigaltstack$|capset$|prctl$|syscall$|unshare$|setns$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sallocx)$|(pthread_mutex_(timed|clock)?lock|pthread_mutex_unlock|pthread_rwlock_((timed|clock)?(rd|wr)lock|unlock)|pthread_cond_(timed|clock)?wait|sem_(timed|clock)?wait|pthread_(join|timedjoin_np|clockjoin_np)|pthread_barrier_wait|pthread_spin_lock)$)' '$T/exports'"
 
 cat >"$T/app.c" <<'C'
 #include <cprof.h>
