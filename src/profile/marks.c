@@ -32,6 +32,8 @@ const char *cprof__mark_name(uintptr_t pc, char *buf, size_t size) {
     return CPROF_FRAME_ELIDED;
   case CPROF_PC_BLOCKED_KIND:
     return "[thread blocked SIGPROF]";
+  case CPROF_PC_UNDELIVERED_KIND:
+    return "[CPU since the thread's last sample]";
   case CPROF_PC_NO_TIMER_KIND:
     if (n >> 16 == CPROF_CALL_SIGNAL_STACK)
       return "[thread not sampled: no signal stack]";

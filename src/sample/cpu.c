@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -133,6 +134,8 @@ static char cookie_home;
 static uint64_t cookie(void) { return (uint64_t)(uint32_t)((uintptr_t)&cookie_home >> 3) << 32; }
 static void *timer_value(pid_t tid) { return (void *)(uintptr_t)(cookie() | (uint32_t)tid); }
 
+static void count_delivered_sigsafe(pid_t tid, int periods);
+
 static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   int saved = errno;
   uint64_t value = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
@@ -145,6 +148,8 @@ static void handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
   unsigned e = handler_enter_sigsafe();
   record_t *r = __atomic_load_n(&ring, __ATOMIC_SEQ_CST);
   if (r) {
+    count_delivered_sigsafe((pid_t)(uint32_t)value,
+                            1 + (info->si_overrun > 0 ? info->si_overrun : 0));
     uint64_t t = __atomic_fetch_add(&ring_next, 1, __ATOMIC_SEQ_CST), i = t % RING;
     uint32_t expect = FREE;
     if (__atomic_compare_exchange_n(&r[i].state, &expect, WRITING, 0, __ATOMIC_ACQUIRE,
@@ -287,6 +292,16 @@ typedef struct timer_slot {
   int64_t unsampled_since, owed_ns;
   uint32_t why; /* SLOT_FAILED: CPROF_PC_UNSAMPLED_NO_TIMER's number; 0 otherwise */
   char name[16]; /* the owner's: the thread's name when it last counted for it */
+  /* For "Expiries never delivered": the thread's CPU clock when its timer
+   * was armed, the first expiry after that, the CPU it used before (a
+   * thread born during the profile), and the periods its signals brought
+   * (atomic: the handler's). `due_off` when not counted so: a thread of
+   * cprof's, one that blocked SIGPROF, or one that counted it already. */
+  int64_t armed_at, first_ns, before_ns;
+  uint64_t delivered;
+  int due_off;
+  pid_t end_tid; /* the stop's: the thread whose clock end_clock is */
+  int64_t end_clock;
 } timer_slot_t;
 
 #define SLOTS_PER_CHUNK 256
@@ -426,6 +441,8 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
     smp->pcs[0] = mark;
     smp->depth = 1;
     smp->labels.n = 0;
+    if (!ret && tid == my_tid) /* the thread itself, at its end */
+      cprof__labels_copy_sigsafe(&smp->labels);
     if (ret) {
       cprof__labels_copy_sigsafe(&smp->labels);
       /* cprof's own work on this thread (its guard up) may be in the
@@ -532,6 +549,77 @@ static timer_slot_t *mine(void) {
   return my_slot = find_slot(my_tid);
 }
 
+/* ---- Expiries never delivered ----
+ *
+ * Linux checks a thread's CPU timers only at a scheduler tick that finds
+ * the thread running: an expiry comes due on the thread's CPU clock, and
+ * is delivered at the next such tick, on average a tick's worth of the
+ * thread's CPU later (more for a thread that runs in bursts shorter than a
+ * tick). Expiries that came due but were not yet delivered when the timer
+ * is deleted (the profile's stop, the thread's exit) are gone: about 4 ms
+ * of CPU per thread and profile at CONFIG_HZ=250, a fifth of the CPU of
+ * threads at 1 % duty in a 2 s profile.
+ *
+ * The timer's first expiry is drawn uniformly in [1, period] after the
+ * thread's CPU clock read `armed_at`, and then comes every period; so by
+ * the clock's value `now`, due = floor((now - armed_at - first) / period)
+ * + 1 expiries (0 before the first) have come due, and due x period has
+ * the expectation now - armed_at, the CPU used. The handler counts the
+ * periods each thread's signals brought (`delivered`, overruns included);
+ * at the stop (from the clock read just before its timer is deleted) and
+ * at the thread's own exit (its timer stopped first), due - delivered
+ * periods are recorded for it, plus the CPU a thread born during the
+ * profile used before its timer was armed, as a sample whose frame is
+ * "[CPU since the thread's last sample]": its stack was never taken.
+ * Each thread's total is then unbiased: its expectation is the CPU its
+ * clock counted over the profile. A thread whose timer paused (it blocked
+ * SIGPROF) is counted as "CPU time no timer samples" says, not so. */
+
+static void count_delivered_sigsafe(pid_t tid, int periods) {
+  timer_slot_t *s = my_slot;
+  if (!s || __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) != tid) {
+    s = find_slot(tid);
+    if (!s)
+      return;
+    my_slot = s; /* the handler runs on the thread the timer is for */
+  }
+  __atomic_add_fetch(&s->delivered, (uint64_t)periods, __ATOMIC_RELAXED);
+}
+
+/* The CPU, in ns, of the expiries of s's timer due by its thread's clock
+ * `now` and not delivered, with that used before it was armed. */
+static int64_t undelivered_ns(const timer_slot_t *s, int64_t now) {
+  if (s->due_off || s->state != SLOT_ARMED || now <= 0)
+    return 0;
+  int64_t run = now - s->armed_at;
+  int64_t due = run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
+  int64_t missing = due - (int64_t)__atomic_load_n(&s->delivered, __ATOMIC_ACQUIRE);
+  return (missing > 0 ? missing * period_ns : 0) + s->before_ns;
+}
+
+/* The names of threads that exited during the profile, for their samples
+ * that the drain hands out after /proc has forgotten them: each with the
+ * ticket count at its end, above every sample it took. Under lock. */
+#define ENDED 256
+static struct ended {
+  pid_t tid;
+  uint64_t ticket;
+  char name[16];
+} ended[ENDED];
+static unsigned nended;
+
+static void name_of_ended(record_t *r) {
+  unsigned kept = nended < ENDED ? nended : ENDED;
+  const struct ended *best = NULL;
+  for (unsigned k = 0; k < kept; k++) {
+    const struct ended *e = &ended[k];
+    if (e->tid == r->s.tid && e->ticket > r->ticket && (!best || e->ticket < best->ticket))
+      best = e;
+  }
+  if (best)
+    memcpy(r->s.name, best->name, sizeof r->s.name);
+}
+
 int cprof__cpu_timer_pause(int runs) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_ARMED)
@@ -542,6 +630,7 @@ int cprof__cpu_timer_pause(int runs) {
     return 0;
   s->left_ns = (long)was.it_value.tv_sec * 1000000000 + was.it_value.tv_nsec;
   s->state = SLOT_PAUSED;
+  s->due_off = 1; /* its expiries no longer follow from its clock alone */
   if (runs)
     __atomic_store_n(&s->unsampled_since, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_SEQ_CST);
   return 1;
@@ -606,7 +695,9 @@ static int make_timer(timer_slot_t *s, pid_t tid, int blocked) {
    * first expiry drawn uniformly within the period (as Go's runtime does)
    * samples each thread in proportion to the CPU it uses, however short
    * its life. */
-  if (!blocked && arm(t, first_expiry_ns()) != 0) {
+  s->first_ns = first_expiry_ns();
+  s->armed_at = cpu_ns_of(thread_cpu_clock(tid));
+  if (!blocked && arm(t, s->first_ns) != 0) {
     int err = errno;
     timer_delete(t);
     s->why = CPROF_CALL_TIMER_SETTIME << 16 | (uint16_t)err;
@@ -659,6 +750,10 @@ static int add_timer(pid_t tid, int blocked, int keep_failed, int own, int born)
   __atomic_store_n(&s->unsampled_since, now, __ATOMIC_RELAXED);
   __atomic_store_n(&s->owed_ns, 0, __ATOMIC_RELAXED);
   s->name[0] = '\0';
+  __atomic_store_n(&s->delivered, 0, __ATOMIC_RELAXED);
+  s->due_off = own || blocked || err || !s->armed_at;
+  s->before_ns = born && !s->due_off ? s->armed_at : 0;
+  s->end_tid = 0;
   __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
   return err ? err : 1;
 }
@@ -888,20 +983,43 @@ void cprof__cpu_thread_started(void) {
 void cprof__cpu_thread_ending(void) {
   if (!cprof__cpu_running())
     return;
+  /* Its name while /proc still has it, for its samples the drain finds
+   * after it is gone. */
+  char name[17] = "";
+  prctl(PR_GET_NAME, name);
   cprof__cpu_mask_enter();
   timer_slot_t *s = mine();
+  if (s && s->state == SLOT_ARMED && !s->due_off) {
+    /* Its timer stopped (a signal already queued comes in on the way out
+     * of timer_settime), then what came due and never came: "Expiries
+     * never delivered". */
+    struct itimerspec zero;
+    memset(&zero, 0, sizeof zero);
+    if (timer_settime(s->timer, 0, &zero, NULL) == 0) {
+      int64_t ns = undelivered_ns(s, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID));
+      s->state = SLOT_PAUSED;
+      s->left_ns = 0;
+      s->due_off = 1;
+      if (record_unsampled(my_tid, CPROF_PC_UNDELIVERED, ns, NULL, name) != 0)
+        lose(ns);
+    }
+  }
   /* As a resume does: the exchange first, then the clock; and what is
    * owed, however little. */
   int64_t since = s ? __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST) : 0;
   int64_t ns = since ? cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since : 0;
   ns += s ? __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST) : 0;
-  if (ns > 0) {
-    char name[16] = "";
-    cprof__thread_name(my_tid, name); /* for the drain, when /proc no longer knows it */
-    if (record_unsampled(my_tid, unsampled_mark(s), ns, NULL, name) != 0)
-      lose(ns);
-  }
+  if (ns > 0 && record_unsampled(my_tid, unsampled_mark(s), ns, NULL, name) != 0)
+    lose(ns);
   cprof__cpu_mask_leave();
+  lock_cpu();
+  if (running) {
+    struct ended *e = &ended[nended++ % ENDED];
+    e->tid = self_tid();
+    e->ticket = __atomic_load_n(&ring_next, __ATOMIC_SEQ_CST);
+    memcpy(e->name, name, sizeof e->name);
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 void cprof__cpu_refresh_stacks(void) {
@@ -1000,6 +1118,8 @@ static void drain(record_t *r, cprof__cpu_sink_fn sink, void *arg) {
       continue;
     if (!r[i].s.cpu_ns)
       r[i].s.ts = ticket_time(r[i].ticket);
+    if (!r[i].s.name[0] && nended)
+      name_of_ended(&r[i]);
     sink(arg, &r[i].s);
     /* The handler sets neither cpu_ns nor name (stores less on its path):
      * a record is a timer's sample unless record_unsampled says otherwise. */
@@ -1029,14 +1149,39 @@ static uint64_t stop_locked(cprof__cpu_sink_fn sink, void *arg) {
   excl_begin();
   count_unsampled(1); /* the last of it, while the threads are still known */
   int slots = nchunks * SLOTS_PER_CHUNK;
-  for (int i = 0; i < slots; i++)
-    if (slot_at(i)->tid)
-      remove_timer(slot_at(i));
+  for (int i = 0; i < slots; i++) {
+    timer_slot_t *s = slot_at(i);
+    if (!s->tid)
+      continue;
+    /* Its clock just before its timer goes: "Expiries never delivered". */
+    s->end_tid = 0;
+    if (!s->due_off && s->state == SLOT_ARMED &&
+        (s->end_clock = cpu_ns_of(thread_cpu_clock(s->tid))))
+      s->end_tid = s->tid;
+    remove_timer(s);
+  }
   excl_end();
   record_t *r = __atomic_exchange_n(&ring, NULL, __ATOMIC_SEQ_CST);
   cprof__maps_t *m = __atomic_exchange_n(&stacks, NULL, __ATOMIC_SEQ_CST);
   wait_for_handlers();
   drain(r, sink, arg);
+  /* Every delivered period counted now: the rest, without a stack. */
+  for (int i = 0; i < slots; i++) {
+    timer_slot_t *s = slot_at(i);
+    if (!s->end_tid)
+      continue;
+    uintptr_t pc = CPROF_PC_UNDELIVERED;
+    cprof__cpu_sample_t u;
+    memset(&u, 0, sizeof u);
+    u.cpu_ns = undelivered_ns(s, s->end_clock);
+    u.tid = s->end_tid;
+    u.pcs = &pc;
+    u.depth = 1;
+    s->end_tid = 0;
+    if (u.cpu_ns > 0)
+      sink(arg, &u);
+  }
+  nended = 0;
   free(r);
   if (m) {
     cprof__maps_free(m);

@@ -22,7 +22,9 @@
  * Or CPU time that no timer sampled (cpu.c, "CPU time no timer samples"):
  * cpu_ns is then that time, periods 0, and pcs[0] a reserved pc
  * (unwind/pc.h) that says why, followed by the return addresses of the
- * place the thread unblocked SIGPROF, when known. */
+ * place the thread unblocked SIGPROF, when known. Or, the same way, the
+ * expiries of a thread's timer that came due and were never delivered
+ * (cpu.c, "Expiries never delivered"): pcs[0] is CPROF_PC_UNDELIVERED. */
 typedef struct cprof__cpu_sample {
   int64_t cpu_ns; /* 0 for a sample of the timer */
   int64_t ts;     /* CLOCK_MONOTONIC ns of the timer's signal (a trace's timeline), as the drain
@@ -66,8 +68,10 @@ void cprof__cpu_totals(uint64_t *taken, uint64_t *dropped);
 void cprof__cpu_thread_started(void);
 
 /* Called on a thread of the program's as it exits, while a CPU profile
- * may run (src/interpose/thread_start.c): records the CPU time no timer
- * sampled up to its end, which the owner could no longer read. */
+ * may run (src/interpose/thread_start.c): stops its timer and records the
+ * CPU time no timer sampled up to its end, and the expiries that came due
+ * undelivered, which the owner could no longer read; and keeps its name
+ * for its samples that are drained after it is gone. */
 void cprof__cpu_thread_ending(void);
 
 /* Takes a fresh snapshot of the address space for the walkers now, as the

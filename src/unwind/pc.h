@@ -47,6 +47,11 @@
 #define CPROF_PC_BLOCKED_KIND 0xb
 #define CPROF_PC_NO_TIMER_KIND 0x7
 #define CPROF_PC_UNREADABLE_KIND 0xd
+#define CPROF_PC_UNDELIVERED_KIND 0x9
+/* First in a CPU sample that stands for the timer's expiries that came due
+ * on a thread's CPU clock but were never delivered (pending at the
+ * profile's stop or at the thread's exit: sample/cpu.c). */
+#define CPROF_PC_UNDELIVERED CPROF_PC_MARK(CPROF_PC_UNDELIVERED_KIND, 0)
 #define CPROF_PC_UNSAMPLED_BLOCKED CPROF_PC_MARK(CPROF_PC_BLOCKED_KIND, 0)
 /* CPROF_CALL_SIGNAL_STACK: no call failed; the thread has no alternate
  * signal stack for cprof's signals (sample/altstack.h). */

@@ -159,7 +159,9 @@ typedef struct tally {
 
 static void count(void *arg, const cprof__cpu_sample_t *smp) {
   tally_t *t = arg;
-  if (smp->tid != LOAD(worker_tid))
+  /* The handler's samples only: not the stop's record of the expiries it
+   * never delivered (cpu.c, "Expiries never delivered"), which has no stack. */
+  if (smp->tid != LOAD(worker_tid) || smp->cpu_ns)
     return;
   t->samples++;
   t->periods += smp->periods;
