@@ -13,23 +13,10 @@
 # - once the program raises the limit again, the waiting client is served,
 #   and so is the next.
 . "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/lib/cpu_ticks.sh"
 P=$B/tests/host/host_nofile_limit
 TICK=$(getconf CLK_TCK)
 
-# cpu_ticks PID: user + system time, in clock ticks, of every thread of
-# the process but the main one (cprof's threads: the program's only other
-# thread is main, which sleeps in 10 ms naps).
-cpu_ticks() {
-  local t sum=0 f
-  for t in /proc/"$1"/task/*; do
-    [ "${t##*/}" = "$1" ] && continue
-    # Fields after the ")" that ends the name: utime is the 12th, stime the 13th.
-    f=$(sed 's/.*) //' "$t/stat" 2>/dev/null) || continue
-    set -- "$1" $f
-    sum=$((sum + ${13} + ${14}))
-  done
-  echo "$sum"
-}
 
 # Said when it can be: at once, or once a descriptor can be had again to
 # borrow the program's stderr (at these limits, when the limit is raised).

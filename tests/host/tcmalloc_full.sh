@@ -12,24 +12,12 @@
 # - the program's table holds what it held before the fetches (libunwind's
 #   pipe is still at its numbers there).
 . "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/lib/cpu_ticks.sh"
 P=$B/tests/host/host_sleeper
 TC=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
 TICK=$(getconf CLK_TCK)
 [ -e "$TC" ] || skip "the full tcmalloc ($TC, libgoogle-perftools4) is not installed"
 
-# cpu_ticks PID: user + system time, in clock ticks, of every thread of
-# the process but the main one, which sleeps (the others are cprof's).
-cpu_ticks() {
-  local t sum=0 f
-  for t in /proc/"$1"/task/*; do
-    [ "${t##*/}" = "$1" ] && continue
-    # Fields after the ")" that ends the name: utime is the 12th, stime the 13th.
-    f=$(sed 's/.*) //' "$t/stat" 2>/dev/null) || continue
-    set -- "$1" $f
-    sum=$((sum + ${13} + ${14}))
-  done
-  echo "$sum"
-}
 # fds PID: the program's table, as "number target" lines.
 fds() { for f in /proc/"$1"/fd/*; do echo "${f##*/} $(readlink "$f" 2>/dev/null)"; done | sort; }
 
