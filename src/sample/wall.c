@@ -48,18 +48,17 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/hash.h"
 #include "sample/trace.h"
 
 #define CAPTURE_TIMEOUT_MS 200
 
 static int64_t thread_cpu_ns(void) { return cprof__now_ns(CLOCK_THREAD_CPUTIME_ID); }
 
-/* The next of a sequence of uniform 64-bit draws (splitmix64). */
+/* The next of a sequence of uniform 64-bit draws: a Weyl sequence through
+ * the stack tables' finalizer (core/hash.h). */
 static uint64_t draw(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return cprof__hash_avalanche(*state += UINT64_C(0x9e3779b97f4a7c15));
 }
 
 /* Puts a thread's innermost open region into its entry of the dump. */
