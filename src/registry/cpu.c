@@ -177,13 +177,7 @@ static void *drain_loop(void *arg) {
   prctl(PR_SET_NAME, r->name, 0, 0, 0);
   pthread_mutex_lock(&wake_lock);
   while (!stopping) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += DRAIN_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = cprof__deadline_ms(CLOCK_MONOTONIC, DRAIN_MS);
     while (!stopping && pthread_cond_timedwait(&wake, &wake_lock, &until) == 0)
       ; /* woken early without a stop: spurious, sleep on */
     if (stopping)

@@ -4,6 +4,7 @@
 
 #include <time.h>
 
+#include "core/clock.h"
 #include "sample/heap.h"
 
 cprof__own_lock_t cprof__own_locks[CPROF_OWN_LOCKS];
@@ -41,13 +42,7 @@ static int wait_a_little(pthread_mutex_t *m) {
 #else
   clockid_t clock = CLOCK_MONOTONIC;
 #endif
-  struct timespec until;
-  clock_gettime(clock, &until);
-  until.tv_nsec += 1000000;
-  if (until.tv_nsec >= 1000000000) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000;
-  }
+  struct timespec until = cprof__deadline_ms(clock, 1);
 #ifdef __SANITIZE_THREAD__
   return pthread_mutex_timedlock(m, &until);
 #else
