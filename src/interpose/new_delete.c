@@ -35,26 +35,26 @@
 /* The operators, by their Itanium C++ ABI names: `m` is size_t,
  * `St11align_val_t` std::align_val_t (a size_t), `RKSt9nothrow_t` a
  * reference to std::nothrow_t. */
-#define OPERATORS(X)                                                                              \
-  X(NEW, "_Znwm", PLAIN_NEW)                                                                      \
-  X(NEW_ARRAY, "_Znam", PLAIN_NEW)                                                                \
-  X(NEW_NOTHROW, "_ZnwmRKSt9nothrow_t", NOTHROW_NEW)                                              \
-  X(NEW_ARRAY_NOTHROW, "_ZnamRKSt9nothrow_t", NOTHROW_NEW)                                        \
-  X(NEW_ALIGNED, "_ZnwmSt11align_val_t", ALIGNED_NEW)                                             \
-  X(NEW_ARRAY_ALIGNED, "_ZnamSt11align_val_t", ALIGNED_NEW)                                       \
-  X(NEW_ALIGNED_NOTHROW, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)               \
-  X(NEW_ARRAY_ALIGNED_NOTHROW, "_ZnamSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)         \
-  X(DELETE, "_ZdlPv", DELETE_P)                                                                   \
-  X(DELETE_ARRAY, "_ZdaPv", DELETE_P)                                                             \
-  X(DELETE_NOTHROW, "_ZdlPvRKSt9nothrow_t", DELETE_NT)                                            \
-  X(DELETE_ARRAY_NOTHROW, "_ZdaPvRKSt9nothrow_t", DELETE_NT)                                      \
-  X(DELETE_SIZED, "_ZdlPvm", DELETE_SIZE)                                                         \
-  X(DELETE_ARRAY_SIZED, "_ZdaPvm", DELETE_SIZE)                                                   \
-  X(DELETE_ALIGNED, "_ZdlPvSt11align_val_t", DELETE_ALIGN)                                        \
-  X(DELETE_ARRAY_ALIGNED, "_ZdaPvSt11align_val_t", DELETE_ALIGN)                                  \
-  X(DELETE_ALIGNED_NOTHROW, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)               \
-  X(DELETE_ARRAY_ALIGNED_NOTHROW, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)         \
-  X(DELETE_SIZED_ALIGNED, "_ZdlPvmSt11align_val_t", DELETE_SIZE_ALIGN)                            \
+#define OPERATORS(X)                                                                               \
+  X(NEW, "_Znwm", PLAIN_NEW)                                                                       \
+  X(NEW_ARRAY, "_Znam", PLAIN_NEW)                                                                 \
+  X(NEW_NOTHROW, "_ZnwmRKSt9nothrow_t", NOTHROW_NEW)                                               \
+  X(NEW_ARRAY_NOTHROW, "_ZnamRKSt9nothrow_t", NOTHROW_NEW)                                         \
+  X(NEW_ALIGNED, "_ZnwmSt11align_val_t", ALIGNED_NEW)                                              \
+  X(NEW_ARRAY_ALIGNED, "_ZnamSt11align_val_t", ALIGNED_NEW)                                        \
+  X(NEW_ALIGNED_NOTHROW, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)                \
+  X(NEW_ARRAY_ALIGNED_NOTHROW, "_ZnamSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)          \
+  X(DELETE, "_ZdlPv", DELETE_P)                                                                    \
+  X(DELETE_ARRAY, "_ZdaPv", DELETE_P)                                                              \
+  X(DELETE_NOTHROW, "_ZdlPvRKSt9nothrow_t", DELETE_NT)                                             \
+  X(DELETE_ARRAY_NOTHROW, "_ZdaPvRKSt9nothrow_t", DELETE_NT)                                       \
+  X(DELETE_SIZED, "_ZdlPvm", DELETE_SIZE)                                                          \
+  X(DELETE_ARRAY_SIZED, "_ZdaPvm", DELETE_SIZE)                                                    \
+  X(DELETE_ALIGNED, "_ZdlPvSt11align_val_t", DELETE_ALIGN)                                         \
+  X(DELETE_ARRAY_ALIGNED, "_ZdaPvSt11align_val_t", DELETE_ALIGN)                                   \
+  X(DELETE_ALIGNED_NOTHROW, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)                \
+  X(DELETE_ARRAY_ALIGNED_NOTHROW, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)          \
+  X(DELETE_SIZED_ALIGNED, "_ZdlPvmSt11align_val_t", DELETE_SIZE_ALIGN)                             \
   X(DELETE_ARRAY_SIZED_ALIGNED, "_ZdaPvmSt11align_val_t", DELETE_SIZE_ALIGN)
 
 #define AS_ENUM(op, symbol, kind) op,
@@ -104,26 +104,26 @@ typedef void *(*new_aligned_nothrow_fn)(size_t, size_t, const void *);
 
 /* The allocator's new, for a size that crossed the countdown and was not
  * sampled, or any size when the operators are libstdc++'s. */
-#define SAMPLE_NEW(kind, align, size)                                                             \
-  do {                                                                                            \
-    void *sampled_;                                                                               \
-    if (current_mode() == 2 && cprof__heap_crossing(size) &&                                      \
-        (sampled_ = cprof__block_sample(kind, align, size, 0, RET)))                              \
-      return sampled_;                                                                            \
+#define SAMPLE_NEW(kind, align, size)                                                              \
+  do {                                                                                             \
+    void *sampled_;                                                                                \
+    if (current_mode() == 2 && cprof__heap_crossing(size) &&                                       \
+        (sampled_ = cprof__block_sample(kind, align, size, 0, RET)))                               \
+      return sampled_;                                                                             \
   } while (0)
 
-#define PLAIN_NEW(op, symbol)                                                                     \
-  CPROF_EXTERN void *op##_(size_t size) __asm__(symbol);                                          \
-  CPROF_EXTERN void *op##_(size_t size) {                                                         \
-    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
-    return ((new_fn)next_op(op))(size);                                                           \
+#define PLAIN_NEW(op, symbol)                                                                      \
+  CPROF_EXTERN void *op##_(size_t size) __asm__(symbol);                                           \
+  CPROF_EXTERN void *op##_(size_t size) {                                                          \
+    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                       \
+    return ((new_fn)next_op(op))(size);                                                            \
   }
 
-#define NOTHROW_NEW(op, symbol)                                                                   \
-  CPROF_EXTERN void *op##_(size_t size, const void *nt) __asm__(symbol);                          \
-  CPROF_EXTERN void *op##_(size_t size, const void *nt) {                                         \
-    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
-    return ((new_nothrow_fn)next_op(op))(size, nt);                                               \
+#define NOTHROW_NEW(op, symbol)                                                                    \
+  CPROF_EXTERN void *op##_(size_t size, const void *nt) __asm__(symbol);                           \
+  CPROF_EXTERN void *op##_(size_t size, const void *nt) {                                          \
+    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                       \
+    return ((new_nothrow_fn)next_op(op))(size, nt);                                                \
   }
 
 /* jemalloc's aligned new calls our aligned_alloc: the size was counted
@@ -131,28 +131,28 @@ typedef void *(*new_aligned_nothrow_fn)(size_t, size_t, const void *);
  * this frame is left, by a return or by the std::bad_alloc the next
  * operator throws (a cleanup runs as the exception unwinds it). */
 static void passed(int *unused) { cprof__block_passing--; }
-#define PASSING()                                                                                 \
-  cprof__block_passing++;                                                                         \
+#define PASSING()                                                                                  \
+  cprof__block_passing++;                                                                          \
   int passing_ __attribute__((cleanup(passed), unused)) = 0
 
-#define ALIGNED_NEW(op, symbol)                                                                   \
-  CPROF_EXTERN void *op##_(size_t size, size_t align) __asm__(symbol);                            \
-  CPROF_EXTERN void *op##_(size_t size, size_t align) {                                           \
-    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
-    if (current_mode() == 1)                                                                      \
-      return ((new_aligned_fn)next_op(op))(size, align);                                          \
-    PASSING();                                                                                    \
-    return ((new_aligned_fn)next_op(op))(size, align);                                            \
+#define ALIGNED_NEW(op, symbol)                                                                    \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) __asm__(symbol);                             \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) {                                            \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                  \
+    if (current_mode() == 1)                                                                       \
+      return ((new_aligned_fn)next_op(op))(size, align);                                           \
+    PASSING();                                                                                     \
+    return ((new_aligned_fn)next_op(op))(size, align);                                             \
   }
 
-#define ALIGNED_NOTHROW_NEW(op, symbol)                                                           \
-  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) __asm__(symbol);            \
-  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) {                           \
-    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
-    if (current_mode() == 1)                                                                      \
-      return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                              \
-    PASSING();                                                                                    \
-    return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                                \
+#define ALIGNED_NOTHROW_NEW(op, symbol)                                                            \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) __asm__(symbol);             \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) {                            \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                  \
+    if (current_mode() == 1)                                                                       \
+      return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                               \
+    PASSING();                                                                                     \
+    return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                                 \
   }
 
 /* A sampled block, whatever delete the program calls for it, is freed as
@@ -161,26 +161,26 @@ static void passed(int *unused) { cprof__block_passing--; }
  * which looks for it. */
 #define OURS(p) (current_mode() == 2 && cprof__block_tagged(p) && cprof__block_ours(p))
 
-#define DELETE_OP(op, symbol, params, type, ...)                                                  \
-  CPROF_EXTERN void op##_ params __asm__(symbol);                                                 \
-  CPROF_EXTERN void op##_ params {                                                                \
-    if (OURS(p))                                                                                  \
-      cprof__block_free(p);                                                                       \
-    else                                                                                          \
-      ((void(*) type)next_op(op))(__VA_ARGS__);                                                   \
+#define DELETE_OP(op, symbol, params, type, ...)                                                   \
+  CPROF_EXTERN void op##_ params __asm__(symbol);                                                  \
+  CPROF_EXTERN void op##_ params {                                                                 \
+    if (OURS(p))                                                                                   \
+      cprof__block_free(p);                                                                        \
+    else                                                                                           \
+      ((void(*) type)next_op(op))(__VA_ARGS__);                                                    \
   }
 #define DELETE_P(op, symbol) DELETE_OP(op, symbol, (void *p), (void *), p)
-#define DELETE_NT(op, symbol)                                                                     \
+#define DELETE_NT(op, symbol)                                                                      \
   DELETE_OP(op, symbol, (void *p, const void *nt), (void *, const void *), p, nt)
-#define DELETE_SIZE(op, symbol)                                                                   \
+#define DELETE_SIZE(op, symbol)                                                                    \
   DELETE_OP(op, symbol, (void *p, size_t size), (void *, size_t), p, size)
-#define DELETE_ALIGN(op, symbol)                                                                  \
+#define DELETE_ALIGN(op, symbol)                                                                   \
   DELETE_OP(op, symbol, (void *p, size_t align), (void *, size_t), p, align)
-#define DELETE_ALIGN_NT(op, symbol)                                                               \
-  DELETE_OP(op, symbol, (void *p, size_t align, const void *nt), (void *, size_t, const void *),  \
+#define DELETE_ALIGN_NT(op, symbol)                                                                \
+  DELETE_OP(op, symbol, (void *p, size_t align, const void *nt), (void *, size_t, const void *),   \
             p, align, nt)
-#define DELETE_SIZE_ALIGN(op, symbol)                                                             \
-  DELETE_OP(op, symbol, (void *p, size_t size, size_t align), (void *, size_t, size_t), p, size,  \
+#define DELETE_SIZE_ALIGN(op, symbol)                                                              \
+  DELETE_OP(op, symbol, (void *p, size_t size, size_t align), (void *, size_t, size_t), p, size,   \
             align)
 
 #define DEFINE(op, symbol, kind) kind(op, symbol)
