@@ -72,7 +72,8 @@ churn_figures() {
 # heap_available: whether this libcprof has the heap profiler (it defines
 # malloc). Says so on stderr when it does not.
 heap_available() {
-  if nm -D --defined-only "$LIB" 2>/dev/null | grep -qw malloc; then return 0; fi
+  # grep reads it all: -q would stop nm early, and pipefail would count its SIGPIPE as a failure.
+  if nm -D --defined-only "$LIB" 2>/dev/null | grep -w malloc >/dev/null; then return 0; fi
   echo "cprof's heap profiler is not in $LIB yet (it does not define malloc)" >&2
   return 1
 }

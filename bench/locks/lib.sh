@@ -7,7 +7,8 @@
 # locks_available: whether this libcprof interposes the lock functions (it
 # defines pthread_mutex_lock). Says so on stderr when it does not.
 locks_available() {
-  if nm -D --defined-only "$LIB" 2>/dev/null | grep -qw pthread_mutex_lock; then return 0; fi
+  # grep reads it all: -q would stop nm early, and pipefail would count its SIGPIPE as a failure.
+  if nm -D --defined-only "$LIB" 2>/dev/null | grep -w pthread_mutex_lock >/dev/null; then return 0; fi
   echo "cprof's lock profiler is not in $LIB yet (it does not define pthread_mutex_lock)" >&2
   return 1
 }

@@ -89,6 +89,10 @@ void *cprof__block_realloc(void *p, size_t size, uintptr_t ret)
  * ours. */
 size_t cprof__block_real_usable(void *p) __attribute__((visibility("hidden")));
 void cprof__block_real_free(void *p) __attribute__((visibility("hidden")));
+/* The allocator's malloc and free themselves, for a caller that calls them
+ * on every allocation (C++'s operators over libstdc++'s). */
+void *(*cprof__block_real_malloc(void))(size_t) __attribute__((visibility("hidden")));
+void (*cprof__block_real_free_fn(void))(void *) __attribute__((visibility("hidden")));
 
 /* jemalloc's mallocx, where the allocator under us has it (resolved with
  * malloc, from the allocator's own object); NULL otherwise. */
