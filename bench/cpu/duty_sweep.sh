@@ -4,7 +4,7 @@
 # CPROF_CPU_HZ, and for short-lived threads.
 #
 #   bench/cpu/duty_sweep.sh                   (make -C bench cpu-sweep)
-#   REPS=2 DUTIES="0.2:16 1:8 5:4 25:2 100:1" WINDOWS="1 2 5 15" HZS="100 1000" \
+#   REPS=3 DUTIES="0.2:16 1:8 5:4 25:2 100:1" WINDOWS="1 2 5 15" HZS="100 1000" \
 #     SHORTS="5 30" SHORT_WINDOW=2 LEAD_MS=250 TAIL_MS=350 bench/cpu/duty_sweep.sh
 #
 # `duty` (cpu/duty.c) runs under LD_PRELOAD=libcprof.so CPROF_CPU_HZ=HZ;
@@ -30,7 +30,7 @@
 # Medians over REPS; the tables go to stdout and bench/build/cpu-sweep-<UTC time>.md.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-REPS=${REPS:-2}
+REPS=${REPS:-3}
 DUTIES=${DUTIES:-0.2:16 1:8 5:4 25:2 100:1}
 WINDOWS=${WINDOWS:-1 2 5 15}
 HZS=${HZS:-100 1000}
