@@ -221,6 +221,34 @@ for a in $ALLOCATORS; do
 done
 echo "Cells: live bytes error / allocated bytes error (at the default rate with their se in brackets). ✗: outside 4 se; †: behaviour, below."
 echo
+if [[ " $RATES " == *" 1 "* ]]; then
+  echo "## Rate 1 in short: exact (every figure equal to the truth) or the sizes that are not, as live / allocated bytes error %"
+  echo
+  printf '| call |'; for a in $ALLOCATORS; do printf ' %s |' "$a"; done; echo
+  printf '|---|'; for a in $ALLOCATORS; do printf -- '---|'; done; echo
+  for call in $CALLS; do
+    printf '| %s |' "$call"
+    for a in $ALLOCATORS; do
+      awk -F'\t' -v a="$a" -v c="$call" '
+        $2 == a && $3 == c && $5 == 1 {
+          if ($6 == "n/a") { na++; next }
+          v = "exact"
+          if ($6 != "ok") v = $6
+          else if ($13 != $12 || $17 != $16 || $21 != $20 || $25 != $24) v = sprintf("%+.3g / %+.3g", $14, $18)
+          cell[++n] = v; size[n] = $4
+          if ($6 == "ok" && $7 != "ok") beh = beh (beh == "" ? "" : ", ") $4 }
+        END {
+          if (!n) { printf " %s |", na ? "n/a" : "-"; exit }
+          same = 1; for (i = 2; i <= n; i++) if (cell[i] != cell[1]) same = 0
+          if (same) out = cell[1] == "exact" ? "exact" : "every size: " cell[1]
+          else for (i = 1; i <= n; i++) if (cell[i] != "exact") out = out (out == "" ? "" : ", ") size[i] ": " cell[i]
+          if (beh != "") out = out " (behaviour: " beh ")"
+          printf " %s |", out }' "$ROWS"
+    done
+    echo
+  done
+  echo
+fi
 echo "## Cells outside 4 se, and every behaviour that is not \"ok\""
 echo
 echo "| allocator | call | size | rate | status | behaviour | inuse_space | alloc_space | inuse_objects | alloc_objects | samples (expected) |"
