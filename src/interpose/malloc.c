@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cprof.h"
+#include "interpose/malloc_block.h"
 #include "sample/heap.h"
 
 #ifndef CPROF_NO_INTERPOSE
@@ -67,11 +68,7 @@
  * that happens to precede a block cannot pass for a header, by chance
  * (one in 2^64) or by design. */
 
-typedef struct header {
-  uint64_t tag;  /* seal(p) ^ info */
-  uint64_t info; /* sampled: the slot (low 56 bits), log2 of the offset
-                    (high 8); the arena's: the block's size */
-} header_t;
+typedef cprof__block_header_t header_t; /* malloc_block.h */
 
 /* A sampled block's header: the usable size the program is told, and the
  * rest of what its free hands back to the sampler, read only once the tag
@@ -89,11 +86,7 @@ _Static_assert(sizeof(sampled_header_t) <= MIN_OFFSET, "the header fits in the o
 
 #define INFO_BUCKET ((UINT64_C(1) << 56) - 1)
 
-static uint64_t secret; /* atomic; set once, before the first tag */
-
-static inline uint64_t seal(const void *p) {
-  return (uintptr_t)p ^ __atomic_load_n(&secret, __ATOMIC_RELAXED);
-}
+uint64_t cprof__block_secret; /* atomic; set once, before the first tag */
 
 static inline header_t *header_of(const void *p) { return &((header_t *)p)[-1]; }
 
@@ -102,21 +95,21 @@ static inline sampled_header_t *sampled_header_of(const void *p) {
 }
 
 static void put_header(void *p, uint64_t info) {
-  *header_of(p) = (header_t){seal(p) ^ info, info};
+  *header_of(p) = (header_t){cprof__block_seal(p) ^ info, info};
 }
 
 /* Draws the secret: the first thing the first resolve does, so before any
  * block is tagged. Threads that race keep whichever came first. */
 static void draw_secret(void) {
   uint64_t s = 0, none = 0;
-  if (__atomic_load_n(&secret, __ATOMIC_RELAXED))
+  if (__atomic_load_n(&cprof__block_secret, __ATOMIC_RELAXED))
     return;
   if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uintptr_t)&s) * 0xbf58476d1ce4e5b9ull;
   }
-  __atomic_compare_exchange_n(&secret, &none, s | 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  __atomic_compare_exchange_n(&cprof__block_secret, &none, s | 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* The bootstrap arena: a thread inside dlsym, before the real functions are
@@ -126,19 +119,16 @@ static size_t boot_used;
 
 static int in_boot(const void *p) { return (uintptr_t)p - (uintptr_t)boot < sizeof boot; }
 
-/* Nonzero when p may be sampled or from the arena, for a closer look. */
-static inline int tagged(const void *p) {
-  if (__builtin_expect(!cprof__heap_at_page_start(p), 1)) {
-    const header_t *h = header_of(p);
-    return __builtin_expect((h->tag ^ h->info) == seal(p), 0);
-  }
+/* Nonzero when p may be sampled or from the arena, for a closer look
+ * (malloc_block.h): at a page's start, the filter answers. */
+int cprof__block_tagged_at_page_start(const void *p) {
   return p && (in_boot(p) || cprof__heap_maybe_sampled(p));
 }
 
 /* Whether p is sampled or the arena's, for certain: tagged, and at a
  * page's start the filter's "maybe" checked in the table. */
 static int ours(const void *p) {
-  return tagged(p) && (!cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p));
+  return cprof__block_tagged(p) && (!cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p));
 }
 
 /* A block of the arena, zeroed (the arena is static and never reused),
@@ -193,7 +183,7 @@ typedef struct functions {
    * tcmalloc); NULL otherwise. Resolved with the others, never called
    * before. */
   size_t (*nallocx)(size_t, int);
-  size_t (*sallocx)(const void *, int);
+  void *(*mallocx)(size_t, int); /* jemalloc's, for sampled blocks of mallocx */
   int glibc; /* the allocator is glibc's (its chunk layout is known) */
 } functions_t;
 
@@ -233,8 +223,8 @@ static void find_sizes(functions_t *found) {
   void *f;
   if ((f = dlsym(RTLD_NEXT, "nallocx")) && object_of(f) == home)
     found->nallocx = (size_t(*)(size_t, int))f;
-  if ((f = dlsym(RTLD_NEXT, "sallocx")) && object_of(f) == home)
-    found->sallocx = (size_t(*)(const void *, int))f;
+  if ((f = dlsym(RTLD_NEXT, "mallocx")) && object_of(f) == home)
+    found->mallocx = (void *(*)(size_t, int))f;
   Dl_info info;
   const char *slash;
   found->glibc = home && dladdr((void *)found->malloc, &info) && info.dli_fname &&
@@ -265,7 +255,7 @@ static void resolve(void) {
   find_sizes(&found);
   resolving = 0;
   __atomic_store_n(&real.nallocx, found.nallocx, __ATOMIC_RELAXED);
-  __atomic_store_n(&real.sallocx, found.sallocx, __ATOMIC_RELAXED);
+  __atomic_store_n(&real.mallocx, found.mallocx, __ATOMIC_RELAXED);
   __atomic_store_n(&real.glibc, found.glibc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.malloc, found.malloc, __ATOMIC_RELAXED);
   __atomic_store_n(&real.calloc, found.calloc, __ATOMIC_RELAXED);
@@ -369,15 +359,31 @@ static void *first_pvalloc(size_t size) {
   return REAL(pvalloc)(size);
 }
 
-enum kind { PLAIN, ZEROED, ALIGNED };
+typedef enum cprof__block_kind kind_t;
+#define PLAIN CPROF_BLOCK_PLAIN
+#define ZEROED CPROF_BLOCK_ZEROED
+#define ALIGNED CPROF_BLOCK_ALIGNED
+#define MALLOCX CPROF_BLOCK_MALLOCX
+
+/* mallocx's flags (jemalloc's <jemalloc/jemalloc.h>): log2 of the
+ * alignment in the low 6 bits, then zeroing, the thread cache's (8-19) and
+ * the arena's (20 on). */
+#define MALLOCX_ALIGN_BITS 0x3f
+#define MALLOCX_ZERO_BIT 0x40
+#define MALLOCX_TCACHE_BITS 0xfff00
 
 /* A sampled block's allocation, with room for its header: `align` is a
- * power of two of at least MIN_OFFSET. */
-static void *allocate(enum kind kind, size_t align, size_t size) {
+ * power of two of at least MIN_OFFSET. mallocx's keeps the program's
+ * arena and zeroing, and takes the thread's own cache: the block is freed
+ * with free, which knows no other. */
+static void *allocate(kind_t kind, size_t align, size_t size, int flags) {
   if (kind == PLAIN)
     return REAL(malloc)(size);
   if (kind == ZEROED)
     return REAL(calloc)(1, size);
+  if (kind == MALLOCX)
+    return REAL(mallocx)(size, (flags & ~(MALLOCX_ALIGN_BITS | MALLOCX_TCACHE_BITS)) |
+                                   __builtin_ctzll(align));
   void *p;
   return REAL(posix_memalign)(&p, align, size) == 0 ? p : NULL;
 }
@@ -407,7 +413,7 @@ static size_t glibc_usable(size_t size) {
  * allocator found the alignment, with or without us (glibc's aligned_alloc(32, 1)
  * is 24, 40 or 72 bytes), so it is the block's own; as is any block of
  * an allocator we know nothing of. */
-static size_t usable_without_nallocx(enum kind kind, size_t size, size_t offset, char **base) {
+static size_t usable_without_nallocx(kind_t kind, size_t size, size_t offset, char **base) {
   size_t have = REAL(malloc_usable_size)(*base) - offset;
   if (!REAL(glibc) || kind == ALIGNED)
     return have;
@@ -419,7 +425,7 @@ static size_t usable_without_nallocx(enum kind kind, size_t size, size_t offset,
     return have;
   want = ((chunk + page - 1) & ~(page - 1)) - 16;
   if (have < want) { /* the rare block a page short: one that has it */
-    char *more = want <= SIZE_MAX - offset ? allocate(kind, offset, want + offset) : NULL;
+    char *more = want <= SIZE_MAX - offset ? allocate(kind, offset, want + offset, 0) : NULL;
     if (!more)
       return have;
     REAL(free)(*base);
@@ -439,12 +445,16 @@ static size_t usable_without_nallocx(enum kind kind, size_t size, size_t offset,
  * the header's bytes added lands in a larger size class. Where the
  * allocator answers nallocx (jemalloc, tcmalloc), its answer is that
  * size, and the block is allocated with room for it after the header. */
-static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t ret) {
+static void *sample_block(kind_t kind, size_t align, size_t size, int flags, uintptr_t ret) {
   size_t offset = align > MIN_OFFSET ? align : MIN_OFFSET, usable = 0;
   size_t (*nallocx)(size_t, int) = REAL(nallocx);
   /* jemalloc's and tcmalloc's flags: log2 of the alignment; a plain
-   * request has none, and malloc(0) is served as malloc(1). */
-  if (nallocx && !(usable = nallocx(size ? size : 1, kind == ALIGNED ? __builtin_ctzll(align) : 0)))
+   * request has none, mallocx's its own, and malloc(0) is served as
+   * malloc(1). */
+  int lg = kind == ALIGNED ? __builtin_ctzll(align) : kind == MALLOCX ? flags & MALLOCX_ALIGN_BITS : 0;
+  if (kind == MALLOCX && !(nallocx && REAL(mallocx)))
+    return NULL;
+  if (nallocx && !(usable = nallocx(size ? size : 1, lg)))
     return NULL; /* beyond the allocator's largest size: its own call refuses it */
   /* glibc's smallest chunk holds 24 bytes, more than a small request and
    * the offset leave in a larger one. */
@@ -453,7 +463,7 @@ static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t r
     room = size;
   if (offset > UINT32_MAX || room > SIZE_MAX - offset)
     return NULL;
-  char *base = allocate(kind, offset, room + offset);
+  char *base = allocate(kind, offset, room + offset, flags);
   if (!base)
     return NULL;
   if (!nallocx)
@@ -473,23 +483,27 @@ static void *sample_block(enum kind kind, size_t align, size_t size, uintptr_t r
   return p;
 }
 
-/* The slow path of an allocation whose size crossed the countdown: a
- * sampled block of `size` bytes aligned to `align`, or NULL, and then the
- * caller makes the real call the program made. NULL when the allocation is
+/* The slow path of an allocation whose size crossed the countdown
+ * (malloc_block.h): a sampled block of `size` bytes aligned to `align`, or
+ * NULL, and then the caller makes the real call the program made. NULL when the allocation is
  * not sampled, when the alignment is not a power of two (the allocator
  * decides whether it rounds it up or refuses it), when size, header and
  * alignment do not fit in a size_t, and when the allocator refuses the
  * larger block: the real call then fails, or succeeds, as it would have,
  * and sets errno as it would have. errno is left as the program left it,
  * since a successful allocation does not touch it. */
-__attribute__((noinline)) static void *sample_alloc(enum kind kind, size_t align, size_t size,
+__attribute__((noinline)) void *cprof__block_sample(kind_t kind, size_t align, size_t size, int flags,
                                                     uintptr_t ret) {
   int saved = errno;
   void *p = NULL;
   if (cprof__heap_should_sample(size) && power_of_two(align))
-    p = sample_block(kind, align, size, ret);
+    p = sample_block(kind, align, size, flags, ret);
   errno = saved;
   return p;
+}
+
+static void *sample_alloc(kind_t kind, size_t align, size_t size, uintptr_t ret) {
+  return cprof__block_sample(kind, align, size, 0, ret);
 }
 
 /* The slow path of a free whose pointer is tagged. */
@@ -522,11 +536,15 @@ static size_t usable_tagged(void *p) {
 
 #define RET ((uintptr_t)__builtin_return_address(0))
 
-/* Each wrapper: if the size crosses the countdown and the block can be
- * sampled, p is the sampled block; otherwise the real call follows, with
- * the program's own arguments. */
-#define SAMPLED(p, kind, align, size) \
-  (cprof__heap_crossing(size) && ((p) = sample_alloc(kind, align, size, RET)))
+__thread int cprof__block_passing __attribute__((tls_model("initial-exec")));
+
+/* Each aligned wrapper: if the size crosses the countdown and the block
+ * can be sampled, p is the sampled block; otherwise the real call follows,
+ * with the program's own arguments. A call an allocator's aligned operator
+ * new makes on our behalf was counted there (new_delete.c). */
+#define SAMPLED(p, kind, align, size)                                                             \
+  (!cprof__block_passing && cprof__heap_crossing(size) &&                                         \
+   ((p) = sample_alloc(kind, align, size, RET)))
 
 /* malloc and calloc, the hot ones, keep their fallback out of line, so
  * that their fast path needs no frame: a subtract, a branch, a jump. */
@@ -555,7 +573,7 @@ CPROF_EXTERN void *calloc(size_t n, size_t size) {
 }
 
 CPROF_EXTERN void free(void *p) {
-  if (tagged(p))
+  if (cprof__block_tagged(p))
     free_tagged(p);
   else if (p)
     REAL(free)(p);
@@ -622,6 +640,8 @@ static void *realloc_at(void *p, size_t size, uintptr_t ret) {
 
 CPROF_EXTERN void *realloc(void *p, size_t size) { return realloc_at(p, size, RET); }
 
+void *cprof__block_realloc(void *p, size_t size, uintptr_t ret) { return realloc_at(p, size, ret); }
+
 /* glibc's reallocarray is realloc behind this same check (ENOMEM, and p
  * untouched), and an allocator that lacks one gets glibc's. */
 CPROF_EXTERN void *reallocarray(void *p, size_t n, size_t size) {
@@ -686,18 +706,20 @@ CPROF_EXTERN size_t malloc_usable_size(void *p) {
   return ours(p) ? usable_tagged(p) : REAL(malloc_usable_size)(p);
 }
 
-/* jemalloc's own lookup of a block's size answers for a sampled block as
- * malloc_usable_size does, and passes every other block on. Under an
- * allocator without it (glibc, tcmalloc), a program that finds the name
- * (a weak reference, dlsym) is answered as by malloc_usable_size.
- * tcmalloc's malloc_size and MallocExtension are not interposed: exporting
- * names the allocator lacks is itself a difference a program can see, and
- * those are little used. */
-CPROF_EXTERN size_t sallocx(const void *p, int flags) {
-  if (ours(p))
-    return usable_tagged((void *)p);
-  size_t (*f)(const void *, int) = REAL(sallocx);
-  return f ? f(p, flags) : REAL(malloc_usable_size)((void *)p);
+/* ---- for the other entry points (malloc_block.h) ---- */
+
+int cprof__block_ours(const void *p) { return ours(p); }
+void cprof__block_free(void *p) { free_tagged(p); }
+size_t cprof__block_usable(const void *p) { return usable_tagged((void *)p); }
+size_t cprof__block_real_usable(void *p) { return REAL(malloc_usable_size)(p); }
+void cprof__block_real_free(void *p) { REAL(free)(p); }
+void *(*cprof__block_real_mallocx(void))(size_t, int) { return REAL(mallocx); }
+
+int cprof__block_in_allocator(void *f) {
+  if (REAL(malloc) == first_malloc && !resolving)
+    resolve();
+  void *home = object_of((void *)REAL(malloc));
+  return home && object_of(f) == home;
 }
 
 /* Our malloc by a name nobody can interpose: inside libcprof, `malloc`
@@ -750,21 +772,24 @@ static int is_plt_stub(void *addr) {
 }
 
 /* The first library after the executable, in the loader's order (that of
- * the global lookup for the libraries loaded at start), that defines
- * malloc itself: dlsym on its handle also searches its dependencies, so the
- * answer counts only when it lies in the library. */
-static void *first_library_malloc(void) {
-  struct link_map *map = NULL;
+ * the global lookup for the libraries loaded at start, then those loaded
+ * later, whatever their scope), that defines `name` itself, libcprof
+ * included or not: dlsym on its handle also searches its dependencies, so
+ * the answer counts only when it lies in the library. */
+static void *first_library_defining(const char *name, int but_us) {
+  struct link_map *map = NULL, *ours = NULL;
   Dl_info info;
-  if (!dladdr1((void *)cprof__own_malloc, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+  if (!dladdr1((void *)cprof__own_malloc, &info, (void **)&ours, RTLD_DL_LINKMAP) || !ours)
     return NULL;
-  while (map->l_prev)
+  for (map = ours; map->l_prev;)
     map = map->l_prev;
   for (map = map->l_next; map; map = map->l_next) {
+    if (but_us && map == ours)
+      continue;
     void *h = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
       continue;
-    void *f = dlsym(h, "malloc");
+    void *f = dlsym(h, name);
     struct link_map *owner = NULL;
     int here = f && dladdr1(f, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == map;
     dlclose(h);
@@ -774,12 +799,23 @@ static void *first_library_malloc(void) {
   return NULL;
 }
 
+/* What the loader allocates meanwhile (dlsym's error message for a name
+ * not found) is cprof's work, not the program's. */
+void *cprof__block_next(const char *name) {
+  cprof__heap_guard_enter();
+  void *f = dlsym(RTLD_NEXT, name);
+  if (!f)
+    f = first_library_defining(name, 1);
+  cprof__heap_guard_leave();
+  return f;
+}
+
 /* Where malloc comes from when it is not libcprof's, and what can be done:
  * the advice "put libcprof first" holds only for another library. */
 int cprof__malloc_check(char *why, size_t len) {
   void *first = dlsym(RTLD_DEFAULT, "malloc");
   if (first && in_executable(first) && is_plt_stub(first))
-    first = first_library_malloc();
+    first = first_library_defining("malloc", 0);
   if (first == (void *)cprof__own_malloc)
     return 0;
   Dl_info info;

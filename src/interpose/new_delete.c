@@ -1,0 +1,189 @@
+/* C++'s operator new and delete, interposed.
+ *
+ * libstdc++'s operators call malloc and free, so under glibc malloc.c sees
+ * every C++ allocation and these pass straight on. jemalloc and tcmalloc
+ * export operators of their own, which bind ahead of libstdc++'s and never
+ * call our malloc: without these, a C++ program's heap under them read
+ * nothing, and the blocks their operators did get from us crashed them
+ * (jemalloc's aligned new calls aligned_alloc, which may hand out a
+ * sampled block, and its sized delete then freed the interior pointer).
+ *
+ * So when the next operator new in the lookup order is the allocator's own
+ * (defined in the object whose malloc is the real one), these do as
+ * malloc.c does: new counts its size towards the next sample and, when
+ * sampled, hands out a sampled block of the allocator's malloc; every
+ * delete looks for the sampled block's seal first. Anything else is the
+ * allocator's operator with the program's arguments, so that its new
+ * handler, std::bad_alloc and nothrow rules are the program's. Otherwise
+ * (libstdc++'s operators) every one is a jump to the next.
+ *
+ * The next operators are found at the first call, not at start: libstdc++
+ * may come later, with a plugin dlopen()ed by a C program, and then only
+ * in that plugin's scope (cprof__block_next looks there too). The
+ * exceptions the next operator new throws pass through these frames,
+ * which this file's unwind tables describe (-fexceptions, CMakeLists). */
+#include "interpose/malloc_block.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cprof.h"
+
+#ifndef CPROF_NO_INTERPOSE
+
+/* The operators, by their Itanium C++ ABI names: `m` is size_t,
+ * `St11align_val_t` std::align_val_t (a size_t), `RKSt9nothrow_t` a
+ * reference to std::nothrow_t. */
+#define OPERATORS(X)                                                                              \
+  X(NEW, "_Znwm", PLAIN_NEW)                                                                      \
+  X(NEW_ARRAY, "_Znam", PLAIN_NEW)                                                                \
+  X(NEW_NOTHROW, "_ZnwmRKSt9nothrow_t", NOTHROW_NEW)                                              \
+  X(NEW_ARRAY_NOTHROW, "_ZnamRKSt9nothrow_t", NOTHROW_NEW)                                        \
+  X(NEW_ALIGNED, "_ZnwmSt11align_val_t", ALIGNED_NEW)                                             \
+  X(NEW_ARRAY_ALIGNED, "_ZnamSt11align_val_t", ALIGNED_NEW)                                       \
+  X(NEW_ALIGNED_NOTHROW, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)               \
+  X(NEW_ARRAY_ALIGNED_NOTHROW, "_ZnamSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)         \
+  X(DELETE, "_ZdlPv", DELETE_P)                                                                   \
+  X(DELETE_ARRAY, "_ZdaPv", DELETE_P)                                                             \
+  X(DELETE_NOTHROW, "_ZdlPvRKSt9nothrow_t", DELETE_NT)                                            \
+  X(DELETE_ARRAY_NOTHROW, "_ZdaPvRKSt9nothrow_t", DELETE_NT)                                      \
+  X(DELETE_SIZED, "_ZdlPvm", DELETE_SIZE)                                                         \
+  X(DELETE_ARRAY_SIZED, "_ZdaPvm", DELETE_SIZE)                                                   \
+  X(DELETE_ALIGNED, "_ZdlPvSt11align_val_t", DELETE_ALIGN)                                        \
+  X(DELETE_ARRAY_ALIGNED, "_ZdaPvSt11align_val_t", DELETE_ALIGN)                                  \
+  X(DELETE_ALIGNED_NOTHROW, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)               \
+  X(DELETE_ARRAY_ALIGNED_NOTHROW, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)         \
+  X(DELETE_SIZED_ALIGNED, "_ZdlPvmSt11align_val_t", DELETE_SIZE_ALIGN)                            \
+  X(DELETE_ARRAY_SIZED_ALIGNED, "_ZdaPvmSt11align_val_t", DELETE_SIZE_ALIGN)
+
+#define AS_ENUM(op, symbol, kind) op,
+#define AS_NAME(op, symbol, kind) symbol,
+enum op { OPERATORS(AS_ENUM) OPS };
+static const char *const names[OPS] = {OPERATORS(AS_NAME)};
+
+static void *next[OPS];
+/* 0: not looked up yet; 1: the next operators are libstdc++'s (or some
+ * other library's), passed straight on; 2: they are the allocator's. */
+static int mode;
+
+/* Looks the next operators up. Threads that race find the same. */
+__attribute__((noinline)) static int look_up(void) {
+  for (int i = 0; i < OPS; i++)
+    __atomic_store_n(&next[i], cprof__block_next(names[i]), __ATOMIC_RELAXED);
+  int m = next[NEW] && cprof__block_in_allocator(next[NEW]) ? 2 : 1;
+  __atomic_store_n(&mode, m, __ATOMIC_RELEASE);
+  return m;
+}
+
+static inline int current_mode(void) {
+  int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
+  return __builtin_expect(m != 0, 1) ? m : look_up();
+}
+
+/* The next operator; one that does not exist cannot have been called by a
+ * program that links, but a broken lookup must not jump to 0. */
+static void *next_op(enum op op) {
+  void *f = __atomic_load_n(&next[op], __ATOMIC_RELAXED);
+  if (__builtin_expect(!f, 0)) {
+    char line[160];
+    int n = snprintf(line, sizeof line, "cprof: cannot find the real %s; aborting\n", names[op]);
+    if (n > 0 && write(2, line, (size_t)n) < 0) {
+    }
+    abort();
+  }
+  return f;
+}
+
+#define RET ((uintptr_t)__builtin_return_address(0))
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nothrow_fn)(size_t, const void *);
+typedef void *(*new_aligned_fn)(size_t, size_t);
+typedef void *(*new_aligned_nothrow_fn)(size_t, size_t, const void *);
+
+/* The allocator's new, for a size that crossed the countdown and was not
+ * sampled, or any size when the operators are libstdc++'s. */
+#define SAMPLE_NEW(kind, align, size)                                                             \
+  do {                                                                                            \
+    void *sampled_;                                                                               \
+    if (current_mode() == 2 && cprof__heap_crossing(size) &&                                      \
+        (sampled_ = cprof__block_sample(kind, align, size, 0, RET)))                              \
+      return sampled_;                                                                            \
+  } while (0)
+
+#define PLAIN_NEW(op, symbol)                                                                     \
+  CPROF_EXTERN void *op##_(size_t size) __asm__(symbol);                                          \
+  CPROF_EXTERN void *op##_(size_t size) {                                                         \
+    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
+    return ((new_fn)next_op(op))(size);                                                           \
+  }
+
+#define NOTHROW_NEW(op, symbol)                                                                   \
+  CPROF_EXTERN void *op##_(size_t size, const void *nt) __asm__(symbol);                          \
+  CPROF_EXTERN void *op##_(size_t size, const void *nt) {                                         \
+    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
+    return ((new_nothrow_fn)next_op(op))(size, nt);                                               \
+  }
+
+/* jemalloc's aligned new calls our aligned_alloc: the size was counted
+ * here, so that call passes straight through (cprof__block_passing), until
+ * this frame is left, by a return or by the std::bad_alloc the next
+ * operator throws (a cleanup runs as the exception unwinds it). */
+static void passed(int *unused) { cprof__block_passing--; }
+#define PASSING()                                                                                 \
+  cprof__block_passing++;                                                                         \
+  int passing_ __attribute__((cleanup(passed), unused)) = 0
+
+#define ALIGNED_NEW(op, symbol)                                                                   \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) __asm__(symbol);                            \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) {                                           \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
+    if (current_mode() == 1)                                                                      \
+      return ((new_aligned_fn)next_op(op))(size, align);                                          \
+    PASSING();                                                                                    \
+    return ((new_aligned_fn)next_op(op))(size, align);                                            \
+  }
+
+#define ALIGNED_NOTHROW_NEW(op, symbol)                                                           \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) __asm__(symbol);            \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) {                           \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
+    if (current_mode() == 1)                                                                      \
+      return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                              \
+    PASSING();                                                                                    \
+    return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                                \
+  }
+
+/* A sampled block, whatever delete the program calls for it, is freed as
+ * malloc.c frees it; any other goes to the next delete. The seal is
+ * looked for only under the allocator's operators: libstdc++'s call free,
+ * which looks for it. */
+#define OURS(p) (current_mode() == 2 && cprof__block_tagged(p) && cprof__block_ours(p))
+
+#define DELETE_OP(op, symbol, params, type, ...)                                                  \
+  CPROF_EXTERN void op##_ params __asm__(symbol);                                                 \
+  CPROF_EXTERN void op##_ params {                                                                \
+    if (OURS(p))                                                                                  \
+      cprof__block_free(p);                                                                       \
+    else                                                                                          \
+      ((void(*) type)next_op(op))(__VA_ARGS__);                                                   \
+  }
+#define DELETE_P(op, symbol) DELETE_OP(op, symbol, (void *p), (void *), p)
+#define DELETE_NT(op, symbol)                                                                     \
+  DELETE_OP(op, symbol, (void *p, const void *nt), (void *, const void *), p, nt)
+#define DELETE_SIZE(op, symbol)                                                                   \
+  DELETE_OP(op, symbol, (void *p, size_t size), (void *, size_t), p, size)
+#define DELETE_ALIGN(op, symbol)                                                                  \
+  DELETE_OP(op, symbol, (void *p, size_t align), (void *, size_t), p, align)
+#define DELETE_ALIGN_NT(op, symbol)                                                               \
+  DELETE_OP(op, symbol, (void *p, size_t align, const void *nt), (void *, size_t, const void *),  \
+            p, align, nt)
+#define DELETE_SIZE_ALIGN(op, symbol)                                                             \
+  DELETE_OP(op, symbol, (void *p, size_t size, size_t align), (void *, size_t, size_t), p, size,  \
+            align)
+
+#define DEFINE(op, symbol, kind) kind(op, symbol)
+OPERATORS(DEFINE)
+
+#endif /* CPROF_NO_INTERPOSE */
