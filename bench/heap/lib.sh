@@ -72,7 +72,10 @@ churn_figures() {
 # heap_available: whether this libcprof has the heap profiler (it defines
 # malloc). Says so on stderr when it does not.
 heap_available() {
-  if nm -D --defined-only "$LIB" 2>/dev/null | grep -qw malloc; then return 0; fi
+  # awk reads all of nm's output: grep -q would stop at the first match, and
+  # nm's SIGPIPE fail the pipeline under pipefail (sometimes, as its
+  # output outgrew the pipe's buffer).
+  if nm -D --defined-only "$LIB" 2>/dev/null | awk '$3 == "malloc" { f = 1 } END { exit !f }'; then return 0; fi
   echo "cprof's heap profiler is not in $LIB yet (it does not define malloc)" >&2
   return 1
 }
