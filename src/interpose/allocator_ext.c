@@ -51,10 +51,10 @@ static void *next_of(void **slot, const char *name) {
   }
   return f;
 }
-#define NEXT(type, name)                                                                          \
-  ({                                                                                              \
-    static void *slot_ = UNSEEN;                                                                  \
-    (type) next_of(&slot_, #name);                                                                \
+#define NEXT(type, name)                                                                           \
+  ({                                                                                               \
+    static void *slot_ = UNSEEN;                                                                   \
+    (type) next_of(&slot_, #name);                                                                 \
   })
 
 /* ---- jemalloc ---- */
@@ -129,17 +129,17 @@ CPROF_EXTERN size_t sallocx(const void *p, int flags) {
 
 /* The frees: a sampled block is freed as free frees it; any other goes to
  * the next definition, or to the allocator's free. */
-#define FREE_LIKE(name, params, type, ...)                                                        \
-  CPROF_EXTERN void name params {                                                                 \
-    if (OURS(p)) {                                                                                \
-      cprof__block_free(p);                                                                       \
-      return;                                                                                     \
-    }                                                                                             \
-    void(*next) type = NEXT(void(*) type, name);                                                  \
-    if (next)                                                                                     \
-      next(__VA_ARGS__);                                                                          \
-    else                                                                                          \
-      cprof__block_real_free(p);                                                                  \
+#define FREE_LIKE(name, params, type, ...)                                                         \
+  CPROF_EXTERN void name params {                                                                  \
+    if (OURS(p)) {                                                                                 \
+      cprof__block_free(p);                                                                        \
+      return;                                                                                      \
+    }                                                                                              \
+    void(*next) type = NEXT(void(*) type, name);                                                   \
+    if (next)                                                                                      \
+      next(__VA_ARGS__);                                                                           \
+    else                                                                                           \
+      cprof__block_real_free(p);                                                                   \
   }
 
 FREE_LIKE(dallocx, (void *p, int flags), (void *, int), p, flags)
@@ -182,12 +182,12 @@ CPROF_EXTERN void *tc_realloc(void *p, size_t size) {
   return next ? next(p, size) : cprof__block_realloc(p, size, RET);
 }
 
-#define SIZE_LIKE(name)                                                                           \
-  CPROF_EXTERN size_t name(void *p) {                                                             \
-    if (OURS(p))                                                                                  \
-      return cprof__block_usable(p);                                                              \
-    size_t (*next)(void *) = NEXT(size_t(*)(void *), name);                                       \
-    return next ? next(p) : p ? cprof__block_real_usable(p) : 0;                                  \
+#define SIZE_LIKE(name)                                                                            \
+  CPROF_EXTERN size_t name(void *p) {                                                              \
+    if (OURS(p))                                                                                   \
+      return cprof__block_usable(p);                                                               \
+    size_t (*next)(void *) = NEXT(size_t(*)(void *), name);                                        \
+    return next ? next(p) : p ? cprof__block_real_usable(p) : 0;                                   \
   }
 
 SIZE_LIKE(malloc_size)

@@ -8,8 +8,9 @@
  * found with dlsym(RTLD_NEXT). dlsym may allocate before it can answer: a
  * thread resolving the names serves its own allocations from a static
  * bootstrap arena, whose blocks are never freed and which free recognises by
- * the tag they carry, as sampled blocks do. C++'s operator new and delete
- * call malloc and free, so they are covered too.
+ * the tag they carry, as sampled blocks do. C++'s operators and the
+ * allocators' other entry points that can see our blocks are interposed in
+ * new_delete.c and allocator_ext.c, through malloc_block.h.
  *
  * The fast paths are what every call of the program pays: malloc is a
  * thread-local subtract, a branch and an indirect jump to the real malloc;
@@ -109,7 +110,8 @@ static void draw_secret(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uintptr_t)&s) * 0xbf58476d1ce4e5b9ull;
   }
-  __atomic_compare_exchange_n(&cprof__block_secret, &none, s | 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  __atomic_compare_exchange_n(&cprof__block_secret, &none, s | 1, 0, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
 }
 
 /* The bootstrap arena: a thread inside dlsym, before the real functions are
@@ -128,7 +130,8 @@ int cprof__block_tagged_at_page_start(const void *p) {
 /* Whether p is sampled or the arena's, for certain: tagged, and at a
  * page's start the filter's "maybe" checked in the table. */
 static int ours(const void *p) {
-  return cprof__block_tagged(p) && (!cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p));
+  return cprof__block_tagged(p) &&
+         (!cprof__heap_at_page_start(p) || in_boot(p) || cprof__heap_known(p));
 }
 
 /* A block of the arena, zeroed (the arena is static and never reused),
@@ -369,7 +372,6 @@ typedef enum cprof__block_kind kind_t;
  * alignment in the low 6 bits, then zeroing, the thread cache's (8-19) and
  * the arena's (20 on). */
 #define MALLOCX_ALIGN_BITS 0x3f
-#define MALLOCX_ZERO_BIT 0x40
 #define MALLOCX_TCACHE_BITS 0xfff00
 
 /* A sampled block's allocation, with room for its header: `align` is a
@@ -451,7 +453,9 @@ static void *sample_block(kind_t kind, size_t align, size_t size, int flags, uin
   /* jemalloc's and tcmalloc's flags: log2 of the alignment; a plain
    * request has none, mallocx's its own, and malloc(0) is served as
    * malloc(1). */
-  int lg = kind == ALIGNED ? __builtin_ctzll(align) : kind == MALLOCX ? flags & MALLOCX_ALIGN_BITS : 0;
+  int lg = kind == ALIGNED   ? __builtin_ctzll(align)
+           : kind == MALLOCX ? flags & MALLOCX_ALIGN_BITS
+                             : 0;
   if (kind == MALLOCX && !(nallocx && REAL(mallocx)))
     return NULL;
   if (nallocx && !(usable = nallocx(size ? size : 1, lg)))
@@ -492,8 +496,8 @@ static void *sample_block(kind_t kind, size_t align, size_t size, int flags, uin
  * larger block: the real call then fails, or succeeds, as it would have,
  * and sets errno as it would have. errno is left as the program left it,
  * since a successful allocation does not touch it. */
-__attribute__((noinline)) void *cprof__block_sample(kind_t kind, size_t align, size_t size, int flags,
-                                                    uintptr_t ret) {
+__attribute__((noinline)) void *cprof__block_sample(kind_t kind, size_t align, size_t size,
+                                                    int flags, uintptr_t ret) {
   int saved = errno;
   void *p = NULL;
   if (cprof__heap_should_sample(size) && power_of_two(align))
@@ -542,8 +546,8 @@ __thread int cprof__block_passing __attribute__((tls_model("initial-exec")));
  * can be sampled, p is the sampled block; otherwise the real call follows,
  * with the program's own arguments. A call an allocator's aligned operator
  * new makes on our behalf was counted there (new_delete.c). */
-#define SAMPLED(p, kind, align, size)                                                             \
-  (!cprof__block_passing && cprof__heap_crossing(size) &&                                         \
+#define SAMPLED(p, kind, align, size)                                                              \
+  (!cprof__block_passing && cprof__heap_crossing(size) &&                                          \
    ((p) = sample_alloc(kind, align, size, RET)))
 
 /* malloc and calloc, the hot ones, keep their fallback out of line, so

@@ -46,6 +46,15 @@ static inline int cprof__block_tagged(const void *p) {
   return cprof__block_tagged_at_page_start(p);
 }
 
+/* The first look of a fast path that makes no call: nonzero when p's seal
+ * matches, or p lies at a page's start, where only a call can tell. */
+static inline int cprof__block_maybe_tagged(const void *p) {
+  if (__builtin_expect(cprof__heap_at_page_start(p), 0))
+    return 1;
+  const cprof__block_header_t *h = &((const cprof__block_header_t *)p)[-1];
+  return __builtin_expect((h->tag ^ h->info) == cprof__block_seal(p), 0);
+}
+
 /* Whether p is sampled or the arena's, for certain. */
 int cprof__block_ours(const void *p) __attribute__((visibility("hidden")));
 /* Frees a tagged block (counting a sampled one freed). */
@@ -56,8 +65,12 @@ size_t cprof__block_usable(const void *p) __attribute__((visibility("hidden")));
 
 /* How a sampled block is allocated: as malloc, calloc, an aligned call, or
  * jemalloc's mallocx with the program's flags. */
-enum cprof__block_kind { CPROF_BLOCK_PLAIN, CPROF_BLOCK_ZEROED, CPROF_BLOCK_ALIGNED,
-                         CPROF_BLOCK_MALLOCX };
+enum cprof__block_kind {
+  CPROF_BLOCK_PLAIN,
+  CPROF_BLOCK_ZEROED,
+  CPROF_BLOCK_ALIGNED,
+  CPROF_BLOCK_MALLOCX
+};
 
 /* The slow path of an allocation whose size crossed the heap sampler's
  * countdown: a sampled block of `size` bytes aligned to `align`, or NULL,
@@ -69,7 +82,8 @@ void *cprof__block_sample(enum cprof__block_kind kind, size_t align, size_t size
 
 /* realloc of any block, ours or not, counted as malloc.c's realloc counts
  * it. */
-void *cprof__block_realloc(void *p, size_t size, uintptr_t ret) __attribute__((visibility("hidden")));
+void *cprof__block_realloc(void *p, size_t size, uintptr_t ret)
+    __attribute__((visibility("hidden")));
 
 /* The allocator's own malloc_usable_size and free, for blocks that are not
  * ours. */
@@ -78,7 +92,7 @@ void cprof__block_real_free(void *p) __attribute__((visibility("hidden")));
 
 /* jemalloc's mallocx, where the allocator under us has it (resolved with
  * malloc, from the allocator's own object); NULL otherwise. */
-void *(*cprof__block_real_mallocx(void))(size_t, int) __attribute__((visibility("hidden")));
+void *(*cprof__block_real_mallocx(void))(size_t, int)__attribute__((visibility("hidden")));
 
 /* The definition of `name` the program would reach without us: the next
  * one in the lookup order, or, for a library loaded only in a local scope

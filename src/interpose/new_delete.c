@@ -35,26 +35,26 @@
 /* The operators, by their Itanium C++ ABI names: `m` is size_t,
  * `St11align_val_t` std::align_val_t (a size_t), `RKSt9nothrow_t` a
  * reference to std::nothrow_t. */
-#define OPERATORS(X)                                                                              \
-  X(NEW, "_Znwm", PLAIN_NEW)                                                                      \
-  X(NEW_ARRAY, "_Znam", PLAIN_NEW)                                                                \
-  X(NEW_NOTHROW, "_ZnwmRKSt9nothrow_t", NOTHROW_NEW)                                              \
-  X(NEW_ARRAY_NOTHROW, "_ZnamRKSt9nothrow_t", NOTHROW_NEW)                                        \
-  X(NEW_ALIGNED, "_ZnwmSt11align_val_t", ALIGNED_NEW)                                             \
-  X(NEW_ARRAY_ALIGNED, "_ZnamSt11align_val_t", ALIGNED_NEW)                                       \
-  X(NEW_ALIGNED_NOTHROW, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)               \
-  X(NEW_ARRAY_ALIGNED_NOTHROW, "_ZnamSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)         \
-  X(DELETE, "_ZdlPv", DELETE_P)                                                                   \
-  X(DELETE_ARRAY, "_ZdaPv", DELETE_P)                                                             \
-  X(DELETE_NOTHROW, "_ZdlPvRKSt9nothrow_t", DELETE_NT)                                            \
-  X(DELETE_ARRAY_NOTHROW, "_ZdaPvRKSt9nothrow_t", DELETE_NT)                                      \
-  X(DELETE_SIZED, "_ZdlPvm", DELETE_SIZE)                                                         \
-  X(DELETE_ARRAY_SIZED, "_ZdaPvm", DELETE_SIZE)                                                   \
-  X(DELETE_ALIGNED, "_ZdlPvSt11align_val_t", DELETE_ALIGN)                                        \
-  X(DELETE_ARRAY_ALIGNED, "_ZdaPvSt11align_val_t", DELETE_ALIGN)                                  \
-  X(DELETE_ALIGNED_NOTHROW, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)               \
-  X(DELETE_ARRAY_ALIGNED_NOTHROW, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)         \
-  X(DELETE_SIZED_ALIGNED, "_ZdlPvmSt11align_val_t", DELETE_SIZE_ALIGN)                            \
+#define OPERATORS(X)                                                                               \
+  X(NEW, "_Znwm", PLAIN_NEW)                                                                       \
+  X(NEW_ARRAY, "_Znam", PLAIN_NEW)                                                                 \
+  X(NEW_NOTHROW, "_ZnwmRKSt9nothrow_t", NOTHROW_NEW)                                               \
+  X(NEW_ARRAY_NOTHROW, "_ZnamRKSt9nothrow_t", NOTHROW_NEW)                                         \
+  X(NEW_ALIGNED, "_ZnwmSt11align_val_t", ALIGNED_NEW)                                              \
+  X(NEW_ARRAY_ALIGNED, "_ZnamSt11align_val_t", ALIGNED_NEW)                                        \
+  X(NEW_ALIGNED_NOTHROW, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)                \
+  X(NEW_ARRAY_ALIGNED_NOTHROW, "_ZnamSt11align_val_tRKSt9nothrow_t", ALIGNED_NOTHROW_NEW)          \
+  X(DELETE, "_ZdlPv", DELETE_P)                                                                    \
+  X(DELETE_ARRAY, "_ZdaPv", DELETE_P)                                                              \
+  X(DELETE_NOTHROW, "_ZdlPvRKSt9nothrow_t", DELETE_NT)                                             \
+  X(DELETE_ARRAY_NOTHROW, "_ZdaPvRKSt9nothrow_t", DELETE_NT)                                       \
+  X(DELETE_SIZED, "_ZdlPvm", DELETE_SIZE)                                                          \
+  X(DELETE_ARRAY_SIZED, "_ZdaPvm", DELETE_SIZE)                                                    \
+  X(DELETE_ALIGNED, "_ZdlPvSt11align_val_t", DELETE_ALIGN)                                         \
+  X(DELETE_ARRAY_ALIGNED, "_ZdaPvSt11align_val_t", DELETE_ALIGN)                                   \
+  X(DELETE_ALIGNED_NOTHROW, "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)                \
+  X(DELETE_ARRAY_ALIGNED_NOTHROW, "_ZdaPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGN_NT)          \
+  X(DELETE_SIZED_ALIGNED, "_ZdlPvmSt11align_val_t", DELETE_SIZE_ALIGN)                             \
   X(DELETE_ARRAY_SIZED_ALIGNED, "_ZdaPvmSt11align_val_t", DELETE_SIZE_ALIGN)
 
 #define AS_ENUM(op, symbol, kind) op,
@@ -81,17 +81,21 @@ static inline int current_mode(void) {
   return __builtin_expect(m != 0, 1) ? m : look_up();
 }
 
-/* The next operator; one that does not exist cannot have been called by a
- * program that links, but a broken lookup must not jump to 0. */
-static void *next_op(enum op op) {
-  void *f = __atomic_load_n(&next[op], __ATOMIC_RELAXED);
-  if (__builtin_expect(!f, 0)) {
-    char line[160];
-    int n = snprintf(line, sizeof line, "cprof: cannot find the real %s; aborting\n", names[op]);
-    if (n > 0 && write(2, line, (size_t)n) < 0) {
-    }
-    abort();
+/* A next operator that does not exist cannot have been called by a
+ * program that links, but a broken lookup must not jump to 0. Out of line,
+ * so that the operators' fast paths need no stack of their own. */
+__attribute__((noreturn, noinline, cold)) static void missing(enum op op) {
+  char line[160];
+  int n = snprintf(line, sizeof line, "cprof: cannot find the real %s; aborting\n", names[op]);
+  if (n > 0 && write(2, line, (size_t)n) < 0) {
   }
+  abort();
+}
+
+static inline void *next_op(enum op op) {
+  void *f = __atomic_load_n(&next[op], __ATOMIC_RELAXED);
+  if (__builtin_expect(!f, 0))
+    missing(op);
   return f;
 }
 
@@ -102,85 +106,106 @@ typedef void *(*new_nothrow_fn)(size_t, const void *);
 typedef void *(*new_aligned_fn)(size_t, size_t);
 typedef void *(*new_aligned_nothrow_fn)(size_t, size_t, const void *);
 
-/* The allocator's new, for a size that crossed the countdown and was not
- * sampled, or any size when the operators are libstdc++'s. */
-#define SAMPLE_NEW(kind, align, size)                                                             \
-  do {                                                                                            \
-    void *sampled_;                                                                               \
-    if (current_mode() == 2 && cprof__heap_crossing(size) &&                                      \
-        (sampled_ = cprof__block_sample(kind, align, size, 0, RET)))                              \
-      return sampled_;                                                                            \
+/* Under the allocator's operators, a size that crosses the countdown may
+ * be sampled; if it is not, and for every other size, the allocator's new
+ * follows. */
+#define SAMPLE_NEW(kind, align, size)                                                              \
+  do {                                                                                             \
+    void *sampled_;                                                                                \
+    if (current_mode() == 2 && cprof__heap_crossing(size) &&                                       \
+        (sampled_ = cprof__block_sample(kind, align, size, 0, RET)))                               \
+      return sampled_;                                                                             \
   } while (0)
 
-#define PLAIN_NEW(op, symbol)                                                                     \
-  CPROF_EXTERN void *op##_(size_t size) __asm__(symbol);                                          \
-  CPROF_EXTERN void *op##_(size_t size) {                                                         \
-    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
-    return ((new_fn)next_op(op))(size);                                                           \
+/* The plain and nothrow ones, the hot ones, keep everything but the next
+ * operator's call out of line, as malloc does, so that their fast path
+ * needs no frame: a load, a subtract, a branch and a jump. The slow path
+ * looks the operators up on the first call, and samples a size that
+ * crossed the countdown (`crossed`: counted already). */
+#define HOT_NEW(op, symbol, params, type, ...)                                                     \
+  __attribute__((noinline)) static void *op##_slow(uintptr_t ret, int crossed, PARAMS params) {    \
+    void *p;                                                                                       \
+    if (!crossed && current_mode() == 2)                                                           \
+      crossed = cprof__heap_crossing(size);                                                        \
+    if (crossed && (p = cprof__block_sample(CPROF_BLOCK_PLAIN, 16, size, 0, ret)))                 \
+      return p;                                                                                    \
+    return ((void *(*)type)next_op(op))(__VA_ARGS__);                                              \
+  }                                                                                                \
+  CPROF_EXTERN void *op##_ params __asm__(symbol);                                                 \
+  CPROF_EXTERN void *op##_ params {                                                                \
+    int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);                                              \
+    if (m != 1 && (m == 0 || cprof__heap_crossing(size)))                                          \
+      return op##_slow(RET, m != 0, __VA_ARGS__);                                                  \
+    return ((void *(*)type)next_op(op))(__VA_ARGS__);                                              \
   }
+#define PARAMS(...) __VA_ARGS__
 
-#define NOTHROW_NEW(op, symbol)                                                                   \
-  CPROF_EXTERN void *op##_(size_t size, const void *nt) __asm__(symbol);                          \
-  CPROF_EXTERN void *op##_(size_t size, const void *nt) {                                         \
-    SAMPLE_NEW(CPROF_BLOCK_PLAIN, 16, size);                                                      \
-    return ((new_nothrow_fn)next_op(op))(size, nt);                                               \
-  }
+#define PLAIN_NEW(op, symbol) HOT_NEW(op, symbol, (size_t size), (size_t), size)
+#define NOTHROW_NEW(op, symbol)                                                                    \
+  HOT_NEW(op, symbol, (size_t size, const void *nt), (size_t, const void *), size, nt)
 
 /* jemalloc's aligned new calls our aligned_alloc: the size was counted
  * here, so that call passes straight through (cprof__block_passing), until
  * this frame is left, by a return or by the std::bad_alloc the next
  * operator throws (a cleanup runs as the exception unwinds it). */
 static void passed(int *unused) { cprof__block_passing--; }
-#define PASSING()                                                                                 \
-  cprof__block_passing++;                                                                         \
+#define PASSING()                                                                                  \
+  cprof__block_passing++;                                                                          \
   int passing_ __attribute__((cleanup(passed), unused)) = 0
 
-#define ALIGNED_NEW(op, symbol)                                                                   \
-  CPROF_EXTERN void *op##_(size_t size, size_t align) __asm__(symbol);                            \
-  CPROF_EXTERN void *op##_(size_t size, size_t align) {                                           \
-    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
-    if (current_mode() == 1)                                                                      \
-      return ((new_aligned_fn)next_op(op))(size, align);                                          \
-    PASSING();                                                                                    \
-    return ((new_aligned_fn)next_op(op))(size, align);                                            \
+#define ALIGNED_NEW(op, symbol)                                                                    \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) __asm__(symbol);                             \
+  CPROF_EXTERN void *op##_(size_t size, size_t align) {                                            \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                  \
+    if (current_mode() == 1)                                                                       \
+      return ((new_aligned_fn)next_op(op))(size, align);                                           \
+    PASSING();                                                                                     \
+    return ((new_aligned_fn)next_op(op))(size, align);                                             \
   }
 
-#define ALIGNED_NOTHROW_NEW(op, symbol)                                                           \
-  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) __asm__(symbol);            \
-  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) {                           \
-    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                 \
-    if (current_mode() == 1)                                                                      \
-      return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                              \
-    PASSING();                                                                                    \
-    return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                                \
+#define ALIGNED_NOTHROW_NEW(op, symbol)                                                            \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) __asm__(symbol);             \
+  CPROF_EXTERN void *op##_(size_t size, size_t align, const void *nt) {                            \
+    SAMPLE_NEW(CPROF_BLOCK_ALIGNED, align, size);                                                  \
+    if (current_mode() == 1)                                                                       \
+      return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                               \
+    PASSING();                                                                                     \
+    return ((new_aligned_nothrow_fn)next_op(op))(size, align, nt);                                 \
   }
 
 /* A sampled block, whatever delete the program calls for it, is freed as
  * malloc.c frees it; any other goes to the next delete. The seal is
  * looked for only under the allocator's operators: libstdc++'s call free,
- * which looks for it. */
-#define OURS(p) (current_mode() == 2 && cprof__block_tagged(p) && cprof__block_ours(p))
-
-#define DELETE_OP(op, symbol, params, type, ...)                                                  \
-  CPROF_EXTERN void op##_ params __asm__(symbol);                                                 \
-  CPROF_EXTERN void op##_ params {                                                                \
-    if (OURS(p))                                                                                  \
-      cprof__block_free(p);                                                                       \
-    else                                                                                          \
-      ((void(*) type)next_op(op))(__VA_ARGS__);                                                   \
+ * which looks for it. As with new, the fast path makes no call but its
+ * jump; a pointer whose seal matches, and the first call, go out of
+ * line. */
+#define DELETE_OP(op, symbol, params, type, ...)                                                   \
+  __attribute__((noinline)) static void op##_slow params {                                         \
+    if (current_mode() == 2 && cprof__block_tagged(p) && cprof__block_ours(p))                     \
+      cprof__block_free(p);                                                                        \
+    else                                                                                           \
+      ((void(*) type)next_op(op))(__VA_ARGS__);                                                    \
+  }                                                                                                \
+  CPROF_EXTERN void op##_ params __asm__(symbol);                                                  \
+  CPROF_EXTERN void op##_ params {                                                                 \
+    int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);                                              \
+    if (m != 1 && (m == 0 || cprof__block_maybe_tagged(p)))                                        \
+      op##_slow(__VA_ARGS__);                                                                      \
+    else                                                                                           \
+      ((void(*) type)next_op(op))(__VA_ARGS__);                                                    \
   }
 #define DELETE_P(op, symbol) DELETE_OP(op, symbol, (void *p), (void *), p)
-#define DELETE_NT(op, symbol)                                                                     \
+#define DELETE_NT(op, symbol)                                                                      \
   DELETE_OP(op, symbol, (void *p, const void *nt), (void *, const void *), p, nt)
-#define DELETE_SIZE(op, symbol)                                                                   \
+#define DELETE_SIZE(op, symbol)                                                                    \
   DELETE_OP(op, symbol, (void *p, size_t size), (void *, size_t), p, size)
-#define DELETE_ALIGN(op, symbol)                                                                  \
+#define DELETE_ALIGN(op, symbol)                                                                   \
   DELETE_OP(op, symbol, (void *p, size_t align), (void *, size_t), p, align)
-#define DELETE_ALIGN_NT(op, symbol)                                                               \
-  DELETE_OP(op, symbol, (void *p, size_t align, const void *nt), (void *, size_t, const void *),  \
+#define DELETE_ALIGN_NT(op, symbol)                                                                \
+  DELETE_OP(op, symbol, (void *p, size_t align, const void *nt), (void *, size_t, const void *),   \
             p, align, nt)
-#define DELETE_SIZE_ALIGN(op, symbol)                                                             \
-  DELETE_OP(op, symbol, (void *p, size_t size, size_t align), (void *, size_t, size_t), p, size,  \
+#define DELETE_SIZE_ALIGN(op, symbol)                                                              \
+  DELETE_OP(op, symbol, (void *p, size_t size, size_t align), (void *, size_t, size_t), p, size,   \
             align)
 
 #define DEFINE(op, symbol, kind) kind(op, symbol)

@@ -129,10 +129,15 @@ int main(void) {
   /* Every thread is there; the target is found in its function by both unwinders. */
   for (int how = 0; how < 2; how++) {
     cprof__thread_dump_t d;
-    CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 1000, &d), 0);
+    /* 3 s: a running thread answers once it is on a CPU again, which on a
+     * loaded machine under ThreadSanitizer took more than 1 s once. */
+    CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 3000, &d), 0);
     CHECK(d.n >= 5); /* main, target, blocker, sleeper, waiter (a sanitizer may add its own) */
     const cprof__thread_stack_t *t = cprof__threads_dump_find(&d, LOAD(target_tid));
     CHECK(t && t->status == CPROF_THREAD_OK);
+    if (!t || t->status != CPROF_THREAD_OK)
+      fprintf(stderr, "the target (how=%d): %s, status %d\n", how, t ? "found" : "not found",
+              t ? (int)t->status : -1);
     /* ThreadSanitizer runs the handler later, inside an interceptor, with
      * the context saved when the signal came: the frame-pointer chain it
      * describes is gone by then. Only the DWARF walk is checked there. */

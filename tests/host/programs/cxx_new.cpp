@@ -38,8 +38,8 @@ struct alignas(64) Aligned {
 
 // The program's own table of what it holds: a mapping, not its heap.
 static void **table(size_t n) {
-  void *t = mmap(NULL, n * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void *t =
+      mmap(NULL, n * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (t == MAP_FAILED)
     exit(1);
   return (void **)t;
