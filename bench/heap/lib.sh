@@ -72,13 +72,15 @@ churn_figures() {
 # heap_available: whether this libcprof has the heap profiler (it defines
 # malloc). Says so on stderr when it does not.
 heap_available() {
-  # grep reads it all: -q would stop nm early, and pipefail would count its SIGPIPE as a failure.
-  if nm -D --defined-only "$LIB" 2>/dev/null | grep -w malloc >/dev/null; then return 0; fi
+  # awk reads all of nm's output: grep -q would stop at the first match, and
+  # nm's SIGPIPE fail the pipeline under pipefail (sometimes, as its
+  # output outgrew the pipe's buffer).
+  if nm -D --defined-only "$LIB" 2>/dev/null | awk '$3 == "malloc" { f = 1 } END { exit !f }'; then return 0; fi
   echo "cprof's heap profiler is not in $LIB yet (it does not define malloc)" >&2
   return 1
 }
 
-# heap_totals FILE: the sums over all samples of a heap profile's four
+# heap_totals FILE [FUNC]: the sums over all samples of a heap profile's four
 # values, from `go tool pprof -raw` (plain numbers, already scaled to
 # estimates by the profiler), as
 #   alloc_objects alloc_space inuse_objects inuse_space records sampled
@@ -93,27 +95,36 @@ heap_available() {
 # "unrounded" object counts are the sums of c / (1 - exp(-s/rate)) before
 # that rounding, recomputed from the recovered c (a record without the
 # label counts as it is: its one rounding is of a sum of many weights).
+# With FUNC, only the samples with a frame whose function name contains
+# FUNC count (the workload's own allocations, not the loader's or stdio's).
 heap_totals() {
-  go tool pprof -symbolize=none -raw "$1" 2>>"$T/pprof.err" | awk '
+  go tool pprof -symbolize=none -raw "$1" 2>>"$T/pprof.err" | awk -v func_="${2:-}" '
     # count OBJECTS: the sampled blocks behind a record of OBJECTS of size
     # `size` (objects = round(count / p), so count = round(objects * p)).
-    function count(o,   p) { if (rate <= 1 || size <= 0 || o == 0) return o
+    function count(o, size,   p) { if (rate <= 1 || size <= 0 || o == 0) return o
       p = 1 - exp(-size / rate); return int(o * p + 0.5) }
-    function unscaled(c) { return (rate <= 1 || size <= 0) ? c : c / (1 - exp(-size / rate)) }
-    function flush(   ca, ci) { if (!pending) return
-      pending = 0
-      if (size < 0 && rate > 1) { ua += objs; ui += iobjs; if (objs) mixed++; return }
-      ca = count(objs); ci = count(iobjs); sampled += ca
-      ua += unscaled(ca); ui += unscaled(ci) }
+    function unscaled(c, size) { return (rate <= 1 || size <= 0) ? c : c / (1 - exp(-size / rate)) }
+    function keep(i,   k, pc) { if (func_ == "") return 1
+      k = split(pcs[i], pc, " "); for (; k > 0; k--) if (pc[k] in hit) return 1; return 0 }
     /^Period:/ { rate = $2 }
     /^Samples:/ { in_s = 1; next }
-    in_s && /^[A-Za-z]/ && !/\// { flush(); in_s = 0 }
+    /^Locations/ { in_s = 0; in_l = 1; next }
+    /^Mappings/ { in_l = 0 }
+    in_l && func_ != "" && index($0, func_) { id = $1; sub(/:$/, "", id); hit[id] = 1 }
+    in_s && /^[A-Za-z]/ && !/\// { in_s = 0 }
     in_s && /^ *[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ {
-      flush(); sub(/:.*/, ""); a += $1; b += $2; c += $3; d += $4; n++
-      objs = $1; iobjs = $3; size = -1; pending = 1 }
-    in_s && /bytes:\[[0-9]+\]/ { match($0, /bytes:\[[0-9]+\]/); size = substr($0, RSTART + 7, RLENGTH - 8) + 0 }
-    END { flush(); printf "%.0f %.0f %.0f %.0f %d %.0f %.0f %.0f\n", a, b, c, d, n,
-                          mixed ? -1 : sampled, ua, ui }'
+      n++; p = index($0, ":"); pcs[n] = substr($0, p + 1)
+      split(substr($0, 1, p - 1), v, " "); ao[n] = v[1]; as[n] = v[2]; io[n] = v[3]; is[n] = v[4]; sz[n] = -1 }
+    in_s && /bytes:\[[0-9]+\]/ { match($0, /bytes:\[[0-9]+\]/); sz[n] = substr($0, RSTART + 7, RLENGTH - 8) + 0 }
+    END {
+      for (i = 1; i <= n; i++) {
+        if (!keep(i)) continue
+        a += ao[i]; b += as[i]; c += io[i]; d += is[i]; r++
+        if (sz[i] < 0 && rate > 1) { ua += ao[i]; ui += io[i]; if (ao[i]) mixed++; continue }
+        ca = count(ao[i], sz[i]); ci = count(io[i], sz[i]); sampled += ca
+        ua += unscaled(ca, sz[i]); ui += unscaled(ci, sz[i])
+      }
+      printf "%.0f %.0f %.0f %.0f %d %.0f %.0f %.0f\n", a, b, c, d, r, mixed ? -1 : sampled, ua, ui }'
 }
 
 # median: as cpu/lib.sh's, with every digit (byte counts of 1e9 and more).

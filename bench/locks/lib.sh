@@ -7,8 +7,8 @@
 # locks_available: whether this libcprof interposes the lock functions (it
 # defines pthread_mutex_lock). Says so on stderr when it does not.
 locks_available() {
-  # grep reads it all: -q would stop nm early, and pipefail would count its SIGPIPE as a failure.
-  if nm -D --defined-only "$LIB" 2>/dev/null | grep -w pthread_mutex_lock >/dev/null; then return 0; fi
+  # awk, not grep -q: see heap_available in heap/lib.sh (pipefail and SIGPIPE).
+  if nm -D --defined-only "$LIB" 2>/dev/null | awk '$3 == "pthread_mutex_lock" { f = 1 } END { exit !f }'; then return 0; fi
   echo "cprof's lock profiler is not in $LIB yet (it does not define pthread_mutex_lock)" >&2
   return 1
 }

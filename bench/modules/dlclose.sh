@@ -9,7 +9,7 @@ OUT=${OUT:-$here/../build}
 LIB=${CPROF_BUILD:-$OUT/cprof}/libcprof.so
 REPS=${REPS:-7}
 prog=$OUT/dlclose_loop
-ldconfig -p | grep -q 'libexpat\.so\.1 ' || { echo "dlclose.sh: libexpat.so.1 is not installed" >&2; exit 1; }
+ldconfig -p | grep 'libexpat\.so\.1 ' >/dev/null || { echo "dlclose.sh: libexpat.so.1 is not installed" >&2; exit 1; }
 
 variants=(plain cprof)
 [ -n "${BEFORE_LIB:-}" ] && variants+=(before)
