@@ -156,8 +156,13 @@ static double neg_log(double u) {
   return -(e * 0.6931471805599453 + ln_m);
 }
 
-/* The distance to the next sample: exponential with mean r bytes. */
+/* The distance to the next sample: exponential with mean r bytes. At rate
+ * 1, none: every allocation is a sample, as under Go's MemProfileRate=1
+ * (a distance of mean 1 byte sampled a 1-byte block 63 % of the time, and
+ * the weights count each sample once at that rate). */
 static int64_t draw(cprof__heap_tls_t *s, long r) {
+  if (r == 1)
+    return 0;
   double u = (double)((next_random(s) >> 11) + 1) * 0x1.0p-53; /* (0, 1], no subnormals */
   double d = neg_log(u) * (double)r;
   return d < 1e18 ? (int64_t)d : (int64_t)1e18;

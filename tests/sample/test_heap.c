@@ -221,6 +221,18 @@ static void test_guard_and_off(void) {
   cprof__heap_snapshot_free(&b);
 }
 
+/* At rate 1 every allocation is a sample, as under Go's MemProfileRate=1,
+ * however small: a distance of mean 1 byte drawn each time sampled a
+ * 1-byte block 63 % of the time, at a weight of one. */
+static void test_rate_one(void) {
+  cprof__heap_configure(1, CPROF_UNWIND_FP);
+  int sampled = 0;
+  for (size_t size = 1; size <= 8; size++)
+    for (int i = 0; i < 1000; i++)
+      sampled += cprof__heap_crossing(size) && cprof__heap_should_sample(size);
+  CHECK_EQ_INT(sampled, 8000);
+}
+
 /* The recorded stack starts in the function that called the allocator,
  * then its caller: with either unwinder. */
 __attribute__((noinline)) static void allocating_site(uintptr_t p) {
@@ -389,6 +401,7 @@ int main(void) {
   test_weight();
   test_estimates();
   test_guard_and_off();
+  test_rate_one();
   test_stacks(CPROF_UNWIND_FP);
   test_stacks(CPROF_UNWIND_DWARF);
   test_threads();
