@@ -48,7 +48,7 @@ static int change_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old
   if (!effect)
     return real(how, set, old);
   cprof__cpu_mask_enter();
-  int paused = effect < 0 && cprof__cpu_timer_pause(1);
+  int paused = effect < 0 && cprof__cpu_timer_pause(1, ret);
   int rc = real(how, set, old);
   int saved = errno;
   if (rc == 0 ? effect > 0 : paused) /* opened, or a failed call left it open */
@@ -77,7 +77,7 @@ static int pause_for_wait(const sigset_t *set) {
   if (!set || sigismember(set, SIGPROF) != 1)
     return 0;
   cprof__cpu_mask_enter();
-  int paused = cprof__cpu_timer_pause(0);
+  int paused = cprof__cpu_timer_pause(0, NULL);
   cprof__cpu_mask_leave();
   return paused;
 }

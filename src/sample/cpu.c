@@ -302,8 +302,9 @@ typedef struct timer_slot {
   /* For "Expiries never delivered": the thread's CPU clock when its timer
    * was armed, the first expiry after that, the CPU it used before (a
    * thread born during the profile), and the periods its signals brought
-   * (atomic: the handler's). `due_off` when not counted so: a thread of
-   * cprof's, one that blocked SIGPROF, or one that counted it already. */
+   * (atomic: the handler's), all since the last arming or resume.
+   * `due_off` when not counted so: a thread of cprof's, one that was
+   * created blocking SIGPROF, or one that counted it already. */
   int64_t armed_at, first_ns, before_ns;
   uint64_t delivered;
   int due_off;
@@ -579,8 +580,11 @@ static timer_slot_t *mine(void) {
  * profile used before its timer was armed, as a sample whose frame is
  * "[CPU since the thread's last sample]": its stack was never taken.
  * Each thread's total is then unbiased: its expectation is the CPU its
- * clock counted over the profile. A thread whose timer paused (it blocked
- * SIGPROF) is counted as "CPU time no timer samples" says, not so. */
+ * clock counted over the profile. A thread whose timer pauses (it blocks
+ * SIGPROF) has the expiries due and not delivered recorded then, with the
+ * pausing call's stack, and its schedule starts again at the resume from
+ * the first expiry not yet due; its CPU while paused is counted as "CPU
+ * time no timer samples" says. */
 
 static void count_delivered_sigsafe(pid_t tid, int periods) {
   timer_slot_t *s = my_slot;
@@ -627,7 +631,7 @@ static void name_of_ended(record_t *r) {
     memcpy(r->s.name, best->name, sizeof r->s.name);
 }
 
-int cprof__cpu_timer_pause(int runs) {
+int cprof__cpu_timer_pause(int runs, const void *ret) {
   timer_slot_t *s = mine();
   if (!s || s->state != SLOT_ARMED)
     return 0;
@@ -635,11 +639,24 @@ int cprof__cpu_timer_pause(int runs) {
   memset(&zero, 0, sizeof zero);
   if (timer_settime(s->timer, 0, &zero, &was) != 0)
     return 0;
-  s->left_ns = (long)was.it_value.tv_sec * 1000000000 + was.it_value.tv_nsec;
+  int64_t now = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID);
+  if (!s->due_off && now > 0) {
+    /* What came due and never came is recorded now, with the stack of the
+     * call that pauses, and the timer goes on, at the resume, from the
+     * first expiry not yet due: "Expiries never delivered". */
+    int64_t ns = undelivered_ns(s, now), run = now - s->armed_at;
+    int64_t due = run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
+    s->left_ns = (long)(s->armed_at + s->first_ns + due * period_ns - now);
+    s->before_ns = 0;
+    if (ns > 0 && record_unsampled(my_tid, CPROF_PC_UNDELIVERED, ns, ret, NULL) != 0)
+      lose(ns);
+  } else {
+    s->left_ns = (long)was.it_value.tv_sec * 1000000000 + was.it_value.tv_nsec;
+    s->due_off = 1;
+  }
   s->state = SLOT_PAUSED;
-  s->due_off = 1; /* its expiries no longer follow from its clock alone */
   if (runs)
-    __atomic_store_n(&s->unsampled_since, cpu_ns_of(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->unsampled_since, now, __ATOMIC_SEQ_CST);
   return 1;
 }
 
@@ -661,8 +678,9 @@ void cprof__cpu_timer_resume(const void *ret) {
   }
   /* The exchange first, then the clock: see "CPU time no timer samples". */
   int64_t since = __atomic_exchange_n(&s->unsampled_since, 0, __ATOMIC_SEQ_CST);
+  int64_t now = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID);
   if (since) {
-    int64_t ns = cpu_ns_of(CLOCK_THREAD_CPUTIME_ID) - since;
+    int64_t ns = now - since;
     if (__atomic_add_fetch(&s->owed_ns, ns, __ATOMIC_SEQ_CST) >= period_ns) {
       int64_t owed = __atomic_exchange_n(&s->owed_ns, 0, __ATOMIC_SEQ_CST);
       if (record_unsampled(my_tid, CPROF_PC_UNSAMPLED_BLOCKED, owed, ret, NULL) != 0)
@@ -670,6 +688,11 @@ void cprof__cpu_timer_resume(const void *ret) {
     }
   }
   long first = s->left_ns > 0 && s->left_ns <= period_ns ? s->left_ns : first_expiry_ns();
+  if (!s->due_off) { /* the schedule, from here */
+    s->armed_at = now;
+    s->first_ns = first;
+    __atomic_store_n(&s->delivered, 0, __ATOMIC_SEQ_CST);
+  }
   if (arm(s->timer, first) == 0)
     s->state = SLOT_ARMED;
 }

@@ -91,12 +91,14 @@ void cprof__cpu_refresh_stacks(void);
  * same (cpu.c, "CPU time no timer samples") when pause is told it will run
  * on (`runs`: 1 for a mask that blocks SIGPROF, 0 for a wait, which
  * sleeps); resume records it with the stack of the call whose return
- * address is `ret`. Both are async-signal-safe (the program may change its
+ * address is `ret`. Pause records the expiries that came due and were not
+ * delivered with the stack of the call whose return address is `ret`
+ * (NULL: none). Both are async-signal-safe (the program may change its
  * mask in a signal handler). */
 void cprof__cpu_mask_enter(void);
 void cprof__cpu_mask_leave(void);
 /* Returns 1 when it stopped a running timer. */
-int cprof__cpu_timer_pause(int runs);
+int cprof__cpu_timer_pause(int runs, const void *ret);
 void cprof__cpu_timer_resume(const void *ret);
 
 /* Resets the profiler's state in a forked child (idempotent; cpu.c also

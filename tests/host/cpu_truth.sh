@@ -2,7 +2,10 @@
 # (issue 29, items 3 and 4): threads at low duty cycles lost the expiries
 # still pending when the profile stopped (about a tick of each thread's
 # CPU), and short-lived threads those pending at their exit, with their
-# name ("?": looked up after they had gone). At 1000 Hz the sampling error
+# name ("?": looked up after they had gone); threads that block SIGPROF
+# 400 times a second (toggle) those pending at each pause, and with each
+# resume the schedule's phase: about all of their CPU with SIGPROF open.
+# At 1000 Hz the sampling error
 # of a total is a fraction of a percent (each thread's count is within a
 # period of its expectation), so a 2 % bound tests the bias.
 . "$(dirname "$0")/../integration/lib.sh"
@@ -66,4 +69,5 @@ profile duty_5s 5 1000 duty 128 4000
 profile duty_2s_100hz 2 100 duty 128 1400
 profile short5 2 1000 short 5 1400
 profile short30 2 1000 short 30 1400
+profile toggle 2 1000 toggle 8 1400
 finish

@@ -71,7 +71,7 @@ static void burn_until(int64_t ns) {
 static void pause_timer(worker_t *w, int runs) {
   w->before_pause = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
   cprof__cpu_mask_enter();
-  w->pause_misses += cprof__cpu_timer_pause(runs) != 1; /* checked by main, after the join */
+  w->pause_misses += cprof__cpu_timer_pause(runs, NULL) != 1; /* checked by main, after the join */
   cprof__cpu_mask_leave();
   w->after_pause = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 }
@@ -143,6 +143,7 @@ typedef struct tally {
   int with_stack; /* of them, with blocked_section's return address after the mark */
   int named;      /* of them, with the name of the thread in the record */
   int timer_samples;
+  int64_t undelivered;
 } tally_t;
 
 #define NWORKERS 5
@@ -156,6 +157,10 @@ static void count(void *arg, const cprof__cpu_sample_t *s) {
     tally_t *t = &tallies[i];
     if (!s->cpu_ns) {
       t->timer_samples += s->periods;
+      return;
+    }
+    if (s->depth >= 1 && s->pcs[0] == CPROF_PC_UNDELIVERED) {
+      t->undelivered += s->cpu_ns; /* the timer's, due at a pause and not delivered */
       return;
     }
     CHECK(s->depth >= 1 && s->pcs[0] == CPROF_PC_UNSAMPLED_BLOCKED);

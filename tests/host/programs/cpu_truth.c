@@ -7,7 +7,10 @@
  *   cpu_truth duty N WORK_MS: N threads named "dutyK", each burning
  *     20-160 us every 10 ms (0.2-1.6 % duty), idle after the work.
  *   cpu_truth short MS WORK_MS: threads named "shortK", two at a time,
- *     each burning MS ms of CPU and exiting. */
+ *     each burning MS ms of CPU and exiting.
+ *   cpu_truth toggle N WORK_MS: N threads named "toggleK", each burning
+ *     200 us with SIGPROF open, then 200 us with it blocked, then sleeping
+ *     2 ms, over and over: pausing their timers 400 times a second. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,6 +69,37 @@ static void *duty(void *p) {
   return NULL;
 }
 
+/* Blocks or opens SIGPROF, as a program's critical sections do. */
+static void sigprof(int how) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPROF);
+  pthread_sigmask(how, &set, NULL);
+}
+
+static void *toggle(void *p) {
+  duty_t *d = p;
+  char name[16];
+  snprintf(name, sizeof name, "toggle%d", d->k);
+  pthread_setname_np(pthread_self(), name);
+  pthread_mutex_lock(&lock);
+  while (!started_flag)
+    pthread_cond_wait(&started, &lock);
+  pthread_mutex_unlock(&lock);
+  long long c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+  while (!done) {
+    burn(200);
+    sigprof(SIG_BLOCK);
+    burn(200);
+    sigprof(SIG_UNBLOCK);
+    usleep(2000);
+  }
+  d->cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
+  for (;;)
+    pause();
+  return NULL;
+}
+
 static void *short_one(void *p) {
   char name[16];
   snprintf(name, sizeof name, "short%d", (int)(long)p);
@@ -97,11 +131,12 @@ int main(int argc, char **argv) {
   work_ms = atol(argv[3]);
   duty_t *d = calloc((size_t)n, sizeof *d);
   pthread_t *t = calloc((size_t)n, sizeof *t);
-  int is_duty = strcmp(argv[1], "duty") == 0;
+  int is_toggle = strcmp(argv[1], "toggle") == 0,
+      is_duty = is_toggle || strcmp(argv[1], "duty") == 0;
   if (is_duty)
     for (int i = 0; i < n; i++) {
       d[i].k = i;
-      pthread_create(&t[i], NULL, duty, &d[i]);
+      pthread_create(&t[i], NULL, is_toggle ? toggle : duty, &d[i]);
     }
   printf("ready\n");
   fflush(stdout);
@@ -118,7 +153,7 @@ int main(int argc, char **argv) {
     usleep(100000);
     long long total = 0;
     for (int i = 0; i < n; i++) {
-      printf("cpu duty%d %lld\n", i, d[i].cpu);
+      printf("cpu %s%d %lld\n", is_toggle ? "toggle" : "duty", i, d[i].cpu);
       total += d[i].cpu;
     }
     printf("total %lld\n", total);
