@@ -47,28 +47,6 @@ typedef struct {
   long long cpu;
 } duty_t;
 
-static void *duty(void *p) {
-  duty_t *d = p;
-  char name[16];
-  snprintf(name, sizeof name, "duty%d", d->k);
-  pthread_setname_np(pthread_self(), name);
-  /* Asleep until the work starts: no CPU outside the truth. */
-  pthread_mutex_lock(&lock);
-  while (!started_flag)
-    pthread_cond_wait(&started, &lock);
-  pthread_mutex_unlock(&lock);
-  long us = 20 + (d->k * 140L) / 127 % 141;
-  long long c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
-  while (!done) {
-    burn(us);
-    usleep(10000);
-  }
-  d->cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
-  for (;;)
-    pause();
-  return NULL;
-}
-
 /* Blocks or opens SIGPROF, as a program's critical sections do. */
 static void sigprof(int how) {
   sigset_t set;
@@ -77,26 +55,44 @@ static void sigprof(int how) {
   pthread_sigmask(how, &set, NULL);
 }
 
-static void *toggle(void *p) {
-  duty_t *d = p;
+/* A thread named PREFIXk, asleep until the work starts (no CPU outside
+ * the truth), then working until it is done, its CPU over the work kept
+ * in d->cpu. duty: burns 20-160 us every 10 ms; toggle: 200 us with
+ * SIGPROF open, 200 us with it blocked, then sleeps 2 ms. */
+static void work(duty_t *d, int toggles) {
   char name[16];
-  snprintf(name, sizeof name, "toggle%d", d->k);
+  snprintf(name, sizeof name, "%s%d", toggles ? "toggle" : "duty", d->k);
   pthread_setname_np(pthread_self(), name);
   pthread_mutex_lock(&lock);
   while (!started_flag)
     pthread_cond_wait(&started, &lock);
   pthread_mutex_unlock(&lock);
+  long us = 20 + (d->k * 140L) / 127 % 141;
   long long c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
   while (!done) {
-    burn(200);
-    sigprof(SIG_BLOCK);
-    burn(200);
-    sigprof(SIG_UNBLOCK);
-    usleep(2000);
+    if (toggles) {
+      burn(200);
+      sigprof(SIG_BLOCK);
+      burn(200);
+      sigprof(SIG_UNBLOCK);
+      usleep(2000);
+    } else {
+      burn(us);
+      usleep(10000);
+    }
   }
   d->cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
   for (;;)
     pause();
+}
+
+static void *duty(void *p) {
+  work(p, 0);
+  return NULL;
+}
+
+static void *toggle(void *p) {
+  work(p, 1);
   return NULL;
 }
 
