@@ -27,9 +27,6 @@
  * the new size, as realloc does. */
 #include "interpose/malloc_block.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +101,7 @@ CPROF_EXTERN void *rallocx(void *p, size_t size, int flags) {
   if (ours)
     cprof__block_free(p);
   else
-    cprof__block_real_free(p);
+    cprof__block_real_free()(p);
   return q;
 }
 
@@ -139,7 +136,7 @@ CPROF_EXTERN size_t sallocx(const void *p, int flags) {
     if (next)                                                                                      \
       next(__VA_ARGS__);                                                                           \
     else                                                                                           \
-      cprof__block_real_free(p);                                                                   \
+      cprof__block_real_free()(p);                                                                 \
   }
 
 FREE_LIKE(dallocx, (void *p, int flags), (void *, int), p, flags)

@@ -716,10 +716,9 @@ int cprof__block_ours(const void *p) { return ours(p); }
 void cprof__block_free(void *p) { free_tagged(p); }
 size_t cprof__block_usable(const void *p) { return usable_tagged((void *)p); }
 size_t cprof__block_real_usable(void *p) { return REAL(malloc_usable_size)(p); }
-void cprof__block_real_free(void *p) { REAL(free)(p); }
 void *(*cprof__block_real_mallocx(void))(size_t, int) { return REAL(mallocx); }
 void *(*cprof__block_real_malloc(void))(size_t) { return REAL(malloc); }
-void (*cprof__block_real_free_fn(void))(void *) { return REAL(free); }
+void (*cprof__block_real_free(void))(void *) { return REAL(free); }
 
 int cprof__block_in_allocator(void *f) {
   if (REAL(malloc) == first_malloc && !resolving)

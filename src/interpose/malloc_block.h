@@ -85,14 +85,13 @@ void *cprof__block_sample(enum cprof__block_kind kind, size_t align, size_t size
 void *cprof__block_realloc(void *p, size_t size, uintptr_t ret)
     __attribute__((visibility("hidden")));
 
-/* The allocator's own malloc_usable_size and free, for blocks that are not
- * ours. */
+/* The allocator's own malloc_usable_size of a block that is not ours. */
 size_t cprof__block_real_usable(void *p) __attribute__((visibility("hidden")));
-void cprof__block_real_free(void *p) __attribute__((visibility("hidden")));
-/* The allocator's malloc and free themselves, for a caller that calls them
- * on every allocation (C++'s operators over libstdc++'s). */
+/* The allocator's malloc and free themselves, for blocks that are not ours
+ * (stand-ins that resolve them until cprof__block_in_allocator or a first
+ * allocation has). */
 void *(*cprof__block_real_malloc(void))(size_t) __attribute__((visibility("hidden")));
-void (*cprof__block_real_free_fn(void))(void *) __attribute__((visibility("hidden")));
+void (*cprof__block_real_free(void))(void *) __attribute__((visibility("hidden")));
 
 /* jemalloc's mallocx, where the allocator under us has it (resolved with
  * malloc, from the allocator's own object); NULL otherwise. */

@@ -1,8 +1,8 @@
 /* C++'s operator new and delete, interposed.
  *
- * libstdc++'s operators call malloc and free, so under glibc malloc.c sees
- * every C++ allocation and these pass straight on. jemalloc and tcmalloc
- * export operators of their own, which bind ahead of libstdc++'s and never
+ * libstdc++'s operators call malloc and free, so under glibc malloc.c would
+ * see every C++ allocation without these. jemalloc and tcmalloc export
+ * operators of their own, which bind ahead of libstdc++'s and never
  * call our malloc: without these, a C++ program's heap under them read
  * nothing, and the blocks their operators did get from us crashed them
  * (jemalloc's aligned new calls aligned_alloc, which may hand out a
@@ -19,8 +19,8 @@
  * When the next operators are libstdc++'s or libc++'s and malloc is ours,
  * these do the same, and call the allocator's malloc and free themselves,
  * as the runtime's operators would through ours: a hop shorter than
- * passing on (std::list's nodes cost 1.02-1.05x glibc's, against
- * 1.03-1.16x without these). Only a malloc that fails goes to the
+ * passing on (std::list's nodes cost 0.97-0.98x glibc's, against
+ * 1.06-1.07x without these: bench/README.md). Only a malloc that fails goes to the
  * runtime's operator, for the new handler and std::bad_alloc. Under
  * operators of any other library, every one is a jump to the next.
  *
@@ -108,7 +108,7 @@ __attribute__((noinline)) static int look_up(void) {
     m = ALLOCATOR;
   } else if (next[NEW] && in_cxx_runtime(next[NEW]) && cprof__malloc_check(why, sizeof why) == 0) {
     __atomic_store_n(&plain_malloc, cprof__block_real_malloc(), __ATOMIC_RELAXED);
-    __atomic_store_n(&plain_free, cprof__block_real_free_fn(), __ATOMIC_RELAXED);
+    __atomic_store_n(&plain_free, cprof__block_real_free(), __ATOMIC_RELAXED);
     m = CXX_RUNTIME;
   }
   __atomic_store_n(&mode, m, __ATOMIC_RELEASE);
