@@ -186,7 +186,7 @@ typedef struct functions {
    * tcmalloc); NULL otherwise. Resolved with the others, never called
    * before. */
   size_t (*nallocx)(size_t, int);
-  void *(*mallocx)(size_t, int); /* jemalloc's, for sampled blocks of mallocx */
+  void *(*mallocx)(size_t, int); /* jemalloc's, for the sampled blocks rallocx moves into */
   int glibc; /* the allocator is glibc's (its chunk layout is known) */
 } functions_t;
 
