@@ -49,7 +49,10 @@ after_leaf() { grep -A"$3" -m1 -- " $2\$" "$1"; }
 for depth in default 600 5000; do
   envs=(LD_PRELOAD="$LIB" CPROF_HEAP_RATE=0)
   [ $depth = default ] || envs+=(CPROF_MAX_DEPTH=$depth)
-  start cpu_$depth --ready "${envs[@]}" -- "$H/host_deep_recursion" cpu 4
+  # 30 s, stopped after its fetches: a 1 s profile beside other tests on 2 CPUs took up
+  # to 11 s once (with the library before issue 29 too), and a program that had
+  # ended by then had no goroutine dump to give.
+  start cpu_$depth --ready "${envs[@]}" -- "$H/host_deep_recursion" cpu 30
   url=http://$ADDR/debug/pprof
   pprof -traces "$url/profile?seconds=1" >"$T/cpu_$depth.traces" || fail "cpu, $depth: go tool pprof -traces"
   pprof -top -cum "$T/pprof/"*.pb.gz >"$T/cpu_$depth.top" 2>/dev/null || true
