@@ -32,7 +32,7 @@
 #include "core/log.h"
 #include "registry/cpu.h"
 #include "registry/registry.h"
-#include "sample/heap.h" /* only for the guard: cprof's own allocations unsampled */
+#include "core/guard.h" /* only for the guard: cprof's own allocations unsampled */
 #include "symbol/symbolize.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,7 +84,7 @@ static void write_heap(void) {
 }
 
 void cprof__output_finish(void) {
-  cprof__heap_guard_enter(); /* atexit runs on the program's thread */
+  cprof__guard_enter(); /* atexit runs on the program's thread */
   pthread_mutex_lock(&lock);
   if (!armed || getpid() != owner)
     goto out;
@@ -108,7 +108,7 @@ void cprof__output_finish(void) {
   cprof__symbolizer_quick(0);
 out:
   pthread_mutex_unlock(&lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 void cprof__output_start(const cprof__config_t *cfg) {

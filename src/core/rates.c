@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "cprof.h"
 #include "interpose/malloc.h"
+#include "core/guard.h"
 #include "sample/heap.h"
 
 typedef struct {
@@ -42,7 +43,7 @@ long cprof_set_heap_rate(long bytes) {
   if (bytes > CPROF_MAX_HEAP_RATE)
     return -EINVAL;
   int saved = errno;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   long err = 0;
   char why[600];
   /* As cprof_start: a malloc that is not ours cannot be sampled, and one
@@ -58,7 +59,7 @@ long cprof_set_heap_rate(long bytes) {
   long now = cprof__heap_rate(); /* 0 when the sampler's filter could not be mapped */
   cprof__config_edit(edit_heap_rate, &now);
 out:
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   errno = saved;
   return err;
 }

@@ -27,6 +27,7 @@
 #include "registry/cpu.h"
 #include "sample/contention.h"
 #include "sample/cpu.h"
+#include "core/guard.h"
 #include "sample/heap.h"
 #include "sample/stack_table.h"
 #include "sample/threads.h"
@@ -132,9 +133,9 @@ static void metrics_demand(void);
  * the guard, see thread_start.c), allocates without being sampled. */
 static int start(const cprof_options_t *opts);
 int cprof_start(const cprof_options_t *opts) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int rc = start(opts);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return rc;
 }
 
@@ -221,7 +222,7 @@ static void metrics_demand(void) {
 }
 
 void cprof_stop(void) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   cprof__output_finish();
   cprof__push_finish();
   cprof__heap_configure(0, CPROF_UNWIND_DWARF);
@@ -238,7 +239,7 @@ void cprof_stop(void) {
   bound[0] = '\0';
   pthread_mutex_unlock(&life_lock);
   cprof__debuginfod_stop();
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 /* cprof's own threads (the server's, a CPU recording's drainer) ended, then
@@ -305,14 +306,14 @@ static int in_vfork_child(void) { return life_pid && getpid() != life_pid; }
 static void follow_credentials(void) {
   if (in_vfork_child())
     return;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&life_lock);
   if (running) {
     park_locked(0);
     unpark_locked("changed its credentials");
   }
   pthread_mutex_unlock(&life_lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 /* The threads of the process, or -1 when /proc cannot tell (a sandbox
@@ -364,7 +365,7 @@ static long call_alone(long (*call)(void *), void *arg) {
 static int run_alone(long (*call)(void *), void *arg, long *rc) {
   if (cprof__program_thread_count() != 1 || in_vfork_child())
     return 0;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&life_lock);
   int ran = running, err = 0;
   if (ran) {
@@ -374,7 +375,7 @@ static int run_alone(long (*call)(void *), void *arg, long *rc) {
     unpark_locked("changed its namespaces");
   }
   pthread_mutex_unlock(&life_lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   errno = err;
   return ran;
 }
@@ -385,11 +386,11 @@ static int run_alone(long (*call)(void *), void *arg, long *rc) {
  * does, which runs the program's atexit handlers and ours (CPROF_OUTPUT
  * writes its files there). */
 static void last_program_thread_gone(void) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&life_lock);
   park_locked(0);
   pthread_mutex_unlock(&life_lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 const char *cprof_addr(void) { return serving ? bound : NULL; }

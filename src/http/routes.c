@@ -12,7 +12,7 @@
 #include "http/response.h"
 #include "metrics/sampler.h"
 #include "registry/registry.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "ui/charts.h"
 #include "ui/index.h"
 #include "ui/ui.h"
@@ -265,7 +265,7 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
   /* Serving a profile allocates; the program's thread that asked must not
    * see those allocations in its own heap profile. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   /* The CPU time serving takes, for the metrics (not the wall time: a
    * 30-second profile mostly waits). */
   struct timespec t0, t1;
@@ -282,6 +282,6 @@ int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {
   if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1) == 0)
     cprof__metrics_serve_add((int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
                              (t1.tv_nsec - t0.tv_nsec));
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return rc;
 }

@@ -31,13 +31,13 @@
 #include "core/next.h"
 #include "cprof.h"
 #include "interpose/creds.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 void (*cprof__follow_credentials_hook)(void);
 
 void cprof__creds_follow(void) {
   void (*hook)(void) = __atomic_load_n(&cprof__follow_credentials_hook, __ATOMIC_ACQUIRE);
-  if (!hook || cprof__heap_guarded())
+  if (!hook || cprof__guarded())
     return;
   int saved = errno;
   hook();

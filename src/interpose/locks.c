@@ -48,7 +48,7 @@
 #include "cprof.h"
 #include "sample/charge.h"
 #include "sample/contention.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/own_lock.h"
 #include "sample/trace.h"
 
@@ -134,8 +134,7 @@ static uintptr_t own_lo, own_hi;
 
 /* Whether a call on obj (NULL: none) returning to ret is cprof's. */
 static int ours(const void *obj, uintptr_t ret) {
-  return cprof__heap_guarded() || (obj && cprof__own_lock_at(obj)) ||
-         (ret >= own_lo && ret < own_hi);
+  return cprof__guarded() || (obj && cprof__own_lock_at(obj)) || (ret >= own_lo && ret < own_hi);
 }
 
 /* ---- who waits for which lock ---- */
@@ -154,14 +153,14 @@ static slot_t *slot_of(const void *obj) {
   return &slots[((uintptr_t)obj >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)];
 }
 static void slot_lock(slot_t *s) {
-  cprof__heap_guard_up();
+  cprof__guard_up();
   while (__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED))
       __builtin_ia32_pause();
 }
 static void slot_unlock(slot_t *s) {
   __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-  cprof__heap_guard_down();
+  cprof__guard_down();
 }
 
 /* A fork child has only the forking thread: no waiters. A slot another

@@ -38,6 +38,7 @@
 
 #include "cprof.h"
 #include "interpose/malloc_block.h"
+#include "core/guard.h"
 #include "sample/heap.h"
 
 #ifndef CPROF_NO_INTERPOSE
@@ -807,11 +808,11 @@ static void *first_library_defining(const char *name, int but_us) {
 /* What the loader allocates meanwhile (dlsym's error message for a name
  * not found) is cprof's work, not the program's. */
 void *cprof__block_next(const char *name) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   void *f = dlsym(RTLD_NEXT, name);
   if (!f)
     f = first_library_defining(name, 1);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return f;
 }
 

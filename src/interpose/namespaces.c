@@ -32,7 +32,7 @@
 
 #include "core/next.h"
 #include "cprof.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 int (*cprof__alone_hook)(long (*call)(void *), void *arg, long *rc);
 
@@ -43,7 +43,7 @@ int cprof__unshare_needs_alone(unsigned long flags) {
 }
 
 long cprof__ns_again(long rc, long (*call)(void *), void *arg) {
-  if (rc != -1 || !cprof__ns_refused(errno) || cprof__heap_guarded())
+  if (rc != -1 || !cprof__ns_refused(errno) || cprof__guarded())
     return rc;
   int (*hook)(long (*)(void *), void *, long *) =
       __atomic_load_n(&cprof__alone_hook, __ATOMIC_ACQUIRE);

@@ -43,7 +43,7 @@
 #include "sample/altstack.h"
 #include "sample/contention.h"
 #include "sample/cpu.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/labels.h"
 #include "sample/threads.h"
 #include "sample/trace.h"
@@ -131,16 +131,16 @@ static void *cprof_thread_start(void *p) {
   void *(*fn)(void *) = in->fn;
   void *arg = in->arg;
   if (in->internal) {
-    cprof__heap_guard_enter();
+    cprof__guard_enter();
   } else {
     if (have_key)
       pthread_setspecific(ended_key, &program_threads);
     /* Before the CPU timer starts, so that the first sample has them. */
     cprof__labels_install(&in->labels);
   }
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   free(p);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   /* A program's thread: a stack for cprof's signals before its CPU timer
    * can start (cprof's own block every signal for life). */
   if (!internal)
@@ -158,10 +158,10 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   create_fn real = real_create();
   if (!real)
     return EAGAIN; /* no pthread_create below us: cannot happen with glibc */
-  int internal = cprof__heap_guarded();
-  cprof__heap_guard_enter();
+  int internal = cprof__guarded();
+  cprof__guard_enter();
   start_t *s = malloc(sizeof *s);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (!s)
     return EAGAIN;
   s->fn = fn;
@@ -186,9 +186,9 @@ CPROF_EXTERN int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
       cprof__threadcreate_event((uintptr_t)__builtin_return_address(0));
   }
   if (rc != 0) {
-    cprof__heap_guard_enter();
+    cprof__guard_enter();
     free(s);
-    cprof__heap_guard_leave();
+    cprof__guard_leave();
   } else {
     cprof__threads_born();
   }

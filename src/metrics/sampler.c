@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/pages.h"
 #include "sample/cpu.h"
+#include "core/guard.h"
 #include "sample/heap.h"
 #include "sample/stack_table.h"
 
@@ -371,9 +372,9 @@ int cprof__metrics_start(long interval_ms, long window_s) {
   m.window_s = window_s;
   m.stop = m.started = 0;
   /* Created as cprof's own: every signal blocked, nothing sampled. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int err = pthread_create(&m.thread, NULL, sampler, NULL);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (err != 0) {
     pthread_mutex_unlock(&m.lock);
     cprof__log("the metrics sampler is off: cannot start its thread: %s", strerror(err));

@@ -5,7 +5,7 @@
  * off. It runs while the profiling server does, and without one from the
  * first request for its figures (cprof__metrics_demand).
  *
- * - Created under the heap guard, as debuginfod.c's fetcher: every signal
+ * - Created under cprof's guard, as debuginfod.c's fetcher: every signal
  *   blocked, never sampled, never counted as the program's thread. It
  *   opens /proc files in a descriptor table of its own (core/fds.c), so
  *   the program never sees a descriptor number of ours, and counts the

@@ -11,7 +11,7 @@
  *   at each cut, as GET /debug/pprof/heap serves it: in-use figures now,
  *   allocations since the start, marked cumulative (Pyroscope takes the
  *   differences).
- * - A thread of cprof's, "cprof-push", made under the heap guard (every
+ * - A thread of cprof's, "cprof-push", made under cprof's guard (every
  *   signal blocked, nothing it allocates sampled), cuts the profiles and
  *   sends them, oldest first, one request at a time, in a descriptor table
  *   of its own (core/fds.c), so that libcurl's sockets are out of the
@@ -65,7 +65,7 @@
 #include "push/ingest.h"
 #include "registry/cpu.h"
 #include "registry/registry.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "symbol/symbolize.h"
 
 #define QUEUE_CAP 32
@@ -415,9 +415,9 @@ static void *pusher(void *unused) {
  * it shares its creator's, and fds.c needs the creator alive meanwhile. */
 static int start_thread_locked(void) {
   ps.stop = ps.started = ps.ended = 0;
-  cprof__heap_guard_enter(); /* cprof's own: every signal blocked, nothing sampled */
+  cprof__guard_enter(); /* cprof's own: every signal blocked, nothing sampled */
   int err = pthread_create(&ps.thread, NULL, pusher, NULL);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (err != 0)
     return -err;
   ps.running = 1;
@@ -553,7 +553,7 @@ static void finish_at_exit(void) {
 }
 
 void cprof__push_finish(void) {
-  cprof__heap_guard_enter(); /* atexit runs on the program's thread */
+  cprof__guard_enter(); /* atexit runs on the program's thread */
   pthread_once(&once, init_once);
   pthread_mutex_lock(&ps.lock);
   if (ps.armed && ps.owner == getpid()) {
@@ -578,7 +578,7 @@ void cprof__push_finish(void) {
     ps.armed = ps.parked = 0;
   }
   pthread_mutex_unlock(&ps.lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 void cprof__push_park(void) {

@@ -16,7 +16,7 @@
 #include "core/fds.h"
 #include "cprof.h"
 #include "registry/cpu.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 /* Guards the three below. Never held while the profile is written (which
  * symbolizes, under locks that fork's handlers take before this one). */
@@ -72,9 +72,9 @@ out:
 
 int cprof_cpu_profile_start(int fd) {
   int saved = errno;
-  cprof__heap_guard_enter(); /* cprof's own allocations, not the program's */
+  cprof__guard_enter(); /* cprof's own allocations, not the program's */
   int err = start(fd);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   errno = saved;
   return err;
 }
@@ -100,9 +100,9 @@ static int stop(void) {
 
 int cprof_cpu_profile_stop(void) {
   int saved = errno;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int err = stop();
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   errno = saved;
   return err;
 }

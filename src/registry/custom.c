@@ -30,7 +30,7 @@
 #include "core/config.h"
 #include "core/pages.h"
 #include "profile/builder.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "unwind/caller.h"
 
 /* The frame of a stack that `skip` walked past the end of: Go records
@@ -198,9 +198,9 @@ cprof_profile_t *cprof_profile_new(const char *name, const char *description) {
     description = fallback;
   }
   size_t dlen = strlen(description);
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   struct cprof_profile *p = calloc(1, sizeof *p + dlen + 1);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (!p) {
     errno = ENOMEM;
     return NULL;
@@ -221,9 +221,9 @@ cprof_profile_t *cprof_profile_new(const char *name, const char *description) {
   int err = cprof__registry_add(&p->base);
   if (err) {
     pthread_mutex_destroy(&p->lock);
-    cprof__heap_guard_enter();
+    cprof__guard_enter();
     free(p);
-    cprof__heap_guard_leave();
+    cprof__guard_leave();
     errno = -err;
     return NULL;
   }
@@ -257,7 +257,7 @@ __attribute__((noinline)) int cprof_profile_add(cprof_profile_t *p, const void *
   if (!p || !key || skip < 0)
     return -EINVAL;
   int err = 0;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   uintptr_t small[CPROF_DEFAULT_DEPTH];
   cprof__caller_pcs_t a;
   cprof__caller_pcs_take(&a, small);
@@ -279,7 +279,7 @@ __attribute__((noinline)) int cprof_profile_add(cprof_profile_t *p, const void *
   }
   pthread_mutex_unlock(&p->lock);
   cprof__caller_pcs_give(&a);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return err;
 }
 
@@ -289,7 +289,7 @@ int cprof_profile_remove(cprof_profile_t *p, const void *key) {
   if (!key)
     return -ENOENT; /* never added: add refuses NULL */
   int err = -ENOENT;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&p->lock);
   if (p->cap_keys) {
     size_t i = slot_of(p, key);
@@ -301,7 +301,7 @@ int cprof_profile_remove(cprof_profile_t *p, const void *key) {
     }
   }
   pthread_mutex_unlock(&p->lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return err;
 }
 
@@ -340,7 +340,7 @@ static int compare_records(const void *a, const void *b) { return compare_stacks
 static int snapshot(const cprof__profile_t *base, void **out) {
   struct cprof_profile *p = of(base);
   int err = 0;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&p->lock);
   size_t words = 0;
   for (size_t i = 0; i < p->cap_buckets; i++)
@@ -364,16 +364,16 @@ static int snapshot(const cprof__profile_t *base, void **out) {
   pthread_mutex_unlock(&p->lock);
   if (snap)
     qsort(snap->v, snap->n, sizeof *snap->v, compare_records);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   *out = snap;
   return err;
 }
 
 static void release(const cprof__profile_t *p, void *snap) {
   (void)p;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   free(snap);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 static int add_record(cprof__builder_t *b, const record_t *r, long count) {
@@ -417,14 +417,14 @@ static int write(const cprof__profile_t *p, void *now, void *base, int debug, in
       .time_nanos = cprof__now_ns(CLOCK_REALTIME),
       .duration_nanos = duration_ns,
   };
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   cprof__builder_t *b = cprof__builder_new(&desc);
   int err = b ? add_all(b, now, base) : -ENOMEM;
   if (!err)
     err = debug ? cprof__builder_write_count_text(b, p->name, out)
                 : cprof__builder_write_proto(b, out);
   cprof__builder_free(b);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   return err;
 }
 

@@ -15,7 +15,7 @@
 #include "core/fds.h"
 #include "profile/builder.h"
 #include "registry/builtin.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/threads.h"
 
 /* The calls threads wait in, by the names strace gives them. */
@@ -149,9 +149,9 @@ static int snapshot(const cprof__profile_t *p, void **out) {
   } else {
     /* Created as cprof's own: every signal blocked, nothing sampled. */
     pthread_t t;
-    cprof__heap_guard_enter();
+    cprof__guard_enter();
     int err = pthread_create(&t, NULL, record_apart, r);
-    cprof__heap_guard_leave();
+    cprof__guard_leave();
     if (err)
       r->err = -err;
     else

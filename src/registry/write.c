@@ -6,7 +6,7 @@
 #include "core/fds.h"
 #include "cprof.h"
 #include "registry/registry.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 int cprof_profile_write(const char *name, int fd, int debug) {
   if (!name || debug < 0)
@@ -19,7 +19,7 @@ int cprof_profile_write(const char *name, int fd, int debug) {
   if (err)
     return err;
   /* Building a profile allocates: not the program's allocations. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   cprof__buf_t out;
   cprof__buf_init(&out);
   cprof__collect_t c = {.debug = debug};
@@ -27,7 +27,7 @@ int cprof_profile_write(const char *name, int fd, int debug) {
   if (!err)
     err = cprof__write_all(fd, out.data, out.len);
   cprof__buf_free(&out);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   errno = saved;
   return err;
 }

@@ -19,7 +19,7 @@
 #include "core/config.h"
 #include "core/pages.h"
 #include "cprof.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/own_lock.h"
 #include "sample/stack_table.h"
 #include "unwind/caller.h"
@@ -87,7 +87,7 @@ static uint64_t splitmix(uint64_t x) {
 /* Adds one event to the caller's bucket: its stack from `ret` on. Dropped
  * while a fork is being prepared (own_lock.h). */
 static void record(cprof__contention_kind_t kind, double count, int64_t delay, uintptr_t ret) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   uintptr_t small[CPROF_DEFAULT_DEPTH];
   cprof__caller_pcs_t pcs;
   cprof__caller_pcs_take(&pcs, small);
@@ -102,7 +102,7 @@ static void record(cprof__contention_kind_t kind, double count, int64_t delay, u
     cprof__own_unlock(&locks[kind]);
   }
   cprof__caller_pcs_give(&pcs);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 /* ---- the events ---- */

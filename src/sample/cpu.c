@@ -58,7 +58,7 @@
 #include "core/fds.h"
 #include "core/hash.h"
 #include "sample/altstack.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/signals.h"
 #include "sample/threads.h"
 #include "sample/trace.h"
@@ -456,10 +456,10 @@ static int record_unsampled(pid_t tid, uintptr_t mark, int64_t ns, const void *r
       /* cprof's own work on this thread (its guard up) may be in the
        * middle of a walk of its own, whose per-thread memo a walk from
        * here would disturb. */
-      if (!cprof__heap_guarded()) {
-        cprof__heap_guard_up();
+      if (!cprof__guarded()) {
+        cprof__guard_up();
         int n = cprof__unwind_caller(unwinder, smp->pcs + 1, r[i].max - 1, (uintptr_t)ret);
-        cprof__heap_guard_down();
+        cprof__guard_down();
         smp->pcs[1] += 1; /* a return address, as pcs[1..] are: the walk gives ret - 1 */
         smp->depth = 1 + n;
       }
@@ -950,9 +950,9 @@ int cprof__cpu_start_why(int hz, cprof__unwinder_t how, char *why, size_t why_si
   int err = cprof__signal_take(SIGPROF, &sa, CPROF_SHARE_KEEP);
   if (err != 0)
     return err;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   cprof__stack_bounds_learn();
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   cprof__unwind_bind_now();
 
   lock_cpu();
@@ -985,10 +985,10 @@ void cprof__cpu_thread_started(void) {
   if (!cprof__cpu_running())
     return;
   /* One of cprof's threads: those run guarded for life (thread_start.c). */
-  int own = cprof__heap_guarded();
+  int own = cprof__guarded();
   /* Not the program's allocations (pthread_getattr_np's, a chunk of
    * slots): and under our lock, nothing may reach the heap sampler's. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   /* Before its first sample: its walks need no snapshot that has it. */
   cprof__stack_bounds_learn();
   /* Its mask is its creator's: SIGPROF may be blocked from the start. */
@@ -1007,7 +1007,7 @@ void cprof__cpu_thread_started(void) {
     add_timer(tid, sigismember(&cur, SIGPROF), 0, own, 1);
   }
   pthread_mutex_unlock(&lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 void cprof__cpu_thread_ending(void) {

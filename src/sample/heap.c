@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "core/guard.h"
 #include "core/pages.h"
 #include "sample/own_lock.h"
 #include "sample/stack_table.h"
@@ -341,13 +342,12 @@ int cprof__heap_should_sample(size_t size) {
       return 0;
   }
   s->countdown = draw(s, r);
-  return s->guard == 0;
+  return !cprof__guarded();
 }
 
 void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
                         cprof__heap_sample_t *out) {
-  cprof__heap_tls_t *s = &cprof__heap_tls;
-  s->guard++;
+  cprof__guard_enter();
   uintptr_t small[CPROF_DEFAULT_DEPTH];
   cprof__caller_pcs_t pcs;
   cprof__caller_pcs_take(&pcs, small);
@@ -357,7 +357,7 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
    * waited for (own_lock.h): the block goes out unsampled. */
   if (!cprof__own_lock_for_sample(lock)) {
     cprof__caller_pcs_give(&pcs);
-    s->guard--;
+    cprof__guard_leave();
     return;
   }
   const cprof__stack_t *stack = cprof__stack_table_get(&stacks, pcs.pcs, depth);
@@ -387,7 +387,7 @@ void cprof__heap_record(void *p, size_t size, uint32_t offset, uintptr_t ret,
     __atomic_add_fetch(&total_alloc_wbytes, weighted_bytes(out), __ATOMIC_RELAXED);
   }
   unlock_table();
-  s->guard--;
+  cprof__guard_leave();
 }
 
 /* The lock, unless this thread holds it already (a fork prepare handler

@@ -44,8 +44,7 @@
 /* The per-thread state the malloc wrappers touch on every call. Initial-exec
  * TLS: one %fs-relative access, never an allocation. */
 typedef struct cprof__heap_tls {
-  int64_t countdown; /* bytes left before the next sample */
-  uint32_t guard;    /* > 0: cprof's own work; nothing is sampled or looked up */
+  int64_t countdown;  /* bytes left before the next sample */
   uint32_t rate_seen; /* the rate the countdown was drawn for; 0 before the first */
   uint64_t rng;
 } cprof__heap_tls_t;
@@ -56,24 +55,6 @@ extern __thread cprof__heap_tls_t cprof__heap_tls __attribute__((tls_model("init
  * Called by cprof_start; may be called again (tests, restarts). */
 void cprof__heap_configure(long rate, cprof__unwinder_t how);
 long cprof__heap_rate(void);
-
-/* cprof's own work on this thread (serving a request, writing a file)
- * allocates without being sampled. Nests. */
-static inline void cprof__heap_guard_enter(void) { cprof__heap_tls.guard++; }
-static inline void cprof__heap_guard_leave(void) { cprof__heap_tls.guard--; }
-static inline int cprof__heap_guarded(void) { return cprof__heap_tls.guard != 0; }
-/* The guard around a critical section that a signal handler on the same
- * thread may interrupt: raised before it and lowered after it, with
- * nothing of the compiler's moved across, so that a handler calling a lock
- * wrapper or malloc meanwhile finds it raised and passes straight through. */
-static inline void cprof__heap_guard_up(void) {
-  cprof__heap_guard_enter();
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-static inline void cprof__heap_guard_down(void) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  cprof__heap_guard_leave();
-}
 
 /* The fast path, before each allocation of `size` bytes: whether it takes
  * this thread's countdown below zero (then ask cprof__heap_should_sample). */

@@ -56,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/thread_list.h"
 
 typedef struct block {
@@ -76,19 +76,19 @@ static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The list's lock is cprof's: taken with the guard raised, so that the
  * lock wrappers (interpose/locks.c) pass it through unprofiled. */
 static void lock_all(void) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&all_lock);
 }
 
 static void unlock_all(void) {
   pthread_mutex_unlock(&all_lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 static void free_block(block_t *b) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   free(b);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 /* At thread exit. */
@@ -126,16 +126,16 @@ static block_t *my_block(void) {
   if (mine)
     return mine;
   pthread_once(&key_once, make_key);
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   block_t *b = calloc(1, sizeof *b);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (!b)
     return NULL;
   /* glibc allocates the second level of its key table on a key's first
    * use by a thread: cprof's too. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int err = !have_key || pthread_setspecific(exit_key, b) != 0;
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (err) {
     free_block(b);
     return NULL;

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 cprof__own_lock_t cprof__own_locks[CPROF_OWN_LOCKS];
 #define FIRST (&cprof__own_locks[0])
@@ -27,7 +27,7 @@ static void let_go(cprof__own_lock_t *l) {
 }
 
 void cprof__own_lock(cprof__own_lock_t *l) {
-  cprof__heap_guard_up();
+  cprof__guard_up();
   pthread_mutex_lock(&l->m);
   taken(l);
 }
@@ -51,12 +51,12 @@ static int wait_a_little(pthread_mutex_t *m) {
 }
 
 int cprof__own_lock_for_sample(cprof__own_lock_t *l) {
-  cprof__heap_guard_up();
+  cprof__guard_up();
   for (;;) {
     if (pthread_mutex_trylock(&l->m) == 0)
       break;
     if (__atomic_load_n(&forking, __ATOMIC_ACQUIRE)) {
-      cprof__heap_guard_down();
+      cprof__guard_down();
       return 0;
     }
     if (wait_a_little(&l->m) == 0)
@@ -68,7 +68,7 @@ int cprof__own_lock_for_sample(cprof__own_lock_t *l) {
 
 void cprof__own_unlock(cprof__own_lock_t *l) {
   let_go(l);
-  cprof__heap_guard_down();
+  cprof__guard_down();
 }
 
 int cprof__own_lock_mine(const cprof__own_lock_t *l) {
@@ -97,7 +97,7 @@ int cprof__own_locks_held(void) {
  * this thread holds. The forking flag tells samplers on other threads to
  * drop rather than wait. */
 static void fork_prepare(void) {
-  cprof__heap_guard_up();
+  cprof__guard_up();
   __atomic_add_fetch(&forking, 1, __ATOMIC_SEQ_CST);
   for (cprof__own_lock_t *l = FIRST; l < END; l++) {
     pthread_mutex_lock(&l->m);
@@ -112,7 +112,7 @@ static void fork_release(void) {
   for (cprof__own_lock_t *l = END; l-- > FIRST;)
     let_go(l);
   __atomic_sub_fetch(&forking, 1, __ATOMIC_SEQ_CST);
-  cprof__heap_guard_down();
+  cprof__guard_down();
 }
 
 /* At load, before the program's main: see own_lock.h for why first. */

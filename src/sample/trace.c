@@ -89,7 +89,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 #include "sample/thread_list.h"
 #include "unwind/pc.h"
 
@@ -171,13 +171,13 @@ static pthread_mutex_t cpu_lock = PTHREAD_MUTEX_INITIALIZER;
 /* cprof's locks are taken with the guard raised, so that the lock
  * wrappers (interpose/locks.c) pass them through unprofiled. */
 static void lock(pthread_mutex_t *m) {
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(m);
 }
 
 static void unlock(pthread_mutex_t *m) {
   pthread_mutex_unlock(m);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 /* Memory of cprof's own, from mmap, not malloc: the lock wrappers emit
@@ -318,9 +318,9 @@ static block_t *my_block(void) {
   memset(b, 0, sizeof *b);
   /* glibc allocates the second level of its key table on a key's first
    * use by a thread: cprof's too. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int err = !have_key || pthread_setspecific(exit_key, b) != 0;
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (err) {
     release_memory(b);
     return NULL;

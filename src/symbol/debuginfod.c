@@ -26,7 +26,7 @@
  * - Cached by libdebuginfod ($DEBUGINFOD_CACHE_PATH, else
  *   ~/.cache/debuginfod_client): a later process finds the file there in
  *   its first profile, without loading libdebuginfod at all.
- * - The thread is cprof's own. It is created under the heap guard, so that
+ * - The thread is cprof's own. It is created under cprof's guard, so that
  *   it blocks every signal from its first instruction (interpose/thread_start.c),
  *   and it runs in a descriptor table of its own (core/fds.c): libcurl's
  *   sockets, its connection cache and libdebuginfod's cache files are out
@@ -67,7 +67,7 @@
 #include "core/clock.h"
 #include "core/exit_bound.h"
 #include "core/fds.h"
-#include "sample/heap.h"
+#include "core/guard.h"
 
 /* The time limit for one file without DEBUGINFOD_MAXTIME: what a debug file
  * of some tens of megabytes needs on an ordinary link. */
@@ -185,7 +185,7 @@ static int lasting(int err) { return err == -ELIBACC || err == -ENOTSUP; }
 void cprof__debuginfod_want(const char *build_id) {
   if (!cprof__debuginfod_enabled() || !build_id[0])
     return;
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   pthread_mutex_lock(&f.lock);
   entry_t *e = find_locked(build_id);
   if (!e)
@@ -203,7 +203,7 @@ void cprof__debuginfod_want(const char *build_id) {
       __atomic_store_n(&f.kick, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&f.lock);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
 }
 
 unsigned cprof__debuginfod_generation(void) {
@@ -479,9 +479,9 @@ static void stop_at_exit(void);
 static void start_locked(void) {
   f.stop = f.started = f.ended = 0;
   /* Created as cprof's own: every signal blocked, nothing sampled. */
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   int err = pthread_create(&f.thread, NULL, fetcher, NULL);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   if (err != 0)
     return; /* the next kick tries again */
   f.running = 1;

@@ -45,7 +45,7 @@
  * beyond, a 500 says to download the profile instead. The data requests
  * are expensive ones for the server's limits (http/limits.h: a slot each,
  * CPROF_MAX_PROFILES at once), as every profile; the page and the list are
- * cheap. Everything runs on the server's thread, under the heap guard that
+ * cheap. Everything runs on the server's thread, under cprof's guard that
  * cprof_handle_request holds, never in a signal handler. */
 #ifndef CPROF_UI_UI_H
 #define CPROF_UI_UI_H

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "registry/heap_profile.h"
+#include "core/guard.h"
 #include "sample/heap.h"
 #include "sample/stack_table.h"
 
@@ -203,10 +204,10 @@ static void test_guard_and_off(void) {
   cprof__heap_configure(64, CPROF_UNWIND_FP);
   cprof__heap_snapshot_t a, b;
   CHECK_EQ_INT(cprof__heap_snapshot(&a), 0);
-  cprof__heap_guard_enter();
+  cprof__guard_enter();
   for (uintptr_t i = 0; i < 10000; i++)
     fake_malloc(BASE + i * 64, 64);
-  cprof__heap_guard_leave();
+  cprof__guard_leave();
   cprof__heap_configure(0, CPROF_UNWIND_FP);
   for (uintptr_t i = 0; i < 10000; i++)
     fake_malloc(BASE + i * 64, 64);
