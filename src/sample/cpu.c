@@ -599,11 +599,16 @@ static void count_delivered_sigsafe(pid_t tid, int periods) {
 
 /* The CPU, in ns, of the expiries of s's timer due by its thread's clock
  * `now` and not delivered, with that used before it was armed. */
+/* The expiries of s's timer due by its thread's clock `now`. */
+static int64_t due_by(const timer_slot_t *s, int64_t now) {
+  int64_t run = now - s->armed_at;
+  return run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
+}
+
 static int64_t undelivered_ns(const timer_slot_t *s, int64_t now) {
   if (s->due_off || s->state != SLOT_ARMED || now <= 0)
     return 0;
-  int64_t run = now - s->armed_at;
-  int64_t due = run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
+  int64_t due = due_by(s, now);
   int64_t missing = due - (int64_t)__atomic_load_n(&s->delivered, __ATOMIC_ACQUIRE);
   return (missing > 0 ? missing * period_ns : 0) + s->before_ns;
 }
@@ -644,9 +649,8 @@ int cprof__cpu_timer_pause(int runs, const void *ret) {
     /* What came due and never came is recorded now, with the stack of the
      * call that pauses, and the timer goes on, at the resume, from the
      * first expiry not yet due: "Expiries never delivered". */
-    int64_t ns = undelivered_ns(s, now), run = now - s->armed_at;
-    int64_t due = run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
-    s->left_ns = (long)(s->armed_at + s->first_ns + due * period_ns - now);
+    int64_t ns = undelivered_ns(s, now);
+    s->left_ns = (long)(s->armed_at + s->first_ns + due_by(s, now) * period_ns - now);
     s->before_ns = 0;
     if (ns > 0 && record_unsampled(my_tid, CPROF_PC_UNDELIVERED, ns, ret, NULL) != 0)
       lose(ns);

@@ -47,10 +47,7 @@ heap() {
       check "$name: $f holds $truth bytes, the profile says $got" [ "$got" = "$truth" ]
     else
       check "$name: $f within 4 standard errors of $truth bytes: $got" \
-        awk -v t="$truth" -v g="${got:-0}" -v R="$rate" 'BEGIN {
-          d = g - t; if (d < 0) d = -d; se = sqrt(R * t)
-          printf "  %.2f %% of the truth, %.2f standard errors\n", 100 * g / t, (g - t) / se
-          exit !(t > 0 && d <= 4 * se) }'
+        within_se "$truth" "$got" "$rate"
     fi
   done
 }

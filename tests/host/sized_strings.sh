@@ -33,11 +33,7 @@ strings() {
   got=$(inuse_bytes "$T/$name.pb.gz")
   echo "$name: $(head -1 "$T/$name.out"); cprof in-use $got bytes"
   check "$name: no string shrunk (as without cprof: usable sizes alike)" has "$T/$name.out" ' shrunk 0 '
-  check "$name: in-use within 4 standard errors of the truth" \
-    awk -v t="${truth:-0}" -v g="${got:-0}" -v R=$RATE 'BEGIN {
-      d = g - t; if (d < 0) d = -d; se = sqrt(R * t)
-      printf "  %.1f %% of the truth, %.2f standard errors of %d bytes\n", 100 * g / t, (g - t) / se, se
-      exit !(t > 0 && d <= 4 * se) }'
+  check "$name: in-use within 4 standard errors of the truth" within_se "$truth" "$got" $RATE
 }
 
 run plain -- "$P" $N $LEN --exit

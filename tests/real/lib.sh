@@ -64,5 +64,15 @@ inuse_bytes() {
     awk '/ flat%/ { t = 1; next } t { sub(/B$/, "", $1); s += $1 } END { printf "%d\n", s }'
 }
 
+# within_se TRUTH GOT RATE: a heap profile's estimate GOT of TRUTH bytes is
+# within 4 standard errors of it, sqrt(RATE x TRUTH) at the sampling rate
+# RATE (each sample standing for about RATE bytes); says by how much.
+within_se() {
+  awk -v t="${1:-0}" -v g="${2:-0}" -v R="$3" 'BEGIN {
+    d = g - t; if (d < 0) d = -d; se = sqrt(R * t)
+    printf "  %.2f %% of the truth, %.2f standard errors of %d bytes\n", 100 * g / t, (g - t) / se, se
+    exit !(t > 0 && d <= 4 * se) }'
+}
+
 # within A B PCT: A is within PCT % of B.
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d * 100 <= p * b) }'; }
