@@ -107,6 +107,25 @@ static void *waiter_main(void *arg) {
   return NULL;
 }
 
+/* What a capture that missed the target found: for the log, so that a
+ * failure says where the thread was (a system call, a frame). */
+static void say_where(int how, int capture, const cprof__thread_stack_t *t) {
+  fprintf(stderr, "the target (how=%d, capture %d): ", how, capture);
+  if (!t) {
+    fprintf(stderr, "not found\n");
+    return;
+  }
+  fprintf(stderr, "status %d, system call %ld, %d frames:", (int)t->status, t->syscall_nr,
+          t->depth);
+  cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+  for (int i = 0; i < t->depth && i < 8; i++) {
+    const char *name = cprof__symbolize_name(s, t->pcs[i] - (i > 0));
+    fprintf(stderr, " %s", name ? name : "?");
+  }
+  cprof__symbolizer_release(s);
+  fprintf(stderr, "\n");
+}
+
 static void *short_lived(void *arg) { return arg; }
 static void *churn_main(void *arg) {
   while (!LOAD(churn_stop)) {
@@ -132,6 +151,13 @@ int main(void) {
 
   /* Every thread is there; the target is found in its function by both unwinders. */
   for (int how = 0; how < 2; how++) {
+    /* ThreadSanitizer runs the handler later, inside an interceptor, with
+     * the context saved when the signal came: the frame-pointer chain it
+     * describes is gone by then. Only the DWARF walk is checked there. */
+    int walkable = 1;
+#ifdef __SANITIZE_THREAD__
+    walkable = how == CPROF_UNWIND_DWARF;
+#endif
     cprof__thread_dump_t d;
     const cprof__thread_stack_t *t = NULL;
     /* Up to 5 captures: under ThreadSanitizer, on a loaded machine, the
@@ -143,20 +169,12 @@ int main(void) {
         cprof__threads_dump_free(&d);
       CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 1000, &d), 0);
       t = cprof__threads_dump_find(&d, LOAD(target_tid));
-      if (t && t->status == CPROF_THREAD_OK)
+      if (t && t->status == CPROF_THREAD_OK && (!walkable || stack_has(t, "spin_in_target")))
         break;
-      fprintf(stderr, "the target (how=%d, capture %d): %s, status %d\n", how, attempt + 1,
-              t ? "found" : "not found", t ? (int)t->status : -1);
+      say_where(how, attempt + 1, t);
     }
     CHECK(d.n >= 5); /* main, target, blocker, sleeper, waiter (a sanitizer may add its own) */
     CHECK(t && t->status == CPROF_THREAD_OK);
-    /* ThreadSanitizer runs the handler later, inside an interceptor, with
-     * the context saved when the signal came: the frame-pointer chain it
-     * describes is gone by then. Only the DWARF walk is checked there. */
-    int walkable = 1;
-#ifdef __SANITIZE_THREAD__
-    walkable = how == CPROF_UNWIND_DWARF;
-#endif
     if (walkable) {
       CHECK(t && t->depth >= 2);
       CHECK(t && stack_has(t, "spin_in_target"));
