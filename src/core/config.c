@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "sample/stack_table.h"
 
 #define DEFAULT_ADDR "127.0.0.1:6060"
 

@@ -1,10 +1,35 @@
 /* cprof's settings: parsed from cprof_options_t fields and CPROF_*
- * environment variables, validated, with one stderr line per bad value. */
+ * environment variables, validated, with one stderr line per bad value.
+ *
+ * The ground floor owns the constants the settings need (the unwinders,
+ * the depths, the stack tables' memory): the parts that apply a setting
+ * (unwind/, sample/) take them from here. */
 #ifndef CPROF_CORE_CONFIG_H
 #define CPROF_CORE_CONFIG_H
 
+#include <stddef.h>
+
 #include "cprof.h"
-#include "unwind/unwind.h"
+
+/* CPROF_UNWIND: the walker a sampler's handler uses (unwind/unwind.h). */
+typedef enum cprof__unwinder {
+  CPROF_UNWIND_DWARF = 0, /* unwind tables, cfa.c's cached walker: works without frame pointers */
+  CPROF_UNWIND_FP = 1,    /* frame pointers: fast, needs -fno-omit-frame-pointer code */
+} cprof__unwinder_t;
+
+/* How many frames a stack keeps: CPROF_MAX_DEPTH, set at start, from
+ * CPROF_MIN_DEPTH to CPROF_DEPTH_LIMIT. A deeper stack keeps its innermost
+ * and outermost frames with a marker between (unwind/frames.h). Arrays that
+ * outlive a setting (the CPU profile's buffer, the capture's slots) are
+ * sized by the setting when they are made; CPROF_DEPTH_LIMIT sizes only
+ * arrays that may hold any stack, never one on a signal handler's stack. */
+#define CPROF_DEFAULT_DEPTH 128
+#define CPROF_MIN_DEPTH 16
+#define CPROF_DEPTH_LIMIT 1024
+
+/* The limit over every stack table, in bytes (CPROF_MAX_MEMORY:
+ * sample/stack_table.h). */
+#define CPROF_DEFAULT_MAX_MEMORY ((size_t)32 << 20)
 
 typedef struct cprof__addr {
   int enabled;    /* 0: no server ("0" or "") */

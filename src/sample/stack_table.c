@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "core/config.h"
 #include "core/hash.h"
 #include "core/pages.h"
 #include "unwind/pc.h"

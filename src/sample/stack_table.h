@@ -67,9 +67,9 @@ static inline cprof__stack_t *cprof__stack_table_at(const cprof__stack_table_t *
  * tables full. */
 #define CPROF_STACKS_OVER_LIMIT "[cprof: CPROF_MAX_MEMORY reached; new stacks not kept]"
 
-/* The limit over every table, in bytes (CPROF_MAX_MEMORY), and what they
- * hold together now. */
-#define CPROF_DEFAULT_MAX_MEMORY ((size_t)32 << 20)
+/* The limit over every table, in bytes (CPROF_MAX_MEMORY; its default,
+ * CPROF_DEFAULT_MAX_MEMORY, is core/config.h's), and what they hold
+ * together now. */
 void cprof__stack_memory_set_limit(size_t bytes);
 size_t cprof__stack_memory_limit(void);
 size_t cprof__stack_memory_used(void);

@@ -13,18 +13,12 @@
 #include <stdint.h>
 #include <ucontext.h>
 
+#include "core/config.h" /* cprof__unwinder_t and the depths: settings' constants */
 #include "unwind/maps.h"
 #include "unwind/pc.h"
 
 /* How many frames a stack keeps: CPROF_MAX_DEPTH, set at start, from
- * CPROF_MIN_DEPTH to CPROF_DEPTH_LIMIT. A deeper stack keeps its innermost
- * and outermost frames with a marker between (frames.h). Arrays that
- * outlive a setting (the CPU profile's buffer, the capture's slots) are
- * sized by the setting when they are made; CPROF_DEPTH_LIMIT sizes only
- * arrays that may hold any stack, never one on a signal handler's stack. */
-#define CPROF_DEFAULT_DEPTH 128
-#define CPROF_MIN_DEPTH 16
-#define CPROF_DEPTH_LIMIT 1024
+ * CPROF_MIN_DEPTH to CPROF_DEPTH_LIMIT (core/config.h). */
 int cprof__max_depth(void);
 /* Clamps depth into [CPROF_MIN_DEPTH, CPROF_DEPTH_LIMIT]. */
 void cprof__set_max_depth(int depth);
@@ -47,11 +41,6 @@ void cprof__set_max_depth(int depth);
 #else
 #define CPROF_READS_STACK
 #endif
-
-typedef enum cprof__unwinder {
-  CPROF_UNWIND_DWARF = 0, /* unwind tables, cfa.c's cached walker: works without frame pointers */
-  CPROF_UNWIND_FP = 1,    /* frame pointers: fast, needs -fno-omit-frame-pointer code */
-} cprof__unwinder_t;
 
 /* Walks the stack of the interrupted context into pcs[0..max), on the
  * thread that was interrupted. `stacks` is a snapshot of the address space
