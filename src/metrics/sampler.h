@@ -53,7 +53,7 @@
 #include "core/buf.h"
 #include "metrics/ring.h"
 
-/* Starts the thread (core/start.c, under its lock: with the server, or
+/* Starts the thread (life/start.c, under its lock: with the server, or
  * without one at the first cprof__metrics_demand). Returns 0, -EALREADY,
  * or a negative errno (it then logs why). */
 int cprof__metrics_start(long interval_ms, long window_s);
@@ -72,7 +72,7 @@ void cprof__metrics_read(cprof__metrics_point_t *p);
  * -1. */
 void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes, int walk);
 
-/* Set by core/start.c: starts the sampler if it should run and does not.
+/* Set by life/start.c: starts the sampler if it should run and does not.
  * cprof__metrics_demand calls it, from each request for the answers. */
 extern void (*cprof__metrics_demand_hook)(void);
 void cprof__metrics_demand(void);

@@ -2,7 +2,7 @@
  * not a snapshot profile of the registry (registry.h) but an object that
  * is started, drained while it runs, and stopped, which writes
  * profile.proto. Its consumers: /debug/pprof/profile (http/profile.c),
- * which drains on its request's thread; CPROF_OUTPUT (core/output.c) and
+ * which drains on its request's thread; CPROF_OUTPUT (life/output.c) and
  * cprof_cpu_profile_start (registry/cpu_api.c), which give the recording a
  * drainer thread of its own.
  *
@@ -56,12 +56,12 @@ int cprof__cpu_recording_stop(cprof__cpu_recording_t *r, cprof__buf_t *out);
 /* Ends the running recording's drainer thread while the recording goes
  * on into the sample buffer (what does not fit is counted as lost), and
  * starts it again: for the moments when cprof must have no thread of its
- * own (core/start.c: a credential change, the program's last thread gone).
+ * own (life/start.c: a credential change, the program's last thread gone).
  * Both do nothing when no recording with a drainer runs. */
 void cprof__cpu_recording_park(void);
 void cprof__cpu_recording_unpark(void);
 
-/* Fork handlers. The lock they hold is taken inside core/output.c's and
+/* Fork handlers. The lock they hold is taken inside life/output.c's and
  * registry/cpu_api.c's and outside sample/cpu.c's and sample/signals.c's;
  * register (idempotent, and done by the first start anyway, with cpu.c's
  * and signals.c's first) after those and before theirs, as

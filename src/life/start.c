@@ -15,7 +15,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "core/output.h"
+#include "life/output.h"
 #include "cprof.h"
 #include "http/server.h"
 #include "metrics/sampler.h"

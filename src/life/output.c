@@ -17,7 +17,7 @@
  * CPU time), and the profiles are symbolized in the symbolizer's quick mode,
  * which leaves out debug information that would take long to load (see
  * cprof__symbolizer_quick). */
-#include "core/output.h"
+#include "life/output.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,8 +2,8 @@
  * end, written to DIR/cpu.pb.gz and DIR/heap.pb.gz when
  * the program exits (or at cprof_stop), for batch programs that end before
  * anyone could fetch a profile over HTTP. */
-#ifndef CPROF_CORE_OUTPUT_H
-#define CPROF_CORE_OUTPUT_H
+#ifndef CPROF_LIFE_OUTPUT_H
+#define CPROF_LIFE_OUTPUT_H
 
 #include "core/config.h"
 
