@@ -215,8 +215,9 @@ CPROF_EXTERN long cprof_set_mutex_fraction(long n);
  * applies to the next profile started, by cprof_cpu_profile_start() or a
  * /debug/pprof/profile request (a running one keeps its rate). A negative
  * hz changes nothing. Returns the previous rate, or -EINVAL for 0 or above
- * 10000. cprof_start() sets the rate again from CPROF_CPU_HZ. */
-CPROF_EXTERN int cprof_set_cpu_rate(int hz);
+ * 10000: a long, as every cprof_set_* returns (an int in 0.2.0).
+ * cprof_start() sets the rate again from CPROF_CPU_HZ. */
+CPROF_EXTERN long cprof_set_cpu_rate(int hz);
 
 /* Sets the heap profile's rate, as Go's runtime.MemProfileRate: one sample
  * per this many bytes allocated, on average; 0 turns heap sampling off

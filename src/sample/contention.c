@@ -188,17 +188,3 @@ size_t cprof__contention_records(cprof__contention_kind_t kind) {
   cprof__own_unlock(&locks[kind]);
   return n;
 }
-
-/* ---- the public settings (cprof.h) ---- */
-
-long cprof_set_block_rate(long ns) {
-  if (ns < 0)
-    return cprof__block_rate();
-  return cprof__block_set_rate(ns > CPROF_MAX_BLOCK_RATE ? CPROF_MAX_BLOCK_RATE : ns);
-}
-
-long cprof_set_mutex_fraction(long n) {
-  if (n < 0)
-    return cprof__mutex_fraction();
-  return cprof__mutex_set_fraction(n > CPROF_MAX_MUTEX_FRACTION ? CPROF_MAX_MUTEX_FRACTION : n);
-}

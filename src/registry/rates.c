@@ -1,19 +1,25 @@
-/* cprof_set_cpu_rate and cprof_set_heap_rate (cprof.h), as Go's
- * runtime.SetCPUProfileRate and runtime.MemProfileRate, beside the block
- * and mutex setters (sample/contention.c): a negative argument changes
- * nothing and returns the setting in force.
+/* The public run-time setters (cprof.h), in one place that every consumer
+ * may call: cprof_set_cpu_rate and cprof_set_heap_rate, as Go's
+ * runtime.SetCPUProfileRate and runtime.MemProfileRate, and
+ * cprof_set_block_rate and cprof_set_mutex_fraction, as Go's
+ * runtime.SetBlockProfileRate and SetMutexProfileFraction. Each returns the
+ * setting it replaced (a long, as SetMutexProfileFraction returns the
+ * previous rate); a negative argument changes nothing and returns the
+ * setting in force.
  *
- * Both keep the configuration (core/config.h) in step, so that the next
- * CPU profile, whoever takes it (/debug/pprof/profile,
+ * The CPU and heap rates keep the configuration (core/config.h) in step,
+ * so that the next CPU profile, whoever takes it (/debug/pprof/profile,
  * cprof_cpu_profile_start, CPROF_OUTPUT after a restart), samples at the
- * rate set here. cprof_start sets both again from its options and the
- * environment. */
+ * rate set here. cprof_start sets all four again from its options and the
+ * environment (life/start.c). POST /debug/pprof/block and /mutex
+ * (http/rates.c) call the block and mutex setters. */
 #include <errno.h>
 
 #include "core/config.h"
 #include "cprof.h"
 #include "interpose/malloc.h"
 #include "core/guard.h"
+#include "sample/contention.h"
 #include "sample/heap.h"
 
 typedef struct {
@@ -27,7 +33,7 @@ static void edit_cpu_hz(cprof__config_t *cfg, void *arg) {
     cfg->cpu_hz = r->hz;
 }
 
-int cprof_set_cpu_rate(int hz) {
+long cprof_set_cpu_rate(int hz) {
   if (hz == 0 || hz > CPROF_MAX_CPU_HZ)
     return -EINVAL;
   cpu_rate_t r = {.hz = hz};
@@ -62,4 +68,16 @@ out:
   cprof__guard_leave();
   errno = saved;
   return err;
+}
+
+long cprof_set_block_rate(long ns) {
+  if (ns < 0)
+    return cprof__block_rate();
+  return cprof__block_set_rate(ns > CPROF_MAX_BLOCK_RATE ? CPROF_MAX_BLOCK_RATE : ns);
+}
+
+long cprof_set_mutex_fraction(long n) {
+  if (n < 0)
+    return cprof__mutex_fraction();
+  return cprof__mutex_set_fraction(n > CPROF_MAX_MUTEX_FRACTION ? CPROF_MAX_MUTEX_FRACTION : n);
 }
