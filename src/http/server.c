@@ -63,7 +63,7 @@
 #include "http/limits.h"
 #include "http/routes.h"
 #include "cprof.h"
-#include "symbol/symbolize.h"
+#include "registry/symbols.h"
 
 /* How long the symbolizer may sit unused before the keeper lets it go, with
  * its memory (16 MB of a small program's RSS once libc's DWARF is loaded).
@@ -814,7 +814,7 @@ static void keep_until_stopped(void) {
     if (keeper.used) {
       keeper.used = 0;
       pthread_mutex_unlock(&keeper.lock);
-      ms = cprof__symbolizer_trim(SYMBOLIZER_IDLE_MS);
+      ms = cprof__symbols_trim(SYMBOLIZER_IDLE_MS);
       pthread_mutex_lock(&keeper.lock);
       if (ms >= 0)
         keeper.used = 1; /* still kept: look again when it is due */
@@ -843,7 +843,7 @@ static void *keep(void *unused) {
   keeper.table = cprof__fds_table();
   int rc = keeper.unshare_err ? -ENOTSUP : serve(keeper.addr, keeper.bound, keeper.boundlen);
   if (rc == 0)
-    cprof__symbolizer_set_used_hook(symbolizer_used);
+    cprof__symbols_set_used_hook(symbolizer_used);
   pthread_mutex_lock(&keeper.lock);
   keeper.result = rc;
   keeper.started = 1;
@@ -863,8 +863,8 @@ static void *keep(void *unused) {
   if (quiesced >= 0)
     close(quiesced);
   daemon_ = NULL;
-  cprof__symbolizer_set_used_hook(NULL);
-  cprof__symbolizer_trim(0); /* any files it holds are in this table */
+  cprof__symbols_set_used_hook(NULL);
+  cprof__symbols_trim(0); /* any files it holds are in this table */
   return NULL;
 }
 

@@ -12,8 +12,7 @@
 #include "http/response.h"
 #include "http/routes.h"
 #include "http/symbol.h"
-#include "profile/marks.h"
-#include "symbol/symbolize.h"
+#include "registry/symbols.h"
 
 int cprof__symbol_parse_addr(const char *s, size_t n, uint64_t *out) {
   char w[40];
@@ -66,7 +65,7 @@ void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
     len = strlen(in);
   }
   if (len > 0) {
-    cprof__symbolizer_t *s = cprof__symbolizer_acquire();
+    cprof__symbols_t *s = cprof__symbols_begin();
     size_t i = 0;
     while (i < len) {
       const char *word = in + i;
@@ -77,15 +76,13 @@ void cprof__serve_symbol(const cprof_request_t *req, const cprof__config_t *cfg,
         /* A marker a debug=1 profile's "@" line holds (unwind/pc.h) is
          * named as the profiles name it. */
         char text[128];
-        const char *name = cprof__mark_name_near((uintptr_t)pc, text, sizeof text);
-        if (!name)
-          name = cprof__symbolize_name(s, (uintptr_t)pc);
+        const char *name = cprof__symbols_name(s, (uintptr_t)pc, text, sizeof text);
         if (name)
           cprof__buf_printf(&b, "%#llx %s\n", (unsigned long long)pc, name);
       }
       i += n + 1;
     }
-    cprof__symbolizer_release(s);
+    cprof__symbols_end(s);
   }
   cprof__resp_body(resp, CPROF_TEXT, &b);
 }

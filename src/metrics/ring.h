@@ -1,6 +1,7 @@
 /* The metrics sampler's ring of points, and the two texts made from it:
  * the charts' JSON and Prometheus's exposition. Pure: no clock, no /proc
- * (sampler.c reads those), so that tests/metrics/test_ring.c drives it. */
+ * (sampler.c reads those, /proc through registry/stats.h), so that
+ * tests/metrics/test_ring.c drives it. */
 #ifndef CPROF_METRICS_RING_H
 #define CPROF_METRICS_RING_H
 

@@ -1,24 +1,18 @@
 #include "metrics/sampler.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/fds.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "core/pages.h"
-#include "sample/cpu.h"
-#include "core/guard.h"
-#include "sample/heap.h"
-#include "sample/stack_table.h"
+#include "registry/stats.h"
 
 static struct {
   pthread_mutex_t lock; /* the ring, the state; never held across a read of /proc */
@@ -33,9 +27,6 @@ static struct {
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t serve_ns; /* atomic */
-/* Bytes cprof read from /proc for the figures: /proc/self/io's rchar
- * counts them, and they are ours, not the program's. Atomic. */
-static int64_t own_read;
 
 void cprof__metrics_serve_add(int64_t ns) {
   if (ns > 0)
@@ -44,97 +35,8 @@ void cprof__metrics_serve_add(int64_t ns) {
 
 /* ---- reading the figures ---- */
 
-/* The whole of a small /proc file into buf, NUL-terminated: its length,
- * or -1. */
-static ssize_t read_small(const char *path, char *buf, size_t len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  size_t n = 0;
-  while (n + 1 < len) {
-    ssize_t r = read(fd, buf + n, len - 1 - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    n += (size_t)r;
-  }
-  close(fd);
-  buf[n] = '\0';
-  __atomic_add_fetch(&own_read, (int64_t)n, __ATOMIC_RELAXED);
-  return (ssize_t)n;
-}
-
-/* The number after "\nkey" in text (key includes its ':'), or -1. */
-static int64_t field(const char *text, const char *key) {
-  size_t kl = strlen(key);
-  for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-    if (strncmp(s, key, kl) == 0)
-      return strtoll(s + kl, NULL, 10);
-  }
-  return -1;
-}
-
-static int64_t kb(int64_t v) { return v < 0 ? -1 : v * 1024; }
-
-/* Entries of /proc/self/fd but . and ..: the thread group leader's table,
- * the program's. getdents64 into the stack: opendir would allocate. */
-static int64_t count_fds(void) {
-  int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  int64_t n = 0;
-  char buf[4096] __attribute__((aligned(8)));
-  for (;;) {
-    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) {
-      if (got < 0)
-        n = -1;
-      break;
-    }
-    for (long off = 0; off < got;) {
-      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
-      unsigned short reclen;
-      memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char *name = buf + off + 19;
-      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
-        n++;
-      off += reclen;
-    }
-  }
-  close(fd);
-  return n;
-}
-
-/* The process's start, unix ms: its start in clock ticks after boot
- * (/proc/self/stat field 22) and the boot time (/proc/stat btime). */
-static int64_t read_start_ms(void) {
-  char buf[4096];
-  if (read_small("/proc/self/stat", buf, sizeof buf) <= 0)
-    return 0;
-  const char *s = strrchr(buf, ')'); /* the name may hold spaces and ')' */
-  if (!s)
-    return 0;
-  /* After ") ": field 3 (state) on; starttime is field 22. */
-  s += 2;
-  for (int f = 3; f < 22 && s; f++) {
-    s = strchr(s, ' ');
-    if (s)
-      s++;
-  }
-  if (!s)
-    return 0;
-  long long ticks = strtoll(s, NULL, 10);
-  if (read_small("/proc/stat", buf, sizeof buf) <= 0)
-    return 0;
-  int64_t btime = field(buf, "btime ");
-  long hz = sysconf(_SC_CLK_TCK);
-  if (btime < 0 || hz <= 0)
-    return 0;
-  return btime * 1000 + ticks * 1000 / hz;
-}
+/* The process readers are sample/proc.c's, reached through the registry
+ * (registry/stats.h), as every consumer reaches a sampler. */
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -142,77 +44,45 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The heap in use: the heap profile's estimate when it is on, else
- * glibc's figures, walking its free lists under each arena's lock (a few
- * times a second is cheap for ordinary heaps). */
-static void read_heap(cprof__metrics_point_t *p) {
-  if (cprof__heap_rate() > 0) {
-    uint64_t a, f;
-    cprof__heap_totals(&a, &f);
-    p->heap_alloc_bytes = (int64_t)a;
-    p->heap_inuse_bytes = a > f ? (int64_t)(a - f) : 0;
-  } else {
-    struct mallinfo2 mi = mallinfo2();
-    p->heap_inuse_bytes = (int64_t)(mi.uordblks + mi.hblkhd);
-    p->heap_alloc_bytes = -1;
-  }
-}
-
 /* The figures that need no descriptor, for any thread. */
 static void read_direct(cprof__metrics_point_t *p) {
   p->t_ms = now_ms();
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) {
-    p->cpu_user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
-    p->cpu_system_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-    p->ctx_voluntary = ru.ru_nvcsw;
-    p->ctx_involuntary = ru.ru_nivcsw;
-    p->faults_minor = ru.ru_minflt;
-    p->faults_major = ru.ru_majflt;
-    p->rss_peak_bytes = (int64_t)ru.ru_maxrss * 1024;
-  } else {
-    p->cpu_user_us = p->cpu_system_us = p->ctx_voluntary = p->ctx_involuntary = -1;
-    p->faults_minor = p->faults_major = p->rss_peak_bytes = -1;
-  }
-  read_heap(p);
+  cprof__proc_usage_t u;
+  cprof__stats_usage(&u);
+  p->cpu_user_us = u.cpu_user_us;
+  p->cpu_system_us = u.cpu_system_us;
+  p->ctx_voluntary = u.ctx_voluntary;
+  p->ctx_involuntary = u.ctx_involuntary;
+  p->faults_minor = u.faults_minor;
+  p->faults_major = u.faults_major;
+  p->rss_peak_bytes = u.rss_peak_bytes;
+  cprof__stats_heap(&p->heap_inuse_bytes, &p->heap_alloc_bytes);
   uint64_t taken, dropped;
-  cprof__cpu_totals(&taken, &dropped);
+  cprof__stats_cpu_samples(&taken, &dropped);
   p->cprof_samples = (int64_t)taken;
   p->cprof_dropped = (int64_t)dropped;
-  p->cprof_memory_bytes = (int64_t)(cprof__stack_memory_used() + m.ring_bytes);
+  p->cprof_memory_bytes = (int64_t)(cprof__stats_tables_bytes() + m.ring_bytes);
   p->cprof_serve_ns = __atomic_load_n(&serve_ns, __ATOMIC_RELAXED);
 }
 
 /* The figures from /proc: only in cprof's own descriptor table. */
 static void read_proc(cprof__metrics_point_t *p) {
-  char buf[4096];
-  if (read_small("/proc/self/status", buf, sizeof buf) > 0) {
-    p->rss_bytes = kb(field(buf, "VmRSS:"));
-    int64_t hwm = kb(field(buf, "VmHWM:"));
-    if (hwm >= 0)
-      p->rss_peak_bytes = hwm;
-    p->vm_bytes = kb(field(buf, "VmSize:"));
-    p->threads = field(buf, "Threads:");
-  } else {
-    p->rss_bytes = p->vm_bytes = p->threads = -1;
-  }
-  /* Before the read, so that every read of ours rchar counts is in it. */
-  int64_t ours = __atomic_load_n(&own_read, __ATOMIC_RELAXED);
-  if (read_small("/proc/self/io", buf, sizeof buf) > 0) {
-    p->read_bytes = field(buf, "rchar:");
-    if (p->read_bytes >= ours)
-      p->read_bytes -= ours;
-    p->write_bytes = field(buf, "wchar:");
-  } else {
-    p->read_bytes = p->write_bytes = -1;
-  }
+  cprof__proc_status_t s;
+  cprof__stats_status(&s);
+  p->rss_bytes = s.rss_bytes;
+  if (s.rss_peak_bytes >= 0) /* VmHWM, else getrusage's */
+    p->rss_peak_bytes = s.rss_peak_bytes;
+  p->vm_bytes = s.vm_bytes;
+  p->threads = s.threads;
+  p->read_bytes = s.read_bytes;
+  p->write_bytes = s.write_bytes;
 }
 
 void cprof__metrics_read(cprof__metrics_point_t *p) {
   read_direct(p);
   if (cprof__fds_in_own_table()) {
     read_proc(p);
-    p->open_fds = count_fds();
+    p->open_fds = cprof__stats_count_fds();
     return;
   }
   /* A program's thread (cprof_handle_request called by the program):
@@ -230,22 +100,6 @@ void cprof__metrics_read(cprof__metrics_point_t *p) {
     p->rss_bytes = p->vm_bytes = p->threads = p->open_fds = p->read_bytes = p->write_bytes = -1;
   }
   pthread_mutex_unlock(&m.lock);
-}
-
-void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes, int walk) {
-  cprof__metrics_point_t p = {.heap_inuse_bytes = -1};
-  if (walk || cprof__heap_rate() > 0)
-    read_heap(&p);
-  *heap_inuse_bytes = p.heap_inuse_bytes;
-  char buf[256];
-  long page = sysconf(_SC_PAGESIZE);
-  *rss_bytes = -1;
-  /* statm: size, then resident, in pages. */
-  if (cprof__fds_in_own_table() && read_small("/proc/self/statm", buf, sizeof buf) > 0) {
-    const char *s = strchr(buf, ' ');
-    if (s)
-      *rss_bytes = strtoll(s + 1, NULL, 10) * page;
-  }
 }
 
 /* ---- the thread ---- */
@@ -282,7 +136,7 @@ static int64_t paced_count_fds(fd_pace_t *f, long interval_ms) {
   if (f->wait-- > 0)
     return f->last;
   int64_t t0 = thread_cpu_ns();
-  f->last = count_fds();
+  f->last = cprof__stats_count_fds();
   int64_t cost = thread_cpu_ns() - t0;
   int64_t budget = (int64_t)interval_ms * FD_BUDGET_PPM; /* ns: interval_ms * 1e6 * ppm / 1e6 */
   f->every = budget > 0 ? (long)(cost / budget) + 1 : 1;
@@ -294,7 +148,7 @@ static void *sampler(void *unused) {
   (void)unused;
   pthread_setname_np(pthread_self(), "cprof-metrics");
   int table = cprof__fds_unshare();
-  int64_t start = table == 0 && !m.start_ms ? read_start_ms() : 0;
+  int64_t start = table == 0 && !m.start_ms ? cprof__stats_start_ms() : 0;
   pthread_mutex_lock(&m.lock);
   m.table_err = table;
   if (start)
@@ -485,7 +339,7 @@ void cprof__metrics_atfork_child(void) {
   m.ring.n = m.ring.next = 0;
   m.start_ms = 0; /* the child's own start */
   __atomic_store_n(&serve_ns, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&own_read, 0, __ATOMIC_RELAXED); /* the child's rchar starts at 0 */
+  cprof__stats_atfork_child(); /* the child's rchar starts at 0 */
   init_cond();
   pthread_mutex_unlock(&m.lock);
 }

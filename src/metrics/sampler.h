@@ -15,10 +15,11 @@
  *   points between repeating the last count. /metrics counts afresh.
  * - The ring is mapped once (core/pages.h), never through the program's
  *   malloc; the thread allocates nothing.
- * - Figures: getrusage(RUSAGE_SELF) for CPU, context switches and page
- *   faults (every thread's: /proc/self/status counts the main thread's
- *   switches only); /proc/self/status for VmRSS, VmHWM, VmSize and
- *   Threads; /proc/self/io rchar and wchar (unreadable: absent), less
+ * - Figures, read by sample/proc.c and the samplers through the registry
+ *   (registry/stats.h): getrusage(RUSAGE_SELF) for CPU, context switches
+ *   and page faults (every thread's: /proc/self/status counts the main
+ *   thread's switches only); /proc/self/status for VmRSS, VmHWM, VmSize
+ *   and Threads; /proc/self/io rchar and wchar (unreadable: absent), less
  *   the bytes of the /proc files cprof read for these figures (the
  *   server's own socket traffic, a few kB a request, stays in); the heap
  *   profile's estimates when it is on, else mallinfo2's bytes in use;
@@ -64,13 +65,6 @@ void cprof__metrics_stop(void);
  * thread in cprof's own descriptor table; elsewhere the descriptor-free
  * figures, the rest from the last point. */
 void cprof__metrics_read(cprof__metrics_point_t *p);
-
-/* Only the resident set (-1 outside cprof's own descriptor table) and the
- * heap in use, as in a point: for a trace's counter tracks, read ten times
- * a second (http/trace.c). Without the heap profile the heap's figure
- * walks glibc's free lists under its arenas' locks: only when `walk`, else
- * -1. */
-void cprof__metrics_read_memory(int64_t *rss_bytes, int64_t *heap_inuse_bytes, int walk);
 
 /* Set by life/start.c: starts the sampler if it should run and does not.
  * cprof__metrics_demand calls it, from each request for the answers. */

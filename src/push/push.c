@@ -66,7 +66,7 @@
 #include "registry/cpu.h"
 #include "registry/registry.h"
 #include "core/guard.h"
-#include "symbol/symbolize.h"
+#include "registry/symbols.h"
 
 #define QUEUE_CAP 32
 #define BACKOFF_FIRST_MS 500L
@@ -355,7 +355,7 @@ static void *pusher(void *unused) {
   (void)unused;
   pthread_setname_np(pthread_self(), "cprof-push");
   int table = cprof__fds_unshare();
-  cprof__symbolizer_passing(1);
+  cprof__symbols_passing(1);
   char why[300] = "";
   if (table != 0)
     snprintf(why, sizeof why, "no descriptor table of cprof's own: %s", strerror(-table));

@@ -11,9 +11,9 @@
 
 #include "core/clock.h"
 #include "cprof.h"
-#include "metrics/sampler.h"
 #include "registry/cpu.h"
 #include "registry/trace_json.h"
+#include "sample/proc.h"
 #include "sample/trace.h"
 
 /* Each drain places the CPU samples taken since the last one on the
@@ -81,7 +81,7 @@ int cprof__trace_take(const cprof__trace_opts_t *o, cprof__buf_t *out) {
       counter_t *c = &counters[ncounters++];
       c->ts = now;
       int walk = now - walked >= WALK_EVERY_NS;
-      cprof__metrics_read_memory(&c->rss, &c->heap, walk);
+      cprof__proc_memory(&c->rss, &c->heap, walk);
       if (walk)
         walked = now;
       next_counter = now + COUNTER_NS;

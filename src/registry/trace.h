@@ -12,7 +12,7 @@
  * samples. otherData's cpu_samples says which.
  *
  * The counters: the resident set and the heap in use, every 100 ms (the
- * heap once a second without the heap profile: metrics/sampler.h). */
+ * heap once a second without the heap profile: sample/proc.h). */
 #ifndef CPROF_REGISTRY_TRACE_H
 #define CPROF_REGISTRY_TRACE_H
 
