@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "http/params.h"
 #include "http/query.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -231,7 +232,7 @@ static long long expected_ms(const char *path, const char *query) {
   long seconds = 0;
   if ((name = profile_name(path)) && strcmp(name, "trace") == 0) {
     /* A number of seconds, default 1: 0.5 is half a second. */
-    double s = 1;
+    double s = CPROF_TRACE_DEFAULT_SECONDS;
     if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
       s = strtod(v, NULL);
     return s > 0 && s <= CPROF_LIMIT_TIMEOUT ? (long long)(s * 1000) + 1000 : 1000;
@@ -244,7 +245,7 @@ static long long expected_ms(const char *path, const char *query) {
            (strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0 ||
             (strcmp(name, "ui/data") == 0 && cprof__query_get(query, "name", v, sizeof v) == 1 &&
              strcmp(v, "profile") == 0)))
-    seconds = 30; /* the CPU and wall profiles' default */
+    seconds = CPROF_DEFAULT_SECONDS; /* the CPU and wall profiles' default */
   return seconds * 1000LL + 1000;
 }
 

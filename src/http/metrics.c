@@ -8,16 +8,15 @@
 
 #include <errno.h>
 
-#include "http/query.h"
 #include "http/response.h"
 #include "metrics/sampler.h"
 #include "push/push.h"
 
 #define PROMETHEUS_TEXT "text/plain; version=0.0.4; charset=utf-8"
 
-void cprof__serve_metrics(const cprof_request_t *req, const cprof__config_t *cfg,
+void cprof__serve_metrics(const cprof__params_t *p, const cprof__config_t *cfg,
                           cprof_response_t *resp) {
-  (void)req;
+  (void)p;
   (void)cfg;
   cprof__metrics_demand();
   cprof__buf_t b;
@@ -32,21 +31,14 @@ void cprof__serve_metrics(const cprof_request_t *req, const cprof__config_t *cfg
   cprof__resp_body(resp, PROMETHEUS_TEXT, &b);
 }
 
-void cprof__serve_charts_data(const cprof_request_t *req, const cprof__config_t *cfg,
+void cprof__serve_charts_data(const cprof__params_t *p, const cprof__config_t *cfg,
                               cprof_response_t *resp) {
   (void)cfg;
-  char v[32];
-  long since = 0;
-  int got = cprof__query_get(req->query, "since", v, sizeof v);
-  if (got < 0 || (got == 1 && v[0] && cprof__query_int(v, 0, 1L << 53, &since) != 0)) {
-    cprof__resp_error(resp, 400, "invalid value for \"since\" - must be unix time in milliseconds");
-    return;
-  }
   cprof__metrics_demand();
   cprof__buf_t b;
   cprof__buf_init(&b);
   const char *why = "";
-  if (cprof__metrics_charts_json(since, &b, &why) != 0) {
+  if (cprof__metrics_charts_json(p->since, &b, &why) != 0) {
     cprof__buf_free(&b);
     cprof__resp_error(resp, 404, "%s", why);
     return;

@@ -1,8 +1,9 @@
 /* /debug/pprof/profile?seconds=N: the CPU profile, as Go's.
  *
- * seconds defaults to 30, as in Go; 1..3600 are accepted. The request's own
- * thread drains the sample buffer every 50 ms while it waits, and looks for
- * threads without timers; a client that goes away stops the profile. */
+ * seconds defaults to 30, as in Go; 1..3600 are accepted (the router reads
+ * it: http/params.c). The request's own thread drains the sample buffer
+ * every 50 ms while it waits, and looks for threads without timers; a
+ * client that goes away stops the profile. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -12,12 +13,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/handlers.h"
 #include "http/response.h"
-#include "http/routes.h"
 #include "registry/cpu.h"
 
-#define DEFAULT_SECONDS 30
-#define MAX_SECONDS 3600
 #define DRAIN_MS 50
 
 /* A reason no profile can be taken is said on stderr too, where whoever
@@ -34,7 +33,7 @@ static void log_once(const char *why) {
     cprof__log("the CPU profile is off: %s", why);
 }
 
-int cprof__cpu_profile_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds,
+int cprof__cpu_profile_take(const cprof__params_t *p, const cprof__config_t *cfg, long seconds,
                             cprof_response_t *resp, cprof__buf_t *out) {
   cprof__cpu_recording_t *rec;
   char why[256];
@@ -65,7 +64,7 @@ int cprof__cpu_profile_take(const cprof_request_t *req, const cprof__config_t *c
     int64_t left = end_ms - cprof__now_ms(CLOCK_MONOTONIC);
     if (left <= 0 || cancelled)
       break;
-    cancelled = cprof__wait_request(req, left < DRAIN_MS ? left : DRAIN_MS) != 0;
+    cancelled = p->wait(p->ctx, left < DRAIN_MS ? left : DRAIN_MS) != 0;
     cprof__cpu_recording_drain(rec);
   }
   if (cancelled) {
@@ -81,14 +80,11 @@ int cprof__cpu_profile_take(const cprof_request_t *req, const cprof__config_t *c
   return 0;
 }
 
-void cprof__serve_profile(const cprof_request_t *req, const cprof__config_t *cfg,
+void cprof__serve_profile(const cprof__params_t *p, const cprof__config_t *cfg,
                           cprof_response_t *resp) {
-  long seconds = DEFAULT_SECONDS;
-  if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
-    return;
   cprof__buf_t out;
   cprof__buf_init(&out);
-  if (cprof__cpu_profile_take(req, cfg, seconds, resp, &out) != 0) {
+  if (cprof__cpu_profile_take(p, cfg, p->seconds, resp, &out) != 0) {
     cprof__buf_free(&out);
     return;
   }

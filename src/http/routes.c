@@ -6,126 +6,107 @@
 #include <time.h>
 
 #include "http/auth.h"
+#include "http/handlers.h"
 #include "http/metrics.h"
-#include "http/query.h"
 #include "http/rates.h"
 #include "http/response.h"
 #include "metrics/sampler.h"
 #include "registry/registry.h"
+#include "registry/wall_profile.h"
 #include "core/guard.h"
 #include "ui/charts.h"
 #include "ui/index.h"
-#include "ui/ui.h"
+
+/* The defaults and bounds (http/params.h, sample/wall.h) as the
+ * descriptions and links say them. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SECONDS STR(CPROF_DEFAULT_SECONDS)
+#define MAX_SECONDS STR(CPROF_MAX_SECONDS)
+#define TRACE_SECONDS STR(CPROF_TRACE_DEFAULT_SECONDS)
+#define TRACE_MAX_SECONDS STR(CPROF_TRACE_MAX_SECONDS)
+#define HZ STR(CPROF_WALL_DEFAULT_HZ)
+#define MAX_HZ STR(CPROF_WALL_MAX_HZ)
 
 /* The endpoints under /debug/pprof/ that are not profiles of the registry,
- * as the index lists them beside the profiles. */
+ * as the index lists them beside the profiles: each names what of the
+ * request it takes (params) and its handler, or, for those that read the
+ * request themselves, serve. */
 static const struct endpoint {
   const char *name;
   const char *desc;
   const char *link_query;
+  cprof__params_fn params;
+  cprof__handler_fn handle;
   cprof__endpoint_fn serve;
 } endpoints[] = {
-    {"cmdline", "The command line invocation of the current program", NULL, cprof__serve_cmdline},
+    {"cmdline", "The command line invocation of the current program", NULL, NULL, NULL,
+     cprof__serve_cmdline},
     {"profile",
-     "CPU profile. You can specify the duration in the seconds GET parameter (default 30, at "
-     "most 3600). After you get the profile file, use the go tool pprof command to investigate "
-     "the profile.",
-     "seconds=30", cprof__serve_profile},
-    {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL,
+     "CPU profile. You can specify the duration in the seconds GET parameter (default " SECONDS
+     ", at most " MAX_SECONDS "). After you get the profile file, use the go tool pprof command "
+     "to investigate the profile.",
+     "seconds=" SECONDS, cprof__params_profile, cprof__serve_profile, NULL},
+    {"symbol", "Maps program counters to function names: POST 0xADDR+0xADDR...", NULL, NULL, NULL,
      cprof__serve_symbol},
     {"trace",
-     "A timeline of the program's threads over seconds (a number, default 1, at most 60), as "
-     "Chrome Trace Event JSON for Perfetto UI or chrome://tracing: regions, tasks and logs, "
-     "lock waits, threads starting and ending.",
-     "seconds=1", cprof__serve_trace},
+     "A timeline of the program's threads over seconds (a number, default " TRACE_SECONDS
+     ", at most " TRACE_MAX_SECONDS "), as Chrome Trace Event JSON for Perfetto UI or "
+     "chrome://tracing: regions, tasks and logs, lock waits, threads starting and ending.",
+     "seconds=" TRACE_SECONDS, cprof__params_trace, cprof__serve_trace, NULL},
     {"wall",
-     "Wall-clock profile: every thread's stack, running or waiting, hz times a second (default "
-     "50, at most 250) for seconds (default 30): where the time goes, on and off the CPU. "
-     "Threads that wait are never interrupted.",
-     "seconds=30", cprof__serve_wall},
+     "Wall-clock profile: every thread's stack, running or waiting, hz times a second (default " HZ
+     ", at most " MAX_HZ ") for seconds (default " SECONDS "): where the time goes, on and off "
+     "the CPU. Threads that wait are never interrupted.",
+     "seconds=" SECONDS, cprof__params_wall, cprof__serve_wall, NULL},
 };
 #define NENDPOINTS ((int)(sizeof endpoints / sizeof endpoints[0]))
 
-int cprof__param_debug(const cprof_request_t *req, cprof_response_t *resp, long *debug) {
-  char v[32];
-  *debug = 0;
-  int got = cprof__query_get(req->query, "debug", v, sizeof v);
-  if (got == 0 || (got == 1 && v[0] == '\0'))
-    return 0;
-  if (got < 0 || cprof__query_int(v, 0, 1000, debug) != 0) {
-    cprof__resp_error(resp, 400, "invalid value for \"debug\" - must be a non-negative integer");
-    return -1;
-  }
-  return 0;
-}
-
-int cprof__param_seconds(const cprof_request_t *req, cprof_response_t *resp, long max,
-                         long *seconds) {
-  char v[32];
-  int got = cprof__query_get(req->query, "seconds", v, sizeof v);
-  if (got == 0)
-    return 0;
-  if (got < 0 || cprof__query_int(v, 1, max, seconds) != 0) {
-    cprof__resp_error(resp, 400, "invalid value for \"seconds\" - must be an integer from 1 to %ld",
-                      max);
-    return -1;
-  }
-  return 0;
-}
-
-#define MAX_DELTA_SECONDS 3600
-
-int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long *debug,
-                       long *seconds) {
-  *seconds = 0;
-  if (cprof__param_debug(req, resp, debug) != 0 ||
-      cprof__param_seconds(req, resp, MAX_DELTA_SECONDS, seconds) != 0)
-    return -1;
-  if (*seconds && *debug) {
-    cprof__resp_error(resp, 400, "seconds and debug params are incompatible");
-    return -1;
-  }
-  return 0;
-}
+/* /debug/pprof/ui/REST: the viewer's page, its list of profiles and its
+ * data (http/ui.c; the bytes are ui/ui.h's). */
+static const struct ui_page {
+  const char *rest;
+  cprof__params_fn params;
+  cprof__handler_fn handle;
+} ui_pages[] = {
+    {"", NULL, cprof__serve_ui_page},
+    {"profiles", NULL, cprof__serve_ui_profiles},
+    {"data", cprof__params_view, cprof__serve_ui_data},
+};
 
 __thread const char *cprof__accept_encoding;
 
-int cprof__wait_request(const cprof_request_t *req, long ms) {
-  while (ms > 0) {
-    if (req->is_cancelled && req->is_cancelled(req->ctx))
-      return -1;
-    long step = ms < 100 ? ms : 100;
-    struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    ms -= step;
-  }
-  return 0;
+/* Reads what the endpoint takes from req, once, and hands it to the
+ * handler; a bad value is the reader's 400. */
+static void dispatch(cprof__params_fn params, cprof__handler_fn handle, const cprof_request_t *req,
+                     const cprof__config_t *cfg, cprof_response_t *resp) {
+  cprof__params_t p;
+  cprof__params_init(&p, req, cprof__accept_encoding);
+  if (params && params(req, resp, &p) != 0)
+    return;
+  handle(&p, cfg, resp);
 }
 
-static int wait_for(void *req, long ms) { return cprof__wait_request(req, ms); }
-
-/* A profile of the registry: now, or its change over seconds=N. */
-static void serve_registered(const cprof__profile_t *p, const cprof_request_t *req,
+/* A profile of the registry: now, or its change over seconds=N, with
+ * debug and seconds read (cprof__params_delta). */
+static void serve_registered(const cprof__profile_t *prof, const cprof__params_t *p,
                              cprof_response_t *resp) {
-  long debug, seconds;
-  if (cprof__param_delta(req, resp, &debug, &seconds) != 0)
-    return;
   cprof__collect_t c = {
-      .debug = (int)debug, .seconds = seconds, .wait = wait_for, .ctx = (void *)req};
+      .debug = (int)p->debug, .seconds = p->seconds, .wait = p->wait, .ctx = p->ctx};
   cprof__buf_t out;
   cprof__buf_init(&out);
-  int err = cprof__profile_collect(p, &c, &out);
+  int err = cprof__profile_collect(prof, &c, &out);
   if (err) {
     cprof__buf_free(&out);
     if (err == -ECANCELED)
       cprof__resp_error(resp, 500, "request cancelled");
     else
-      cprof__resp_error(resp, 500, "%s: %s", p->failure, cprof_strerror(err));
-  } else if (debug) {
+      cprof__resp_error(resp, 500, "%s: %s", prof->failure, cprof_strerror(err));
+  } else if (p->debug) {
     cprof__resp_body(resp, CPROF_TEXT, &out);
   } else {
     char name[80];
-    snprintf(name, sizeof name, "%s%s", p->name, seconds ? "-delta" : "");
+    snprintf(name, sizeof name, "%s%s", prof->name, p->seconds ? "-delta" : "");
     cprof__resp_attachment(resp, name, &out);
   }
 }
@@ -197,11 +178,11 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   }
   /* Where Prometheus looks by default, under the prefix as the rest. */
   if (strcmp(path, "/metrics") == 0) {
-    cprof__serve_metrics(req, cfg, resp);
+    dispatch(NULL, cprof__serve_metrics, req, cfg, resp);
     return;
   }
   if (strcmp(path, "/debug/charts/data") == 0) {
-    cprof__serve_charts_data(req, cfg, resp);
+    dispatch(cprof__params_since, cprof__serve_charts_data, req, cfg, resp);
     return;
   }
   static const char root[] = "/debug/pprof/";
@@ -238,12 +219,22 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
     return;
   }
   if (strncmp(name, "ui/", 3) == 0) {
-    cprof__ui_serve(name + 3, req, cfg, resp);
+    for (size_t i = 0; i < sizeof ui_pages / sizeof ui_pages[0]; i++) {
+      if (strcmp(name + 3, ui_pages[i].rest) == 0) {
+        dispatch(ui_pages[i].params, ui_pages[i].handle, req, cfg, resp);
+        return;
+      }
+    }
+    cprof__resp_error(resp, 404, "404 page not found");
     return;
   }
   for (int i = 0; i < NENDPOINTS; i++) {
-    if (strcmp(name, endpoints[i].name) == 0) {
-      endpoints[i].serve(req, cfg, resp);
+    const struct endpoint *x = &endpoints[i];
+    if (strcmp(name, x->name) == 0) {
+      if (x->serve)
+        x->serve(req, cfg, resp);
+      else
+        dispatch(x->params, x->handle, req, cfg, resp);
       return;
     }
   }
@@ -255,11 +246,15 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
     cprof__serve_mutex_fraction(req, resp);
     return;
   }
-  const cprof__profile_t *p = cprof__registry_lookup(name); /* "threads" too */
-  if (p)
-    serve_registered(p, req, resp);
-  else
+  const cprof__profile_t *prof = cprof__registry_lookup(name); /* "threads" too */
+  if (!prof) {
     cprof__resp_error(resp, 404, "Unknown profile");
+    return;
+  }
+  cprof__params_t p;
+  cprof__params_init(&p, req, cprof__accept_encoding);
+  if (cprof__params_delta(req, resp, &p) == 0)
+    serve_registered(prof, &p, resp);
 }
 
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {

@@ -1,32 +1,27 @@
 /* /debug/pprof/wall?seconds=N&hz=H: the wall-clock profile, every thread
  * running or waiting (registry/wall_profile.h), as fgprof's endpoint.
  *
- * seconds defaults to 30 as /profile's (1..3600); hz to 50 (1..250). The
- * request's own thread samples, and a client that goes away stops it. The
- * answer's X-Cprof-Wall header says what the sampling did: the average
- * rate, ticks, thread stacks in all and how many were reused from the tick
- * before, and the sampling thread's CPU time. */
+ * seconds defaults to 30 as /profile's (1..3600); hz to 50 (1..250); the
+ * router reads both (http/params.c). The request's own thread samples,
+ * and a client that goes away stops it. The answer's X-Cprof-Wall header
+ * says what the sampling did: the average rate, ticks, thread stacks in
+ * all and how many were reused from the tick before, and the sampling
+ * thread's CPU time. */
 #include <errno.h>
 #include <stdio.h>
 
-#include "http/query.h"
+#include "http/handlers.h"
 #include "http/response.h"
-#include "http/routes.h"
 #include "registry/wall_profile.h"
 
-#define DEFAULT_SECONDS 30
-#define MAX_SECONDS 3600
-
-static int wait_for(void *req, long ms) { return cprof__wait_request(req, ms); }
-
-int cprof__wall_take(const cprof_request_t *req, const cprof__config_t *cfg, long seconds, long hz,
+int cprof__wall_take(const cprof__params_t *p, const cprof__config_t *cfg, long seconds, long hz,
                      cprof_response_t *resp, cprof__buf_t *out) {
   cprof__wall_opts_t o = {.hz = hz ? (int)hz : CPROF_WALL_DEFAULT_HZ,
                           .duration_ms = seconds * 1000,
                           .budget = cfg->wall_budget,
                           .how = cfg->unwind,
-                          .wait = wait_for,
-                          .ctx = (void *)req};
+                          .wait = p->wait,
+                          .ctx = p->ctx};
   cprof__wall_result_t res;
   int err = cprof__wall_profile_take(&o, out, &res);
   if (err == -ECANCELED) {
@@ -45,21 +40,11 @@ int cprof__wall_take(const cprof_request_t *req, const cprof__config_t *cfg, lon
   return 0;
 }
 
-void cprof__serve_wall(const cprof_request_t *req, const cprof__config_t *cfg,
+void cprof__serve_wall(const cprof__params_t *p, const cprof__config_t *cfg,
                        cprof_response_t *resp) {
-  long seconds = DEFAULT_SECONDS, hz = CPROF_WALL_DEFAULT_HZ;
-  if (cprof__param_seconds(req, resp, MAX_SECONDS, &seconds) != 0)
-    return;
-  char v[32];
-  int got = cprof__query_get(req->query, "hz", v, sizeof v);
-  if (got < 0 || (got == 1 && cprof__query_int(v, 1, CPROF_WALL_MAX_HZ, &hz) != 0)) {
-    cprof__resp_error(resp, 400, "invalid value for \"hz\" - must be an integer from 1 to %d",
-                      CPROF_WALL_MAX_HZ);
-    return;
-  }
   cprof__buf_t out;
   cprof__buf_init(&out);
-  if (cprof__wall_take(req, cfg, seconds, hz, resp, &out) != 0) {
+  if (cprof__wall_take(p, cfg, p->seconds, p->hz, resp, &out) != 0) {
     cprof__buf_free(&out);
     return;
   }
