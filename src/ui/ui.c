@@ -9,7 +9,7 @@
 #include "http/query.h"
 #include "http/response.h"
 #include "http/routes.h"
-#include "profile/model.h"
+#include "model/model.h"
 #include "registry/registry.h"
 #include "ui/viewer.h"
 
