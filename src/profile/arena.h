@@ -1,4 +1,4 @@
-/* A bump allocator with a budget, for the profiles cprof reads (model.h):
+/* A bump allocator with a budget, for the profiles cprof reads (model/model.h):
  * a decoded profile's many small objects are carved from large blocks and
  * freed at once, and no input can make it take more than it was allowed.
  * Blocks come from malloc: the reading side runs in the cprof command and

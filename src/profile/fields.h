@@ -1,6 +1,6 @@
 /* The field numbers of profile.proto
  * (github.com/google/pprof/proto/profile.proto), one name each, for the
- * writer (builder.c), the reader (decode.c) and bench/cli/gen_profile. */
+ * writer (builder.c), the reader (model/decode.c) and bench/cli/gen_profile. */
 #ifndef CPROF_PROFILE_FIELDS_H
 #define CPROF_PROFILE_FIELDS_H
 

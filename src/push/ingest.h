@@ -27,7 +27,7 @@
 #include <curl/curl.h>
 
 #include "core/buf.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 /* The pure parts. Each returns a malloc'd string, NULL when out of memory. */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cprof.h"
-#include "profile/model.h"
+#include "model/model.h"
 #include "ui/viewer.h"
 
 int cprof__ui_page(const char *program, cprof__buf_t *out) {

@@ -43,7 +43,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 #define CPROF_VIEWER_MAX_LABEL_KEYS 64
 

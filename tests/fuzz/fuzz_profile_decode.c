@@ -1,4 +1,4 @@
-/* The profile library on any bytes: the decoder (src/profile/decode.c)
+/* The profile library on any bytes: the decoder (src/model/decode.c)
  * must return, with a one-line error or with a model whose every pointer
  * holds; and on whatever it accepts, the reading side must too: the graph
  * at two granularities and its trimming, the call tree and the diff tree,
@@ -7,8 +7,8 @@
  * cprof's own profiles, gzip and not, of every kind. */
 #include "fuzz.h"
 
-#include "profile/demangle.h"
-#include "profile/model.h"
+#include "model/demangle.h"
+#include "model/model.h"
 
 static size_t touch(const char *s) { return strlen(s); }
 

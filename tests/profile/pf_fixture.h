@@ -1,4 +1,4 @@
-/* Decoded profiles (profile/model.h) built by hand for the profile
+/* Decoded profiles (model/model.h) built by hand for the profile
  * library's tests, a stack a line, and printed back as text to compare.
  *
  *   fx_t f = fx_new("samples/count cpu/nanoseconds", 16);
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/model.h"
+#include "model/model.h"
 
 #define FX_MAX_LABELS 8
 

@@ -1,4 +1,4 @@
-/* The profile decoder (src/profile/decode.c): a profile written field by
+/* The profile decoder (src/model/decode.c): a profile written field by
  * field with the wire primitives reads back whole, packed or not, gzip or
  * not; and each way a profile can be malformed gives its one-line error,
  * never a crash. Every prefix of a valid profile and a few thousand random
@@ -10,7 +10,7 @@
 #include "check.h"
 #include "core/buf.h"
 #include "profile/gzip.h"
-#include "profile/model.h"
+#include "model/model.h"
 #include "profile/protobuf.h"
 
 /* The strings of the profiles below, by index. */

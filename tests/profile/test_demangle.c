@@ -1,9 +1,9 @@
-/* Function names as pprof's symbolizer leaves them (src/profile/demangle.c):
+/* Function names as pprof's symbolizer leaves them (src/model/demangle.c):
  * each expectation is what go tool pprof -top shows for such a name. */
 #include <string.h>
 
 #include "check.h"
-#include "profile/demangle.h"
+#include "model/demangle.h"
 
 /* A profile of one function named name, with system_name sys. */
 static const char *renamed(const char *name, const char *sys, cprof__pf_demangle_t mode) {

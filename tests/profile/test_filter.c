@@ -1,5 +1,5 @@
 /* pprof's -focus, -ignore, -hide, -show, -tagfocus and -tagignore
- * (src/profile/filter.c), on profiles built by hand, with what pprof's
+ * (src/model/filter.c), on profiles built by hand, with what pprof's
  * FilterSamplesByName and FilterSamplesByTag keep. */
 #include <errno.h>
 

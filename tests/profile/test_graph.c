@@ -1,4 +1,4 @@
-/* The graph (src/profile/graph.c) on hand-built profiles: flat and cum as
+/* The graph (src/model/graph.c) on hand-built profiles: flat and cum as
  * pprof counts them (a recursive stack counts once), inline frames as
  * nodes of their own, the names each granularity gives, edge weights,
  * what trimming drops and keeps, and "(inline)" from a caller a diff left
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 static cprof__pf_mapping_t mapping = {
     .id = 1, .file = "/lib/x86_64-linux-gnu/libc.so.6", .build_id = ""};

@@ -1,8 +1,8 @@
-/* Values with units as pprof prints them (src/profile/measure.c): each
+/* Values with units as pprof prints them (src/model/measure.c): each
  * expected string is what pprof's measurement.ScaledLabel and Percentage
  * give for the same arguments. */
 #include "check.h"
-#include "profile/measure.h"
+#include "model/measure.h"
 
 static const char *label(int64_t v, const char *from, const char *to) {
   static char buf[64];

@@ -1,4 +1,4 @@
-/* Merging and subtracting profiles (src/profile/merge.c), against what
+/* Merging and subtracting profiles (src/model/merge.c), against what
  * pprof's profile.Merge and -diff_base give. */
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /* Merge, diff, filter and the call tree on a profile that went through
- * cprof's own writer (builder.c) and decoder (decode.c), as the cprof
+ * cprof's own writer (builder.c) and decoder (model/decode.c), as the cprof
  * command will see them: symbolized, gzip-compressed, with pseudo frames
  * and labels. */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include "check.h"
 #include "core/buf.h"
 #include "profile/builder.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 __attribute__((noinline)) static int here(void) { return 1; }
 __attribute__((noinline)) static int there(void) { return 2; }

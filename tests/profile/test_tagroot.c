@@ -1,4 +1,4 @@
-/* pprof's -tagroot and -tagleaf (src/profile/tagroot.c) on profiles built
+/* pprof's -tagroot and -tagleaf (src/model/tagroot.c) on profiles built
  * by hand, with the frames pprof's addLabelNodes adds: one per key, named
  * by the sample's values joined by ",", "" without one; the first root key
  * outermost, the last leaf key innermost. tests/cli/top.sh compares the

@@ -1,4 +1,4 @@
-/* The call tree (src/profile/tree.c): totals, selfs, names as pprof's
+/* The call tree (src/model/tree.c): totals, selfs, names as pprof's
  * -functions gives them, order, the differential tree, and stacks deep
  * enough that a recursive build would overflow. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Call trees made by hand for the viewer's tests, in the shape
- * cprof__pf_tree builds (model.h): a node's total is its self plus its
+ * cprof__pf_tree builds (model/model.h): a node's total is its self plus its
  * children's totals, for every value. */
 #ifndef CPROF_TESTS_UI_TREE_FIXTURE_H
 #define CPROF_TESTS_UI_TREE_FIXTURE_H
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/model.h"
+#include "model/model.h"
 
 /* A node with self values self[0..t->n_values), added under parent (NULL
  * for the root). Totals are filled in by fixture_totals. */

@@ -5,7 +5,7 @@
  * with a script after it, quotes and an ampersand, a newline, bytes that
  * are not UTF-8. --diff adds BASE values (the hot function grew, the cold
  * one shrank); --big N makes a wide and deep tree of about N nodes instead,
- * to see a large profile load. Linked with cprof_model, as the cprof command
+ * to see a large profile load. Linked with cprof_offline, as the cprof command
  * is: the page's assets must be in it. */
 #include <errno.h>
 #include <stdio.h>

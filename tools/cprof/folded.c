@@ -4,7 +4,7 @@
  *   main;serve;parse_request 120
  *
  * the format Brendan Gregg's FlameGraph (flamegraph.pl), inferno and
- * speedscope read. Lines come from the call tree (tree.c), depth first,
+ * speedscope read. Lines come from the call tree (src/model/tree.c), depth first,
  * heaviest child first; a stack whose value is 0 is left out. */
 #include <stdlib.h>
 #include <string.h>

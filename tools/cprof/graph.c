@@ -15,8 +15,8 @@
 
 #include "commands.h"
 #include "graph.h"
-#include "profile/measure.h"
-#include "profile/model.h"
+#include "model/measure.h"
+#include "model/model.h"
 #include "report.h"
 #include "save.h"
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "profile/model.h"
+#include "model/model.h"
 #include "report.h"
 
 /* What the drawing says besides the graph. */

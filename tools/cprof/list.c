@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "profile/measure.h"
+#include "model/measure.h"
 #include "report.h"
 
 static const char usage[] =

@@ -4,7 +4,7 @@
 #define CPROF_TOOLS_PAGE_H
 
 #include "core/buf.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 /* Appends the page for p, or for NEW p against base when base is not NULL
  * (the diff view: red grew, blue shrank). 0 or a negative errno. */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "profile/measure.h"
+#include "model/measure.h"
 #include "source.h"
 
 void report_opts_init(report_opts_t *o) {

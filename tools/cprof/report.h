@@ -12,8 +12,8 @@
 #include <stdio.h>
 
 #include "core/buf.h"
-#include "profile/demangle.h"
-#include "profile/model.h"
+#include "model/demangle.h"
+#include "model/model.h"
 
 typedef struct report_opts {
   const char *sample_index; /* a type's name or its index; NULL: pprof's default */

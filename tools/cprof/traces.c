@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "profile/measure.h"
+#include "model/measure.h"
 #include "report.h"
 
 static const char usage[] = "usage: cprof traces [OPTIONS] SOURCE...\n"

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "collect/config.h"
-#include "profile/model.h"
+#include "model/model.h"
 
 /* The collector's /metrics figures. queued is what waits now, with the
  * profile being sent. */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile/model.h"
+#include "model/model.h"
 
 /* 0, or -EINVAL with one line in err saying what is wrong and where. */
 int collect_validate(const cprof__pf_t *p, char *err, size_t errlen);

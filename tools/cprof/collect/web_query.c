@@ -8,7 +8,7 @@
 
 #include "collect/validate.h"
 #include "collect/web_pages.h"
-#include "profile/model.h"
+#include "model/model.h"
 #include "ui/viewer.h"
 
 /* More than this many profiles in one merge is a 400: a shorter range. */

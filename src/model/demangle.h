@@ -1,8 +1,8 @@
 /* Function names as pprof's symbolizer leaves them (demangle.c). */
-#ifndef CPROF_PROFILE_DEMANGLE_H
-#define CPROF_PROFILE_DEMANGLE_H
+#ifndef CPROF_MODEL_DEMANGLE_H
+#define CPROF_MODEL_DEMANGLE_H
 
-#include "profile/model.h"
+#include "model/model.h"
 
 /* pprof's -symbolize=demangle=MODE: "" (simplified: no parameters, no
  * template arguments), templates (no parameters), full, none. */

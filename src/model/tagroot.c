@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/buf.h"
-#include "profile/measure.h"
-#include "profile/model.h"
+#include "model/measure.h"
+#include "model/model.h"
 #include "profile/table.h"
 
 #define MAX_KEYS 32

@@ -20,7 +20,7 @@
  * all zero are skipped; if summing left some at zero, the output is merged
  * once more on its own, which drops them and everything only they used
  * (pprof's Merge does the same). */
-#include "profile/model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,7 +11,7 @@
  * regular expressions: with a key, a sample matches when one of that key's
  * string values matches one of them; bare, when every one of them matches
  * some "key:value" of the sample's string labels. */
-#include "profile/model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/measure.h"
+#include "model/measure.h"
 #include "profile/table.h"
 
 /* ---- regular expressions ----------------------------------------------- */

@@ -1,5 +1,5 @@
 /* A profile.proto in memory, for reading: what the cprof command, the
- * viewer and the collector work on. The writing side is builder.h.
+ * viewer and the collector work on. The writing side is profile/builder.h.
  *
  * The model is profile.proto's own (github.com/google/pprof/proto/profile.proto)
  * with its IDs resolved: a sample points at its locations, a location at
@@ -17,12 +17,22 @@
  *   tagroot.c  labels as frames: tagroot, tagleaf
  *   graph.c    nodes (flat/cum by function, file, line or address) and edges
  *   tree.c     the call tree, root first, for flame graphs and folded stacks
+ * and, with headers of their own, units as pprof prints them (measure.h)
+ * and names as pprof's symbolizer leaves them (demangle.h).
+ *
+ * src/model/ builds as a static library of its own, cprof_model: the cprof
+ * command and the collector link it whole, and libcprof takes from it only
+ * the objects the viewer's pages call (decode, the call tree, labels as
+ * frames and the units they need), as a link takes from an archive only
+ * what it refers to. The model stands on the encoder's shared pieces in
+ * src/profile/ (arena, hash table, wire format, gzip) and never the other
+ * way round.
  *
  * Functions return 0 or a negative errno; where a person will see the
  * reason they take err[errlen] and write one line into it, without a
  * trailing newline. */
-#ifndef CPROF_PROFILE_MODEL_H
-#define CPROF_PROFILE_MODEL_H
+#ifndef CPROF_MODEL_MODEL_H
+#define CPROF_MODEL_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/model.h"
+#include "model/model.h"
 #include "profile/table.h"
 
 /* An edge as the graph keeps it: the public part, and whether trimming
@@ -41,7 +41,7 @@ typedef struct node {
 /* ---- lookups ------------------------------------------------------------- */
 
 /* Nodes are found by their identity, the bytes key_put writes, and edges
- * by their two nodes, in the profile library's one hash table (table.h),
+ * by their two nodes, in the profile library's one hash table (profile/table.h),
  * whose values index the builder's arrays. */
 typedef struct bytes {
   const char *p;

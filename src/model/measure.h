@@ -1,8 +1,8 @@
 /* Values with units, as pprof prints them (its internal/measurement
  * package): "1.50MB", "30ms", "12.50%". The cprof command's reports and the
  * viewer's numbers read the same as `go tool pprof`'s this way. */
-#ifndef CPROF_PROFILE_MEASURE_H
-#define CPROF_PROFILE_MEASURE_H
+#ifndef CPROF_MODEL_MEASURE_H
+#define CPROF_MODEL_MEASURE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
  * here too: string_table[0] is "", IDs are nonzero and unique, references
  * resolve, and each sample has one value per sample type. Unknown fields
  * are skipped, as protobuf requires. */
-#include "profile/model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <inttypes.h>

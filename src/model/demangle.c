@@ -8,7 +8,7 @@
  * Mangled names are demangled by the C++ runtime's own __cxa_demangle
  * (the Itanium ABI's, in libstdc++), loaded when first needed: the cprof
  * command is C and does not link the C++ library for this. */
-#include "profile/demangle.h"
+#include "model/demangle.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "profile/measure.h"
+#include "model/measure.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -16,7 +16,7 @@
  * a profile allows cannot overflow the C stack: a child is found in one
  * hash table keyed by (parent, name, file), and the children lists are
  * made and sorted at the end. */
-#include "profile/model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <stdlib.h>
