@@ -11,65 +11,10 @@
  *   3. Inside the program's own HTTP server: pass each request under
  *      /debug/pprof/ to cprof_handle_request() and send back what it fills in.
  *
- * Environment (read by cprof_start(NULL), by the LD_PRELOAD constructor, and
- * for every option field left NULL):
- *
- *   CPROF_ADDR    listen address: "host:port", ":port" (all interfaces, as in
- *                 Go), "host:0" (a free port, announced on stderr), "0" or
- *                 empty = no server. Default 127.0.0.1:6060.
- *   CPROF_PREFIX  path prefix for every endpoint, e.g. "/auth" serves
- *                 /auth/debug/pprof/. Default empty.
- *   CPROF_UNWIND  "dwarf" (unwind tables, default) or "fp" (frame pointers).
- *   CPROF_AUTH    "user:password": require HTTP Basic authentication.
- *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
- *                 accepted when both are set).
- *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
- *   CPROF_HEAP_RATE       heap profile, as Go's MemProfileRate: one sample
- *                 per this many bytes allocated, on average (the bytes the
- *                 program asked for, not the allocator's size classes), and
- *                 the samples scaled up to estimate every allocation; 0 =
- *                 off. Default 524288, at most 2^30.
- *   CPROF_MAX_MEMORY      the most the heap, block, mutex and threadcreate
- *                 tables may hold: bytes, or with K, M or G. Past it, samples
- *                 of new stacks are counted under one frame that says so.
- *                 Default 32M.
- *   CPROF_BLOCK_RATE      block profile, as Go's SetBlockProfileRate: waits of
- *                 at least this many ns are recorded, shorter ones sampled in
- *                 proportion. Default 0: off.
- *   CPROF_MUTEX_FRACTION  mutex profile, as Go's SetMutexProfileFraction: 1
- *                 in N contended unlocks is recorded. Default 0: off.
- *   CPROF_OUTPUT  a directory: record the whole run's CPU profile and write
- *                 DIR/cpu.pb.gz at exit (or at cprof_stop), with DIR/heap.pb.gz,
- *                 the heap profile as it stands then (unless CPROF_HEAP_RATE
- *                 is 0), for batch programs. While it records, the CPU
- *                 profiler is taken: /debug/pprof/profile answers that CPU
- *                 profiling is in use, cprof_cpu_profile_start() -EBUSY.
- *   CPROF_MAX_DEPTH       frames kept per stack, 16..1024. Default 128.
- *   CPROF_TLS_CERT, CPROF_TLS_KEY  PEM files: serve HTTPS. Both or neither.
- *   CPROF_MAX_CONNECTIONS (64), CPROF_MAX_CONNECTIONS_PER_IP (16),
- *   CPROF_READ_TIMEOUT (10 s), CPROF_IDLE_TIMEOUT (30 s),
- *   CPROF_MAX_PROFILES (4)  the server's limits; see the README.
- *   CPROF_METRICS  0: no metrics sampler (/metrics, /debug/charts/). Default
- *                 1: a thread of cprof's records the process's figures, from
- *                 the server's start, or without a server from the first
- *                 request for them through cprof_handle_request().
- *   CPROF_METRICS_INTERVAL  a point every "1s" (default), 10ms..60s.
- *   CPROF_METRICS_WINDOW    the points kept: "600s" (default), 10s..24h.
- *   CPROF_PUSH_URL  Grafana Pyroscope's address, "http://pyroscope:4040"
- *                 (user:password@ for HTTP Basic): every CPROF_PUSH_INTERVAL
- *                 ("15s" default, 1s..1h) a thread of cprof's pushes the CPU
- *                 profile of that interval and the heap profile to its
- *                 /ingest, and once more at exit (or cprof_stop), for jobs
- *                 nobody can scrape. Failures are retried with backoff; a
- *                 queue of 32 profiles bridges an outage. It takes the CPU
- *                 profiler, as CPROF_OUTPUT does.
- *   CPROF_PUSH_NAME  the application's name in Pyroscope, APP or
- *                 APP{key=value,...}. Default: the program's file name with
- *                 {hostname=HOST}.
- *   CPROF_WALL_BUDGET  the most of one core /debug/pprof/wall's sampling may
- *                 use, "2%" (default), 0.1..100: past it, the rate is lowered.
- *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
- *                 start cprof too. Default 0. (Environment only.)
+ * Settings: cprof_start(NULL), the LD_PRELOAD constructor, and every option
+ * field left NULL read CPROF_* environment variables (CPROF_ADDR, the listen
+ * address, default 127.0.0.1:6060; CPROF_HEAP_RATE; CPROF_OUTPUT; ...).
+ * doc/settings.md lists every one, with its accepted form and default.
  *
  * A malformed value is reported once on stderr, naming the variable and the
  * accepted form, and that feature stays off; the program runs on.
