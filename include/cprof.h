@@ -127,16 +127,47 @@ CPROF_EXTERN const char *cprof_version(void);
 #define CPROF_MAX_LABEL_KEY 31  /* bytes */
 #define CPROF_MAX_LABEL_VALUE 63
 
-/* Labels the calling thread's CPU samples with key=value until cleared, so
- * that `go tool pprof -tagfocus=key=value` and `-tags` can tell the work
- * apart (one request's handling from another's, say). Both strings are
- * copied. Returns 0; -EINVAL for a NULL, empty or over-long key or value;
- * -ENOSPC when the thread already has CPROF_MAX_LABELS other keys; -ENOMEM.
- * Setting a key again replaces its value. Async-signal-unsafe; cheap. */
-CPROF_EXTERN int cprof_label_set(const char *key, const char *value);
+/* Runs fn(arg) with the labels in kv added to the calling thread's, as Go's
+ * pprof.Do, and restores the thread's previous labels when fn returns.
+ * kv is a NULL-terminated list of key, value pairs:
+ *
+ *   static const char *const kv[] = {"request", "checkout", NULL};
+ *   cprof_do(kv, handle, req);
+ *
+ * A key already set takes the new value for the call. Nested calls stack.
+ * Labels show in the CPU profile and the goroutine profile (go tool pprof
+ * -tags, -tagfocus), and threads created inside fn start with them, as
+ * goroutines inherit labels; a label for a thread's whole life is cprof_do
+ * around its start routine's work. Keys and values are copied, non-empty,
+ * at most CPROF_MAX_LABEL_KEY and CPROF_MAX_LABEL_VALUE bytes. Returns 0
+ * after running fn; -EINVAL (fn not run) for a NULL kv or fn, an odd count,
+ * or a NULL, empty or over-long key or value; -ENOSPC (fn not run) when the
+ * thread would have more than CPROF_MAX_LABELS keys; -ENOMEM (fn not run).
+ * Async-signal-unsafe; cheap. */
+CPROF_EXTERN int cprof_do(const char *const *kv, void (*fn)(void *), void *arg);
 
-/* Removes a label of the calling thread. Returns 0, or -ENOENT. */
-CPROF_EXTERN int cprof_label_clear(const char *key);
+/* cprof_do is cprof's one label model. The two calls below, of 0.1.0, set
+ * and clear a label with no scope (one forgotten clear labels all the
+ * thread's later work); they keep working, as cprof_do's own steps, and
+ * warn when compiled. Define CPROF_DISABLE_DEPRECATION before including
+ * this header to compile them without the warning. */
+#if defined(__GNUC__) && !defined(CPROF_DISABLE_DEPRECATION)
+#define CPROF_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define CPROF_DEPRECATED(msg)
+#endif
+
+/* Labels the calling thread's samples with key=value until cleared, with
+ * cprof_do's rules for the pair. Returns 0; -EINVAL for a NULL, empty or
+ * over-long key or value; -ENOSPC when the thread already has
+ * CPROF_MAX_LABELS other keys; -ENOMEM. Setting a key again replaces its
+ * value. Deprecated: use cprof_do. */
+CPROF_EXTERN int cprof_label_set(const char *key, const char *value)
+    CPROF_DEPRECATED("use cprof_do");
+
+/* Removes a label of the calling thread. Returns 0, or -ENOENT.
+ * Deprecated: use cprof_do. */
+CPROF_EXTERN int cprof_label_clear(const char *key) CPROF_DEPRECATED("use cprof_do");
 
 /* Turns the block profile on (ns > 0) or off (0), as Go's
  * runtime.SetBlockProfileRate: every wait in a pthread lock, condition
@@ -200,22 +231,6 @@ CPROF_EXTERN int cprof_cpu_profile_start(int fd);
 /* Stops the profile cprof_cpu_profile_start() started and writes it to its
  * fd. Returns 0; -ENOENT when none was started; a write(2) error. */
 CPROF_EXTERN int cprof_cpu_profile_stop(void);
-
-/* Runs fn(arg) with the labels in kv added to the calling thread's, as Go's
- * pprof.Do, and restores the thread's previous labels when fn returns.
- * kv is a NULL-terminated list of key, value pairs:
- *
- *   static const char *const kv[] = {"request", "checkout", NULL};
- *   cprof_do(kv, handle, req);
- *
- * A key already set takes the new value for the call. Nested calls stack.
- * Labels show in the CPU profile and the goroutine profile (go tool pprof
- * -tags, -tagfocus), and threads created inside fn start with them, as
- * goroutines inherit labels. Returns 0 after running fn; -EINVAL (fn not
- * run) for a NULL kv or fn, an odd count, or a key or value that
- * cprof_label_set would refuse; -ENOSPC (fn not run) when the thread would
- * have more than CPROF_MAX_LABELS keys. */
-CPROF_EXTERN int cprof_do(const char *const *kv, void (*fn)(void *), void *arg);
 
 /* ---- Custom profiles: the C counterpart of Go's pprof.NewProfile ---- */
 
