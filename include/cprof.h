@@ -219,6 +219,30 @@ CPROF_EXTERN long cprof_set_heap_rate(long bytes);
  * cprof_stop (a profile whose sampler is off is written empty). */
 CPROF_EXTERN int cprof_profile_write(const char *name, int fd, int debug);
 
+/* One profile of cprof_profiles()'s list. cprof allocates it and may add
+ * fields at its end: read it through the list, never copy or allocate one. */
+typedef struct cprof_profile_info {
+  const char *name;        /* as cprof_profile_write takes it: "heap", a custom profile's */
+  const char *description; /* the index's line for it; "" when it has none */
+  long count;              /* Go's Profile.Count: records, threads or keys, as the index shows */
+} cprof_profile_info_t;
+
+/* The profiles cprof_profile_write can write, as Go's pprof.Profiles(): the
+ * built-in ones and every custom profile, sorted by name, each with its
+ * count now. A NULL-terminated array of pointers, which the caller releases
+ * with cprof_profiles_free(); NULL with errno ENOMEM. The CPU profile is not
+ * in it, as it is not in Go's (it is a recording: cprof_cpu_profile_start).
+ *
+ *   cprof_profile_info_t **all = cprof_profiles();
+ *   for (size_t i = 0; all && all[i]; i++)
+ *     printf("%s %ld\n", all[i]->name, all[i]->count);
+ *   cprof_profiles_free(all);
+ */
+CPROF_EXTERN cprof_profile_info_t **cprof_profiles(void);
+
+/* Releases what cprof_profiles() returned; NULL does nothing. */
+CPROF_EXTERN void cprof_profiles_free(cprof_profile_info_t **list);
+
 /* Starts a CPU profile of the whole process, as Go's
  * pprof.StartCPUProfile; cprof_cpu_profile_stop() ends it and writes it, as
  * gzip-compressed profile.proto, to fd (which must stay open until then).
