@@ -31,9 +31,36 @@
  * Errors: functions that return int return 0 on success or a negative
  * errno-style code (-EINVAL for a bad argument, never a crash); see
  * cprof_strerror(). The rate setters return the previous setting, or a
- * negative code; cprof_profile_new returns NULL and sets errno. Every
- * function may be called from any thread, before cprof_start() and after
- * cprof_stop().
+ * negative code; cprof_profile_new and cprof_profiles return NULL and set
+ * errno. Every function may be called from any thread, before cprof_start()
+ * and after cprof_stop().
+ *
+ * Versions: one rule lets the library grow without breaking programs
+ * compiled against this header. Every struct a program allocates keeps its
+ * size from version to version: it ends in reserved_ words, whose place
+ * later fields take (as the reserved fields of libuv's uv.h), and the
+ * library checks each size when it is built.
+ *   - A struct the program fills in and passes, cprof_options_t and
+ *     cprof_request_t, is zero-initialised, reserved_ included:
+ *     `cprof_request_t req = {.method = "GET", .path = path};` or memset.
+ *     A field added later reads as zero from a program that predates it,
+ *     and zero means what its absence meant.
+ *   - A struct the library fills in, cprof_response_t, needs no
+ *     initialisation: cprof writes the whole of it.
+ *   - A struct the library allocates and hands out, cprof_profile_info_t,
+ *     may grow at its end: a program reads it through cprof's pointer and
+ *     never allocates or copies one. cprof_header_t, the element of an
+ *     array a program indexes, never changes.
+ * A field added after its struct's first version says "Since X.Y.Z"; an
+ * older library ignores it. Functions came in 0.1.0 (cprof_start, _stop,
+ * _addr, _strerror, _label_set, _label_clear, _set_block_rate,
+ * _set_mutex_fraction, _handle_request, _response_free), in 0.2.0 (cprof_do,
+ * cprof_version, _set_cpu_rate, _set_heap_rate, the profile objects and
+ * custom profiles) and in 0.3.0 (the trace calls, cprof_profiles).
+ * cprof_options_t has had its reserved_ words since 0.2.0 (a program built
+ * against 0.1.0 must be recompiled, once); cprof_request_t and
+ * cprof_response_t have theirs since 0.3.0 (a program built against an
+ * older header that calls cprof_handle_request must be recompiled, once).
  */
 #ifndef CPROF_H
 #define CPROF_H
@@ -52,19 +79,17 @@ extern "C" {
 #endif
 
 #define CPROF_VERSION_MAJOR 0
-#define CPROF_VERSION_MINOR 2
+#define CPROF_VERSION_MINOR 3
 #define CPROF_VERSION_PATCH 0
-#define CPROF_VERSION_STRING "0.2.0"
+#define CPROF_VERSION_STRING "0.3.0"
 
 /* Options for cprof_start(). Zero-initialise, then set what you need; a NULL
  * field is taken from the environment variable named beside it, and then from
  * the default. Every field is a string in its variable's syntax (so "0" turns
  * the heap profile off, and NULL leaves it to CPROF_HEAP_RATE).
  *
- * The struct keeps its size across versions: new fields take the place of
- * reserved_ entries, which must stay zero (NULL). A program compiled against
- * this header works with any later library; one built against 0.1.0 (no
- * reserved_ space) must be recompiled. */
+ * The struct keeps its size across versions (see "Versions" above): new
+ * fields take the place of reserved_ entries, which must stay zero (NULL). */
 typedef struct cprof_options {
   const char *addr;   /* CPROF_ADDR; "" or "0" means no server */
   const char *prefix; /* CPROF_PREFIX */
@@ -117,7 +142,7 @@ CPROF_EXTERN const char *cprof_addr(void);
 /* A one-line description of a code returned by a cprof function. */
 CPROF_EXTERN const char *cprof_strerror(int err);
 
-/* The library's version at run time ("0.2.0"), which may differ from the
+/* The library's version at run time ("0.3.0"), which may differ from the
  * CPROF_VERSION_STRING a program was compiled with. */
 CPROF_EXTERN const char *cprof_version(void);
 
@@ -354,22 +379,29 @@ typedef struct cprof_request {
    * (the client went away). */
   int (*is_cancelled)(void *ctx);
   void *ctx;
+  const void *reserved_[8]; /* zero: later fields take their place */
 } cprof_request_t;
 
-#define CPROF_MAX_HEADERS 8
-
+/* One header of a response. Never changes (see "Versions" above). */
 typedef struct cprof_header {
   const char *name;
   const char *value;
 } cprof_header_t;
 
+/* The most headers a response carries in this version; a later library may
+ * set more, so loop to nheaders. */
+#define CPROF_MAX_HEADERS 8
+
+/* Filled in whole by cprof_handle_request(): a program declares one and
+ * need not initialise it. */
 typedef struct cprof_response {
-  int status; /* HTTP status code */
-  cprof_header_t headers[CPROF_MAX_HEADERS];
+  int status;              /* HTTP status code */
+  cprof_header_t *headers; /* nheaders of them; owned by the response */
   int nheaders;
-  char *body;      /* response body; owned by the response */
+  char *body; /* response body; owned by the response */
   size_t body_len;
-  char *storage_;  /* internal: header values */
+  char *storage_;     /* internal: the headers and their values */
+  void *reserved_[8]; /* cprof's: later fields take their place */
 } cprof_response_t;
 
 /* Routes one request to the profiling endpoints and fills in *resp: status,
