@@ -11,65 +11,10 @@
  *   3. Inside the program's own HTTP server: pass each request under
  *      /debug/pprof/ to cprof_handle_request() and send back what it fills in.
  *
- * Environment (read by cprof_start(NULL), by the LD_PRELOAD constructor, and
- * for every option field left NULL):
- *
- *   CPROF_ADDR    listen address: "host:port", ":port" (all interfaces, as in
- *                 Go), "host:0" (a free port, announced on stderr), "0" or
- *                 empty = no server. Default 127.0.0.1:6060.
- *   CPROF_PREFIX  path prefix for every endpoint, e.g. "/auth" serves
- *                 /auth/debug/pprof/. Default empty.
- *   CPROF_UNWIND  "dwarf" (unwind tables, default) or "fp" (frame pointers).
- *   CPROF_AUTH    "user:password": require HTTP Basic authentication.
- *   CPROF_TOKEN   require "Authorization: Bearer TOKEN" (either credential is
- *                 accepted when both are set).
- *   CPROF_CPU_HZ  CPU profile sampling rate, 1..10000 (default 100).
- *   CPROF_HEAP_RATE       heap profile, as Go's MemProfileRate: one sample
- *                 per this many bytes allocated, on average (the bytes the
- *                 program asked for, not the allocator's size classes), and
- *                 the samples scaled up to estimate every allocation; 0 =
- *                 off. Default 524288, at most 2^30.
- *   CPROF_MAX_MEMORY      the most the heap, block, mutex and threadcreate
- *                 tables may hold: bytes, or with K, M or G. Past it, samples
- *                 of new stacks are counted under one frame that says so.
- *                 Default 32M.
- *   CPROF_BLOCK_RATE      block profile, as Go's SetBlockProfileRate: waits of
- *                 at least this many ns are recorded, shorter ones sampled in
- *                 proportion. Default 0: off.
- *   CPROF_MUTEX_FRACTION  mutex profile, as Go's SetMutexProfileFraction: 1
- *                 in N contended unlocks is recorded. Default 0: off.
- *   CPROF_OUTPUT  a directory: record the whole run's CPU profile and write
- *                 DIR/cpu.pb.gz at exit (or at cprof_stop), with DIR/heap.pb.gz,
- *                 the heap profile as it stands then (unless CPROF_HEAP_RATE
- *                 is 0), for batch programs. While it records, the CPU
- *                 profiler is taken: /debug/pprof/profile answers that CPU
- *                 profiling is in use, cprof_cpu_profile_start() -EBUSY.
- *   CPROF_MAX_DEPTH       frames kept per stack, 16..1024. Default 128.
- *   CPROF_TLS_CERT, CPROF_TLS_KEY  PEM files: serve HTTPS. Both or neither.
- *   CPROF_MAX_CONNECTIONS (64), CPROF_MAX_CONNECTIONS_PER_IP (16),
- *   CPROF_READ_TIMEOUT (10 s), CPROF_IDLE_TIMEOUT (30 s),
- *   CPROF_MAX_PROFILES (4)  the server's limits; see the README.
- *   CPROF_METRICS  0: no metrics sampler (/metrics, /debug/charts/). Default
- *                 1: a thread of cprof's records the process's figures, from
- *                 the server's start, or without a server from the first
- *                 request for them through cprof_handle_request().
- *   CPROF_METRICS_INTERVAL  a point every "1s" (default), 10ms..60s.
- *   CPROF_METRICS_WINDOW    the points kept: "600s" (default), 10s..24h.
- *   CPROF_PUSH_URL  Grafana Pyroscope's address, "http://pyroscope:4040"
- *                 (user:password@ for HTTP Basic): every CPROF_PUSH_INTERVAL
- *                 ("15s" default, 1s..1h) a thread of cprof's pushes the CPU
- *                 profile of that interval and the heap profile to its
- *                 /ingest, and once more at exit (or cprof_stop), for jobs
- *                 nobody can scrape. Failures are retried with backoff; a
- *                 queue of 32 profiles bridges an outage. It takes the CPU
- *                 profiler, as CPROF_OUTPUT does.
- *   CPROF_PUSH_NAME  the application's name in Pyroscope, APP or
- *                 APP{key=value,...}. Default: the program's file name with
- *                 {hostname=HOST}.
- *   CPROF_WALL_BUDGET  the most of one core /debug/pprof/wall's sampling may
- *                 use, "2%" (default), 0.1..100: past it, the rate is lowered.
- *   CPROF_CHILDREN  1: programs this one runs, which inherit LD_PRELOAD,
- *                 start cprof too. Default 0. (Environment only.)
+ * Settings: cprof_start(NULL), the LD_PRELOAD constructor, and every option
+ * field left NULL read CPROF_* environment variables (CPROF_ADDR, the listen
+ * address, default 127.0.0.1:6060; CPROF_HEAP_RATE; CPROF_OUTPUT; ...).
+ * doc/settings.md lists every one, with its accepted form and default.
  *
  * A malformed value is reported once on stderr, naming the variable and the
  * accepted form, and that feature stays off; the program runs on.
@@ -86,9 +31,36 @@
  * Errors: functions that return int return 0 on success or a negative
  * errno-style code (-EINVAL for a bad argument, never a crash); see
  * cprof_strerror(). The rate setters return the previous setting, or a
- * negative code; cprof_profile_new returns NULL and sets errno. Every
- * function may be called from any thread, before cprof_start() and after
- * cprof_stop().
+ * negative code; cprof_profile_new and cprof_profiles return NULL and set
+ * errno. Every function may be called from any thread, before cprof_start()
+ * and after cprof_stop().
+ *
+ * Versions: one rule lets the library grow without breaking programs
+ * compiled against this header. Every struct a program allocates keeps its
+ * size from version to version: it ends in reserved_ words, whose place
+ * later fields take (as the reserved fields of libuv's uv.h), and the
+ * library checks each size when it is built.
+ *   - A struct the program fills in and passes, cprof_options_t and
+ *     cprof_request_t, is zero-initialised, reserved_ included:
+ *     `cprof_request_t req = {.method = "GET", .path = path};` or memset.
+ *     A field added later reads as zero from a program that predates it,
+ *     and zero means what its absence meant.
+ *   - A struct the library fills in, cprof_response_t, needs no
+ *     initialisation: cprof writes the whole of it.
+ *   - A struct the library allocates and hands out, cprof_profile_info_t,
+ *     may grow at its end: a program reads it through cprof's pointer and
+ *     never allocates or copies one. cprof_header_t, the element of an
+ *     array a program indexes, never changes.
+ * A field added after its struct's first version says "Since X.Y.Z"; an
+ * older library ignores it. Functions came in 0.1.0 (cprof_start, _stop,
+ * _addr, _strerror, _label_set, _label_clear, _set_block_rate,
+ * _set_mutex_fraction, _handle_request, _response_free), in 0.2.0 (cprof_do,
+ * cprof_version, _set_cpu_rate, _set_heap_rate, the profile objects and
+ * custom profiles) and in 0.3.0 (the trace calls, cprof_profiles).
+ * cprof_options_t has had its reserved_ words since 0.2.0 (a program built
+ * against 0.1.0 must be recompiled, once); cprof_request_t and
+ * cprof_response_t have theirs since 0.3.0 (a program built against an
+ * older header that calls cprof_handle_request must be recompiled, once).
  */
 #ifndef CPROF_H
 #define CPROF_H
@@ -107,19 +79,17 @@ extern "C" {
 #endif
 
 #define CPROF_VERSION_MAJOR 0
-#define CPROF_VERSION_MINOR 2
+#define CPROF_VERSION_MINOR 3
 #define CPROF_VERSION_PATCH 0
-#define CPROF_VERSION_STRING "0.2.0"
+#define CPROF_VERSION_STRING "0.3.0"
 
 /* Options for cprof_start(). Zero-initialise, then set what you need; a NULL
  * field is taken from the environment variable named beside it, and then from
  * the default. Every field is a string in its variable's syntax (so "0" turns
  * the heap profile off, and NULL leaves it to CPROF_HEAP_RATE).
  *
- * The struct keeps its size across versions: new fields take the place of
- * reserved_ entries, which must stay zero (NULL). A program compiled against
- * this header works with any later library; one built against 0.1.0 (no
- * reserved_ space) must be recompiled. */
+ * The struct keeps its size across versions (see "Versions" above): new
+ * fields take the place of reserved_ entries, which must stay zero (NULL). */
 typedef struct cprof_options {
   const char *addr;   /* CPROF_ADDR; "" or "0" means no server */
   const char *prefix; /* CPROF_PREFIX */
@@ -172,7 +142,7 @@ CPROF_EXTERN const char *cprof_addr(void);
 /* A one-line description of a code returned by a cprof function. */
 CPROF_EXTERN const char *cprof_strerror(int err);
 
-/* The library's version at run time ("0.2.0"), which may differ from the
+/* The library's version at run time ("0.3.0"), which may differ from the
  * CPROF_VERSION_STRING a program was compiled with. */
 CPROF_EXTERN const char *cprof_version(void);
 
@@ -182,16 +152,47 @@ CPROF_EXTERN const char *cprof_version(void);
 #define CPROF_MAX_LABEL_KEY 31  /* bytes */
 #define CPROF_MAX_LABEL_VALUE 63
 
-/* Labels the calling thread's CPU samples with key=value until cleared, so
- * that `go tool pprof -tagfocus=key=value` and `-tags` can tell the work
- * apart (one request's handling from another's, say). Both strings are
- * copied. Returns 0; -EINVAL for a NULL, empty or over-long key or value;
- * -ENOSPC when the thread already has CPROF_MAX_LABELS other keys; -ENOMEM.
- * Setting a key again replaces its value. Async-signal-unsafe; cheap. */
-CPROF_EXTERN int cprof_label_set(const char *key, const char *value);
+/* Runs fn(arg) with the labels in kv added to the calling thread's, as Go's
+ * pprof.Do, and restores the thread's previous labels when fn returns.
+ * kv is a NULL-terminated list of key, value pairs:
+ *
+ *   static const char *const kv[] = {"request", "checkout", NULL};
+ *   cprof_do(kv, handle, req);
+ *
+ * A key already set takes the new value for the call. Nested calls stack.
+ * Labels show in the CPU profile and the goroutine profile (go tool pprof
+ * -tags, -tagfocus), and threads created inside fn start with them, as
+ * goroutines inherit labels; a label for a thread's whole life is cprof_do
+ * around its start routine's work. Keys and values are copied, non-empty,
+ * at most CPROF_MAX_LABEL_KEY and CPROF_MAX_LABEL_VALUE bytes. Returns 0
+ * after running fn; -EINVAL (fn not run) for a NULL kv or fn, an odd count,
+ * or a NULL, empty or over-long key or value; -ENOSPC (fn not run) when the
+ * thread would have more than CPROF_MAX_LABELS keys; -ENOMEM (fn not run).
+ * Async-signal-unsafe; cheap. */
+CPROF_EXTERN int cprof_do(const char *const *kv, void (*fn)(void *), void *arg);
 
-/* Removes a label of the calling thread. Returns 0, or -ENOENT. */
-CPROF_EXTERN int cprof_label_clear(const char *key);
+/* cprof_do is cprof's one label model. The two calls below, of 0.1.0, set
+ * and clear a label with no scope (one forgotten clear labels all the
+ * thread's later work); they keep working, as cprof_do's own steps, and
+ * warn when compiled. Define CPROF_DISABLE_DEPRECATION before including
+ * this header to compile them without the warning. */
+#if defined(__GNUC__) && !defined(CPROF_DISABLE_DEPRECATION)
+#define CPROF_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define CPROF_DEPRECATED(msg)
+#endif
+
+/* Labels the calling thread's samples with key=value until cleared, with
+ * cprof_do's rules for the pair. Returns 0; -EINVAL for a NULL, empty or
+ * over-long key or value; -ENOSPC when the thread already has
+ * CPROF_MAX_LABELS other keys; -ENOMEM. Setting a key again replaces its
+ * value. Deprecated: use cprof_do. */
+CPROF_EXTERN int cprof_label_set(const char *key, const char *value)
+    CPROF_DEPRECATED("use cprof_do");
+
+/* Removes a label of the calling thread. Returns 0, or -ENOENT.
+ * Deprecated: use cprof_do. */
+CPROF_EXTERN int cprof_label_clear(const char *key) CPROF_DEPRECATED("use cprof_do");
 
 /* Turns the block profile on (ns > 0) or off (0), as Go's
  * runtime.SetBlockProfileRate: every wait in a pthread lock, condition
@@ -244,6 +245,30 @@ CPROF_EXTERN long cprof_set_heap_rate(long bytes);
  * cprof_stop (a profile whose sampler is off is written empty). */
 CPROF_EXTERN int cprof_profile_write(const char *name, int fd, int debug);
 
+/* One profile of cprof_profiles()'s list. cprof allocates it and may add
+ * fields at its end: read it through the list, never copy or allocate one. */
+typedef struct cprof_profile_info {
+  const char *name;        /* as cprof_profile_write takes it: "heap", a custom profile's */
+  const char *description; /* the index's line for it; "" when it has none */
+  long count;              /* Go's Profile.Count: records, threads or keys, as the index shows */
+} cprof_profile_info_t;
+
+/* The profiles cprof_profile_write can write, as Go's pprof.Profiles(): the
+ * built-in ones and every custom profile, sorted by name, each with its
+ * count now. A NULL-terminated array of pointers, which the caller releases
+ * with cprof_profiles_free(); NULL with errno ENOMEM. The CPU profile is not
+ * in it, as it is not in Go's (it is a recording: cprof_cpu_profile_start).
+ *
+ *   cprof_profile_info_t **all = cprof_profiles();
+ *   for (size_t i = 0; all && all[i]; i++)
+ *     printf("%s %ld\n", all[i]->name, all[i]->count);
+ *   cprof_profiles_free(all);
+ */
+CPROF_EXTERN cprof_profile_info_t **cprof_profiles(void);
+
+/* Releases what cprof_profiles() returned; NULL does nothing. */
+CPROF_EXTERN void cprof_profiles_free(cprof_profile_info_t **list);
+
 /* Starts a CPU profile of the whole process, as Go's
  * pprof.StartCPUProfile; cprof_cpu_profile_stop() ends it and writes it, as
  * gzip-compressed profile.proto, to fd (which must stay open until then).
@@ -256,22 +281,6 @@ CPROF_EXTERN int cprof_cpu_profile_start(int fd);
 /* Stops the profile cprof_cpu_profile_start() started and writes it to its
  * fd. Returns 0; -ENOENT when none was started; a write(2) error. */
 CPROF_EXTERN int cprof_cpu_profile_stop(void);
-
-/* Runs fn(arg) with the labels in kv added to the calling thread's, as Go's
- * pprof.Do, and restores the thread's previous labels when fn returns.
- * kv is a NULL-terminated list of key, value pairs:
- *
- *   static const char *const kv[] = {"request", "checkout", NULL};
- *   cprof_do(kv, handle, req);
- *
- * A key already set takes the new value for the call. Nested calls stack.
- * Labels show in the CPU profile and the goroutine profile (go tool pprof
- * -tags, -tagfocus), and threads created inside fn start with them, as
- * goroutines inherit labels. Returns 0 after running fn; -EINVAL (fn not
- * run) for a NULL kv or fn, an odd count, or a key or value that
- * cprof_label_set would refuse; -ENOSPC (fn not run) when the thread would
- * have more than CPROF_MAX_LABELS keys. */
-CPROF_EXTERN int cprof_do(const char *const *kv, void (*fn)(void *), void *arg);
 
 /* ---- Custom profiles: the C counterpart of Go's pprof.NewProfile ---- */
 
@@ -371,22 +380,29 @@ typedef struct cprof_request {
    * (the client went away). */
   int (*is_cancelled)(void *ctx);
   void *ctx;
+  const void *reserved_[8]; /* zero: later fields take their place */
 } cprof_request_t;
 
-#define CPROF_MAX_HEADERS 8
-
+/* One header of a response. Never changes (see "Versions" above). */
 typedef struct cprof_header {
   const char *name;
   const char *value;
 } cprof_header_t;
 
+/* The most headers a response carries in this version; a later library may
+ * set more, so loop to nheaders. */
+#define CPROF_MAX_HEADERS 8
+
+/* Filled in whole by cprof_handle_request(): a program declares one and
+ * need not initialise it. */
 typedef struct cprof_response {
-  int status; /* HTTP status code */
-  cprof_header_t headers[CPROF_MAX_HEADERS];
+  int status;              /* HTTP status code */
+  cprof_header_t *headers; /* nheaders of them; owned by the response */
   int nheaders;
-  char *body;      /* response body; owned by the response */
+  char *body; /* response body; owned by the response */
   size_t body_len;
-  char *storage_;  /* internal: header values */
+  char *storage_;     /* internal: the headers and their values */
+  void *reserved_[8]; /* cprof's: later fields take their place */
 } cprof_response_t;
 
 /* Routes one request to the profiling endpoints and fills in *resp: status,

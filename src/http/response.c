@@ -6,24 +6,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Header values live in one block owned by the response. */
+/* The public structs keep their sizes from version to version (cprof.h,
+ * "Versions"): a field added to one takes a reserved_ word's place. */
+_Static_assert(sizeof(cprof_request_t) == 16 * sizeof(void *),
+               "cprof_request_t changed size: take new fields from reserved_");
+_Static_assert(sizeof(cprof_response_t) == 14 * sizeof(void *),
+               "cprof_response_t changed size: take new fields from reserved_");
+_Static_assert(sizeof(cprof_header_t) == 2 * sizeof(void *), "cprof_header_t never changes");
+
+/* A response's headers and their values live in one block it owns, which
+ * storage_ points to: outside the struct, so that a later version may carry
+ * more headers without the struct, whose size programs compile in,
+ * changing. */
 #define STORAGE 2048
 
+typedef struct storage {
+  cprof_header_t headers[CPROF_MAX_HEADERS];
+  char values[STORAGE];
+} storage_t;
+
 static size_t storage_used(const cprof_response_t *r) {
+  const char *values = ((const storage_t *)(void *)r->storage_)->values;
   size_t used = 0;
   for (int i = 0; i < r->nheaders; i++) {
     const char *v = r->headers[i].value;
-    if (v >= r->storage_ && v < r->storage_ + STORAGE)
-      used = (size_t)(v - r->storage_) + strlen(v) + 1;
+    if (v >= values && v < values + STORAGE)
+      used = (size_t)(v - values) + strlen(v) + 1;
   }
   return used;
 }
 
 int cprof__resp_init(cprof_response_t *r) {
   memset(r, 0, sizeof *r);
-  r->storage_ = malloc(STORAGE);
-  if (!r->storage_)
+  storage_t *s = malloc(sizeof *s);
+  if (!s)
     return -ENOMEM;
+  r->storage_ = (char *)s;
+  r->headers = s->headers;
   r->status = 200;
   return cprof__resp_header(r, "X-Content-Type-Options", "nosniff");
 }
@@ -43,9 +62,10 @@ int cprof__resp_header_add(cprof_response_t *r, const char *name, const char *va
   size_t used = storage_used(r), n = strlen(value) + 1;
   if (r->nheaders == CPROF_MAX_HEADERS || used + n > STORAGE)
     return -ENOMEM;
-  memcpy(r->storage_ + used, value, n);
+  char *v = ((storage_t *)(void *)r->storage_)->values + used;
+  memcpy(v, value, n);
   r->headers[r->nheaders].name = name;
-  r->headers[r->nheaders].value = r->storage_ + used;
+  r->headers[r->nheaders].value = v;
   r->nheaders++;
   return 0;
 }

@@ -165,7 +165,7 @@ static int find(const cprof__labels_t *l, const char *key) {
   return -1;
 }
 
-/* The rules of cprof_label_set for one pair. */
+/* The rules for one pair, of cprof_do and cprof_label_set alike. */
 static int valid(const char *key, const char *value) {
   return key && value && *key && *value && strlen(key) <= CPROF_MAX_LABEL_KEY &&
          strlen(value) <= CPROF_MAX_LABEL_VALUE;
@@ -193,33 +193,26 @@ static int put(cprof__labels_t *l, const char *key, const char *value) {
   return 0;
 }
 
-int cprof_label_set(const char *key, const char *value) {
-  if (!valid(key, value))
-    return -EINVAL;
-  block_t *b = my_block();
-  if (!b)
-    return -ENOMEM;
-  if (find(&b->l, key) < 0 && b->l.n == CPROF_MAX_LABELS)
-    return -ENOSPC;
-  begin(b);
-  put(&b->l, key, value);
-  end(b);
+/* *next = base with the pairs of kv put in: 0; -EINVAL for a bad pair (an
+ * odd count ends in a NULL value); -ENOSPC when they would not fit. */
+static int with_pairs(const cprof__labels_t *base, const char *const *kv, cprof__labels_t *next) {
+  for (size_t i = 0; kv[i]; i += 2) {
+    if (!valid(kv[i], kv[i + 1]))
+      return -EINVAL;
+  }
+  copy_set(next, base);
+  for (size_t i = 0; kv[i]; i += 2) {
+    if (put(next, kv[i], kv[i + 1]) != 0)
+      return -ENOSPC;
+  }
   return 0;
 }
 
-int cprof_label_clear(const char *key) {
-  block_t *b = mine;
-  int i = b && key ? find(&b->l, key) : -1;
-  if (i < 0)
-    return -ENOENT;
-  begin(b);
-  b->l.n--;
-  if (i != b->l.n) {
-    strcpy(b->l.key[i], b->l.key[b->l.n]);
-    strcpy(b->l.value[i], b->l.value[b->l.n]);
-  }
-  end(b);
-  return 0;
+/* The calling thread's set now, into *out. */
+static void current(cprof__labels_t *out) {
+  out->n = 0;
+  if (mine)
+    copy_set(out, &mine->l);
 }
 
 int cprof__labels_install(const cprof__labels_t *l) {
@@ -234,40 +227,49 @@ int cprof__labels_install(const cprof__labels_t *l) {
   return 0;
 }
 
+/* cprof_do is the label model; the two calls of 0.1.0 below are its
+ * steps without the scope: the pairs put in (with_pairs) and the result
+ * installed, as cprof_do does before fn runs, and not restored. */
 int cprof_do(const char *const *kv, void (*fn)(void *), void *arg) {
   if (!kv || !fn)
     return -EINVAL;
   cprof__labels_t saved, next;
-  saved.n = 0;
-  if (mine)
-    copy_set(&saved, &mine->l);
-  copy_set(&next, &saved);
-  for (size_t i = 0; kv[i]; i += 2) {
-    if (!valid(kv[i], kv[i + 1]))
-      return -EINVAL; /* an odd count ends in a NULL value */
-  }
-  for (size_t i = 0; kv[i]; i += 2) {
-    if (put(&next, kv[i], kv[i + 1]) != 0)
-      return -ENOSPC;
-  }
-  block_t *b = mine;
-  if (next.n > 0 && !(b = my_block()))
-    return -ENOMEM;
-  if (b) {
-    begin(b);
-    copy_set(&b->l, &next);
-    end(b);
-  }
+  current(&saved);
+  int err = with_pairs(&saved, kv, &next);
+  if (err == 0)
+    err = cprof__labels_install(&next);
+  if (err != 0)
+    return err;
   fn(arg);
   /* fn may have ended up giving this thread its first block (a label set
-   * inside it), so look again: the saved set goes back into whatever
-   * block the thread has now. */
-  if ((b = mine) != NULL) {
-    begin(b);
-    copy_set(&b->l, &saved);
-    end(b);
-  }
+   * inside it), so the saved set goes back into whatever block the thread
+   * has now. */
+  cprof__labels_install(&saved);
   return 0;
+}
+
+int cprof_label_set(const char *key, const char *value) {
+  if (!valid(key, value)) /* a NULL key would end kv before its pair */
+    return -EINVAL;
+  const char *const kv[] = {key, value, NULL};
+  cprof__labels_t now, next;
+  current(&now);
+  int err = with_pairs(&now, kv, &next);
+  return err ? err : cprof__labels_install(&next);
+}
+
+int cprof_label_clear(const char *key) {
+  cprof__labels_t next;
+  current(&next);
+  int i = key ? find(&next, key) : -1;
+  if (i < 0)
+    return -ENOENT;
+  next.n--;
+  if (i != next.n) { /* the last pair takes the cleared one's place */
+    strcpy(next.key[i], next.key[next.n]);
+    strcpy(next.value[i], next.value[next.n]);
+  }
+  return cprof__labels_install(&next);
 }
 
 void cprof__labels_copy_sigsafe(cprof__labels_t *out) {
