@@ -1,7 +1,7 @@
 /* What the parts of the prompt (cprof SOURCE, as go tool pprof SOURCE)
  * share: prompt.c reads lines and runs them, prompt_settings.c keeps the
  * settings (focus=RE, cum...), prompt_commands.c runs the commands (top,
- * peek, web...). */
+ * peek, web...), prompt_text.c has the text helpers they all use. */
 #ifndef CPROF_TOOLS_PROMPT_H
 #define CPROF_TOOLS_PROMPT_H
 
@@ -56,14 +56,15 @@ int prompt_command(prompt_t *ps, char **tok, int n);
  * of the command or option named what. */
 void prompt_print_help(const char *what);
 
-/* pprof's greetings: the profile's header lines, on stderr. */
+/* pprof's greetings, on stderr: the profile's header lines, then
+ * "Entering interactive mode". */
 void prompt_greet(prompt_t *ps);
 
 /* A fresh copy of the profile: each SOURCE decoded again, merged if
  * several. 0, or 1 after a line on stderr. */
 int prompt_load(const prompt_t *ps, cprof__pf_t **out);
 
-/* --- Small helpers (prompt.c). */
+/* --- prompt_text.c */
 
 /* s less the white space around it. */
 char *prompt_trim(char *s);
