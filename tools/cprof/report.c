@@ -177,6 +177,20 @@ int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
   return -1;
 }
 
+/* The filters' names, and their values in o, in the order of
+ * cprof__pf_filter's matched[]. */
+static const char *const filter_names[CPROF_PF_FILTER_N] = {"focus", "ignore",   "hide",
+                                                            "show",  "tagfocus", "tagignore"};
+
+static void filter_values(const report_opts_t *o, const char *values[CPROF_PF_FILTER_N]) {
+  values[CPROF_PF_FILTER_FOCUS] = o->filter.focus;
+  values[CPROF_PF_FILTER_IGNORE] = o->filter.ignore;
+  values[CPROF_PF_FILTER_HIDE] = o->filter.hide;
+  values[CPROF_PF_FILTER_SHOW] = o->filter.show;
+  values[CPROF_PF_FILTER_TAGFOCUS] = o->filter.tagfocus;
+  values[CPROF_PF_FILTER_TAGIGNORE] = o->filter.tagignore;
+}
+
 int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   char err[512];
   if (cprof__pf_demangle(p, o->demangle) != 0) {
@@ -209,12 +223,12 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;
   }
-  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
-  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
-                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
-  for (int k = 0; k < 6; k++)
+  const char *values[CPROF_PF_FILTER_N];
+  filter_values(o, values);
+  for (int k = 0; k < CPROF_PF_FILTER_N; k++)
     if (values[k] && values[k][0] && !matched[k])
-      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k], values[k]);
+      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, filter_names[k],
+              values[k]);
   return 0;
 }
 
@@ -353,21 +367,20 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   if (!o->compact_labels)
     report_profile_labels(out, p, &shown);
   /* pprof's legendActiveFilters. */
-  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
-  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
-                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
+  const char *values[CPROF_PF_FILTER_N];
+  filter_values(o, values);
   int any = 0;
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < CPROF_PF_FILTER_N; k++) {
     if (!values[k] || !values[k][0])
       continue;
     if (!any++)
       cprof__buf_puts(out, "Active filters:\n");
-    cprof__buf_printf(out, "   %s=", names[k]);
+    cprof__buf_printf(out, "   %s=", filter_names[k]);
     /* Cut at 80 bytes, as pprof cuts the Go string. */
     char cut[81];
-    size_t len = strlen(names[k]) + 1 + strlen(values[k]);
-    snprintf(cut, sizeof cut, "%s=%s", names[k], values[k]);
-    report_put_name(out, cut + strlen(names[k]) + 1);
+    size_t len = strlen(filter_names[k]) + 1 + strlen(values[k]);
+    snprintf(cut, sizeof cut, "%s=%s", filter_names[k], values[k]);
+    report_put_name(out, cut + strlen(filter_names[k]) + 1);
     cprof__buf_puts(out, len > 80 ? "\xe2\x80\xa6\n" : "\n");
   }
   int64_t flat_sum = 0;
