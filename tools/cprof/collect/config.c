@@ -25,13 +25,12 @@ static int parse_storage(cfg_ctx_t *c, collect_config_t *cfg, const yaml_node_t 
   static const char *const b_known[] = {"type", "config", NULL};
   static const char *const fs_known[] = {"directory", NULL};
   yaml_node_t *b, *t, *conf, *dir;
-  int rc = cfg_want(c, os, YAML_MAPPING_NODE, "object_storage");
-  if (rc || (rc = cfg_check_keys(c, os, "object_storage", os_known, NULL)))
+  int rc = cfg_map(c, os, "object_storage", os_known, NULL);
+  if (rc)
     return rc;
   if (!(b = cfg_get(c, os, "bucket")))
     return CFG_FAIL(c, os, "object_storage has no bucket");
-  if ((rc = cfg_want(c, b, YAML_MAPPING_NODE, "bucket")) ||
-      (rc = cfg_check_keys(c, b, "bucket", b_known, (const char *const[]){"prefix", NULL})))
+  if ((rc = cfg_map(c, b, "bucket", b_known, (const char *const[]){"prefix", NULL})))
     return rc;
   if (!(t = cfg_get(c, b, "type")))
     return CFG_FAIL(c, b, "bucket has no type (cprof collect supports FILESYSTEM)");
@@ -75,8 +74,8 @@ int collect_remote_write_url_ok(const char *url, const char **why) {
 static int parse_remote_write(cfg_ctx_t *c, collect_config_t *cfg, const yaml_node_t *rw) {
   static const char *const known[] = {
       "url", "basic_auth", "bearer_token", "bearer_token_file", "tenant_id", "queue_size", NULL};
-  int rc = cfg_want(c, rw, YAML_MAPPING_NODE, "remote_write");
-  if (rc || (rc = cfg_check_keys(c, rw, "remote_write", known, NULL)))
+  int rc = cfg_map(c, rw, "remote_write", known, NULL);
+  if (rc)
     return rc;
   collect_remote_write_t *w = calloc(1, sizeof *w);
   if (!w)
@@ -110,8 +109,8 @@ static int parse_remote_write(cfg_ctx_t *c, collect_config_t *cfg, const yaml_no
 
 static int parse_root(cfg_ctx_t *c, collect_config_t *cfg, const yaml_node_t *root) {
   static const char *const known[] = {"object_storage", "scrape_configs", "remote_write", NULL};
-  int rc = cfg_want(c, root, YAML_MAPPING_NODE, "the config");
-  if (rc || (rc = cfg_check_keys(c, root, "the config", known, NULL)))
+  int rc = cfg_map(c, root, "the config", known, NULL);
+  if (rc)
     return rc;
   yaml_node_t *rw = cfg_get(c, root, "remote_write");
   if (rw && (rc = parse_remote_write(c, cfg, rw)))

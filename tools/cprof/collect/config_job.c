@@ -109,8 +109,8 @@ static int parse_labels(cfg_ctx_t *c, const yaml_node_t *map, collect_label_t **
 
 static int parse_static_config(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
   static const char *const known[] = {"targets", "labels", NULL};
-  int rc = cfg_want(c, sc, YAML_MAPPING_NODE, "a static_configs entry");
-  if (rc || (rc = cfg_check_keys(c, sc, "a static_configs entry", known, NULL)))
+  int rc = cfg_map(c, sc, "a static_configs entry", known, NULL);
+  if (rc)
     return rc;
   collect_label_t *labels = NULL;
   size_t nlabels = 0;
@@ -204,8 +204,7 @@ static int parse_profile(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *k,
                       p->name);
     return 0;
   }
-  if ((rc = cfg_want(c, v, YAML_MAPPING_NODE, "a pprof_config entry")) ||
-      (rc = cfg_check_keys(c, v, "a pprof_config entry", known, NULL)))
+  if ((rc = cfg_map(c, v, "a pprof_config entry", known, NULL)))
     return rc;
   yaml_node_t *n;
   if ((n = cfg_get(c, v, "enabled")) && (rc = cfg_bool(c, n, "enabled", &p->enabled)))
@@ -240,8 +239,7 @@ static int parse_profile(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *k,
       return rc;
     for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
       yaml_node_t *st = cfg_node(c, *i), *f;
-      if ((rc = cfg_want(c, st, YAML_MAPPING_NODE, "a keep_sample_type entry")) ||
-          (rc = cfg_check_keys(c, st, "a keep_sample_type entry", st_known, NULL)))
+      if ((rc = cfg_map(c, st, "a keep_sample_type entry", st_known, NULL)))
         return rc;
       collect_sample_type_t *t = cfg_push(&p->keep, &p->nkeep, sizeof *t);
       if (!t)
@@ -272,8 +270,8 @@ static int join_prefix(cfg_ctx_t *c, const char *prefix, char **path) {
 
 static int parse_profiling_config(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *pc) {
   static const char *const known[] = {"pprof_config", "path_prefix", NULL};
-  int rc = cfg_want(c, pc, YAML_MAPPING_NODE, "profiling_config");
-  if (rc || (rc = cfg_check_keys(c, pc, "profiling_config", known, NULL)))
+  int rc = cfg_map(c, pc, "profiling_config", known, NULL);
+  if (rc)
     return rc;
   yaml_node_t *n;
   if ((n = cfg_get(c, pc, "path_prefix")) &&
@@ -298,9 +296,8 @@ static int parse_tls(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *n) {
   static const char *const tls_known[] = {
       "ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", NULL};
   yaml_node_t *f;
-  if ((rc = cfg_want(c, n, YAML_MAPPING_NODE, "tls_config")) ||
-      (rc = cfg_check_keys(c, n, "tls_config", tls_known,
-                           (const char *const[]){"ca", "cert", "key", "min_version", NULL})))
+  if ((rc = cfg_map(c, n, "tls_config", tls_known,
+                    (const char *const[]){"ca", "cert", "key", "min_version", NULL})))
     return rc;
   if (((f = cfg_get(c, n, "ca_file")) && (rc = cfg_string(c, f, "ca_file", &j->ca_file))) ||
       ((f = cfg_get(c, n, "cert_file")) && (rc = cfg_string(c, f, "cert_file", &j->cert_file))) ||

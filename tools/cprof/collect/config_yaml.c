@@ -105,6 +105,12 @@ int cfg_check_keys(cfg_ctx_t *c, const yaml_node_t *map, const char *what, const
   return 0;
 }
 
+int cfg_map(cfg_ctx_t *c, const yaml_node_t *n, const char *what, const char *const *known,
+            const char *const *unsupported) {
+  int rc = cfg_want(c, n, YAML_MAPPING_NODE, what);
+  return rc ? rc : cfg_check_keys(c, n, what, known, unsupported);
+}
+
 yaml_node_t *cfg_get(cfg_ctx_t *c, const yaml_node_t *map, const char *key) {
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
     yaml_node_t *k = cfg_node(c, p->key);
@@ -253,9 +259,7 @@ int cfg_auth(cfg_ctx_t *c, const yaml_node_t *map, const char *what, char **user
   if ((n = cfg_get(c, map, "basic_auth"))) {
     static const char *const ba_known[] = {"username", "password", "password_file", NULL};
     yaml_node_t *f, *pw, *pwf;
-    if ((rc = cfg_want(c, n, YAML_MAPPING_NODE, "basic_auth")) ||
-        (rc = cfg_check_keys(c, n, "basic_auth", ba_known,
-                             (const char *const[]){"username_file", NULL})))
+    if ((rc = cfg_map(c, n, "basic_auth", ba_known, (const char *const[]){"username_file", NULL})))
       return rc;
     if ((f = cfg_get(c, n, "username")) && (rc = cfg_string(c, f, "username", username)))
       return rc;

@@ -43,6 +43,9 @@ int cfg_unique_keys(cfg_ctx_t *c, const yaml_node_t *map, const char *what);
  * and the error says so rather than calling it unknown. */
 int cfg_check_keys(cfg_ctx_t *c, const yaml_node_t *map, const char *what, const char *const *known,
                    const char *const *unsupported);
+/* n is a map whose keys cfg_check_keys takes. */
+int cfg_map(cfg_ctx_t *c, const yaml_node_t *n, const char *what, const char *const *known,
+            const char *const *unsupported);
 /* The value of KEY in a (checked) map, or NULL when absent or null. */
 yaml_node_t *cfg_get(cfg_ctx_t *c, const yaml_node_t *map, const char *key);
 
