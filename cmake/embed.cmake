@@ -1,8 +1,9 @@
 # Writes a page's assets into a C file as byte arrays, at build time:
 #   cmake -DOUT=viewer_assets.c -DNAMES="html;css;js" -DDIR=src/ui/viewer -P embed.cmake
+# (cprof_embed_assets in cmake/assets.cmake runs it, and writes the header.)
 # Asset NAME is DIR/PREFIX.NAME and becomes cprof__PREFIX_ID[] and
-# cprof__PREFIX_ID_len (declared in ui/PREFIX_assets.h), ID being NAME as a
-# C identifier (live.js: live_js). PREFIX is viewer unless given. A NAME
+# cprof__PREFIX_ID_len (declared in the generated ui/PREFIX_assets.h), ID
+# being NAME as a C identifier (live.js: live_js). PREFIX is viewer unless given. A NAME
 # written NAME=PATH takes its bytes from PATH instead (a file another
 # package installs: the charts' Chart.js). A CMake script rather than xxd,
 # which a build machine may lack.

@@ -263,108 +263,120 @@ static void node_label(cprof__buf_t *b, const cprof__pf_node_t *n, int entities)
   }
 }
 
+/* The legend box, named by its first line. */
+static void dot_legend(cprof__buf_t *b, const graph_doc_t *d, int entities) {
+  char *first = strndup(d->legend, strcspn(d->legend, "\n"));
+  cprof__buf_puts(b, "subgraph cluster_L { \"");
+  put_dot_name(b, first ? first : "", entities, 0);
+  free(first);
+  cprof__buf_puts(b, "\" [shape=box fontsize=16 label=\"");
+  /* Its lines, each left-justified (\l); a newline in one is an empty
+   * line too, as pprof's "\nSee https://..." makes. */
+  put_dot_name(b, d->legend, entities, 0);
+  cprof__buf_puts(b, "\\l\"");
+  if (d->title && d->title[0]) {
+    cprof__buf_puts(b, " tooltip=\"");
+    put_dot_name(b, d->title, entities, 0);
+    cprof__buf_puts(b, "\"");
+  }
+  cprof__buf_puts(b, "] }\n");
+}
+
+/* Node i + 1 (n): its label, size by its flat share of the largest
+ * (max_flat), colour by its cum share of total. */
+static void dot_node(cprof__buf_t *b, const graph_doc_t *d, const cprof__pf_node_t *n, size_t i,
+                     double max_flat, int64_t total, int entities) {
+  int64_t flat = cprof__pf_flat(n), cum = cprof__pf_cum(n);
+  char fv[64], cv[64], fp[32], cp[32], color[8], fill[8];
+  fmt_value(d, flat, fv, sizeof fv);
+  snprintf(cv, sizeof cv, "%s", fv);
+  cprof__buf_printf(b, "N%zu [label=\"", i + 1);
+  node_label(b, n, entities);
+  if (flat != 0) {
+    pct(flat, total, fp, sizeof fp);
+    cprof__buf_printf(b, "%s (%s)", fv, fp);
+  } else {
+    cprof__buf_puts(b, "0");
+  }
+  if (cum != flat) {
+    cprof__buf_puts(b, flat != 0 ? "\\n" : " ");
+    fmt_value(d, cum, cv, sizeof cv);
+    pct(cum, total, cp, sizeof cp);
+    cprof__buf_printf(b, "of %s (%s)", cv, cp);
+  }
+  /* Font sizes from 8 to 24 by the square root of the flat share. */
+  int fontsize = 8;
+  if (max_flat != 0 && flat != 0 && fabs((double)flat) <= max_flat)
+    fontsize += (int)ceil(16.0 * sqrt(fabs((double)flat) / max_flat));
+  double score = total ? (double)cum / fabs((double)total) : 0;
+  dot_color(score, 0, color);
+  dot_color(score, 1, fill);
+  cprof__buf_printf(b, "\" id=\"node%zu\" fontsize=%d shape=box tooltip=\"", i + 1, fontsize);
+  put_dot_name(b, n->name, entities, 0);
+  cprof__buf_printf(b, " (%s)\" color=\"%s\" fillcolor=\"%s\"]\n", cv, color, fill);
+}
+
+/* Edge e of g, between the nodes' numbers, weighted and coloured by its
+ * share of total. */
+static void dot_edge(cprof__buf_t *b, const graph_doc_t *d, const cprof__pf_graph_t *g,
+                     const cprof__pf_edge_t *e, int64_t total, int entities) {
+  size_t from = 0, to = 0;
+  for (size_t k = 0; k < g->n_nodes; k++) {
+    if (g->nodes[k] == e->from)
+      from = k + 1;
+    if (g->nodes[k] == e->to)
+      to = k + 1;
+  }
+  int64_t w = e->weight_div ? e->weight / e->weight_div : e->weight;
+  char wv[64], color[8];
+  fmt_value(d, w, wv, sizeof wv);
+  cprof__buf_printf(b, "N%zu -> N%zu [label=\" %s%s\"", from, to, wv,
+                    e->inline_ ? "\\n (inline)" : "");
+  if (total != 0) {
+    int64_t aw = w * 100 / total;
+    aw = aw < 0 ? -aw : aw;
+    int weight = 1 + (int)(aw < 100 ? aw : 100);
+    if (weight > 1)
+      cprof__buf_printf(b, " weight=%d", weight);
+    int64_t pw = w * 5 / total;
+    pw = pw < 0 ? -pw : pw;
+    int width = 1 + (int)(pw < 5 ? pw : 5);
+    if (width > 1)
+      cprof__buf_printf(b, " penwidth=%d", width);
+    dot_color((double)w / fabs((double)total), 0, color);
+    cprof__buf_printf(b, " color=\"%s\"", color);
+  }
+  for (int t = 0; t < 2; t++) {
+    cprof__buf_puts(b, t ? " labeltooltip=\"" : " tooltip=\"");
+    put_dot_name(b, e->from->name, entities, 0);
+    cprof__buf_puts(b, e->residual ? " ... " : " -> ");
+    put_dot_name(b, e->to->name, entities, 0);
+    cprof__buf_printf(b, " (%s)\"", wv);
+  }
+  if (e->residual)
+    cprof__buf_puts(b, " style=\"dotted\"");
+  cprof__buf_puts(b, "]\n");
+}
+
 int graph_dot(const cprof__pf_graph_t *g, const graph_doc_t *d, int entities, char **out) {
   cprof__buf_t b;
   cprof__buf_init(&b);
   cprof__buf_puts(&b, "digraph \"");
   put_dot_name(&b, d->title && d->title[0] ? d->title : "unnamed", entities, 0);
   cprof__buf_puts(&b, "\" {\nnode [style=filled fillcolor=\"#f8f8f8\"]\n");
-  if (d->legend && d->legend[0]) {
-    /* The legend box is named by its first line. */
-    char *first = strndup(d->legend, strcspn(d->legend, "\n"));
-    cprof__buf_puts(&b, "subgraph cluster_L { \"");
-    put_dot_name(&b, first ? first : "", entities, 0);
-    free(first);
-    cprof__buf_puts(&b, "\" [shape=box fontsize=16 label=\"");
-    /* Its lines, each left-justified (\l); a newline in one is an empty
-     * line too, as pprof's "\nSee https://..." makes. */
-    put_dot_name(&b, d->legend, entities, 0);
-    cprof__buf_puts(&b, "\\l\"");
-    if (d->title && d->title[0]) {
-      cprof__buf_puts(&b, " tooltip=\"");
-      put_dot_name(&b, d->title, entities, 0);
-      cprof__buf_puts(&b, "\"");
-    }
-    cprof__buf_puts(&b, "] }\n");
-  }
+  if (d->legend && d->legend[0])
+    dot_legend(&b, d, entities);
   double max_flat = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
     double f = fabs((double)cprof__pf_flat(g->nodes[i]));
     if (f > max_flat)
       max_flat = f;
   }
-  int64_t total = d->o->total;
-  for (size_t i = 0; i < g->n_nodes; i++) {
-    const cprof__pf_node_t *n = g->nodes[i];
-    int64_t flat = cprof__pf_flat(n), cum = cprof__pf_cum(n);
-    char fv[64], cv[64], fp[32], cp[32], color[8], fill[8];
-    fmt_value(d, flat, fv, sizeof fv);
-    snprintf(cv, sizeof cv, "%s", fv);
-    cprof__buf_printf(&b, "N%zu [label=\"", i + 1);
-    node_label(&b, n, entities);
-    if (flat != 0) {
-      pct(flat, total, fp, sizeof fp);
-      cprof__buf_printf(&b, "%s (%s)", fv, fp);
-    } else {
-      cprof__buf_puts(&b, "0");
-    }
-    if (cum != flat) {
-      cprof__buf_puts(&b, flat != 0 ? "\\n" : " ");
-      fmt_value(d, cum, cv, sizeof cv);
-      pct(cum, total, cp, sizeof cp);
-      cprof__buf_printf(&b, "of %s (%s)", cv, cp);
-    }
-    /* Font sizes from 8 to 24 by the square root of the flat share. */
-    int fontsize = 8;
-    if (max_flat != 0 && flat != 0 && fabs((double)flat) <= max_flat)
-      fontsize += (int)ceil(16.0 * sqrt(fabs((double)flat) / max_flat));
-    double score = total ? (double)cum / fabs((double)total) : 0;
-    dot_color(score, 0, color);
-    dot_color(score, 1, fill);
-    cprof__buf_printf(&b, "\" id=\"node%zu\" fontsize=%d shape=box tooltip=\"", i + 1, fontsize);
-    put_dot_name(&b, n->name, entities, 0);
-    cprof__buf_printf(&b, " (%s)\" color=\"%s\" fillcolor=\"%s\"]\n", cv, color, fill);
-  }
+  for (size_t i = 0; i < g->n_nodes; i++)
+    dot_node(&b, d, g->nodes[i], i, max_flat, d->o->total, entities);
   /* Edges by weight, as pprof hints the layout with that order. */
-  for (size_t i = 0; i < g->n_edges; i++) {
-    const cprof__pf_edge_t *e = g->edges[i];
-    size_t from = 0, to = 0;
-    for (size_t k = 0; k < g->n_nodes; k++) {
-      if (g->nodes[k] == e->from)
-        from = k + 1;
-      if (g->nodes[k] == e->to)
-        to = k + 1;
-    }
-    int64_t w = e->weight_div ? e->weight / e->weight_div : e->weight;
-    char wv[64], color[8];
-    fmt_value(d, w, wv, sizeof wv);
-    cprof__buf_printf(&b, "N%zu -> N%zu [label=\" %s%s\"", from, to, wv,
-                      e->inline_ ? "\\n (inline)" : "");
-    if (total != 0) {
-      int64_t aw = w * 100 / total;
-      aw = aw < 0 ? -aw : aw;
-      int weight = 1 + (int)(aw < 100 ? aw : 100);
-      if (weight > 1)
-        cprof__buf_printf(&b, " weight=%d", weight);
-      int64_t pw = w * 5 / total;
-      pw = pw < 0 ? -pw : pw;
-      int width = 1 + (int)(pw < 5 ? pw : 5);
-      if (width > 1)
-        cprof__buf_printf(&b, " penwidth=%d", width);
-      dot_color((double)w / fabs((double)total), 0, color);
-      cprof__buf_printf(&b, " color=\"%s\"", color);
-    }
-    for (int t = 0; t < 2; t++) {
-      cprof__buf_puts(&b, t ? " labeltooltip=\"" : " tooltip=\"");
-      put_dot_name(&b, e->from->name, entities, 0);
-      cprof__buf_puts(&b, e->residual ? " ... " : " -> ");
-      put_dot_name(&b, e->to->name, entities, 0);
-      cprof__buf_printf(&b, " (%s)\"", wv);
-    }
-    if (e->residual)
-      cprof__buf_puts(&b, " style=\"dotted\"");
-    cprof__buf_puts(&b, "]\n");
-  }
+  for (size_t i = 0; i < g->n_edges; i++)
+    dot_edge(&b, d, g, g->edges[i], d->o->total, entities);
   cprof__buf_puts(&b, "}\n");
   cprof__buf_putc(&b, '\0');
   if (b.failed) {

@@ -9,161 +9,6 @@
 #include "model/measure.h"
 #include "source.h"
 
-void report_opts_init(report_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->unit = "minimum";
-  o->nodecount = -1;
-  o->nodefraction = 0.005;
-  o->edgefraction = 0.001;
-  o->granularity = CPROF_PF_FUNCTIONS;
-}
-
-const char report_flags_help[] =
-    "  --sample-index NAME  which value: a sample type's name or index (default: the\n"
-    "                       profile's default type, else the last)\n"
-    "  --unit UNIT          show values in UNIT (ms, s, kB, MB...; default: as pprof)\n"
-    "  --cum                sort by cumulative value\n"
-    "  --mean               average value per sample (value / count)\n"
-    "  --functions --files --lines --addresses   what a row stands for (default: functions)\n"
-    "  --focus RE --ignore RE --hide RE --show RE   keep / drop samples or frames by name\n"
-    "  --tagfocus RE --tagignore RE   keep / drop samples by label (key=value, or key=1kb:)\n"
-    "  --tagroot KEYS --tagleaf KEYS   labels as frames at the root / leaf (thread,request)\n"
-    "  --nodecount N --nodefraction F --edgefraction F   how much to show\n"
-    "  --symbolize=none     names as the profile has them (default: C++ names shortened,\n"
-    "                       as pprof; demangle=templates or demangle=full for more)\n";
-
-/* "--name VALUE", "--name=VALUE", "-name VALUE" (pprof's spelling, and
- * underscores for dashes). Returns the value, or NULL if argv[*i] is not
- * `name`; *missing when it is but has no value. */
-static const char *value_of(const char *name, int argc, char **argv, int *i, int *missing) {
-  const char *a = argv[*i];
-  a += a[0] == '-';
-  a += a[0] == '-';
-  size_t n = strlen(name);
-  for (size_t k = 0; k < n; k++)
-    if (!(a[k] == name[k] || (name[k] == '-' && a[k] == '_')))
-      return NULL;
-  if (a[n] == '=')
-    return a + n + 1;
-  if (a[n] != '\0')
-    return NULL;
-  if (*i + 1 >= argc) {
-    *missing = 1;
-    return NULL;
-  }
-  return argv[++*i];
-}
-
-static int is_flag(const char *name, const char *arg) {
-  arg += arg[0] == '-';
-  arg += arg[0] == '-';
-  return strcmp(arg, name) == 0;
-}
-
-static int number(const char *cmd, const char *flag, const char *v, double *out) {
-  char *end;
-  errno = 0;
-  *out = strtod(v, &end);
-  if (errno || end == v || *end) {
-    fprintf(stderr, "cprof %s: --%s wants a number, not %s\n", cmd, flag, v);
-    return -1;
-  }
-  return 0;
-}
-
-int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i) {
-  static const struct {
-    const char *name;
-    cprof__pf_granularity_t g;
-  } grains[] = {{"functions", CPROF_PF_FUNCTIONS},
-                {"files", CPROF_PF_FILES},
-                {"lines", CPROF_PF_LINES},
-                {"addresses", CPROF_PF_ADDRESSES}};
-  for (size_t k = 0; k < sizeof grains / sizeof *grains; k++)
-    if (is_flag(grains[k].name, argv[*i])) {
-      o->granularity = grains[k].g;
-      return 1;
-    }
-  if (is_flag("cum", argv[*i]))
-    return o->cum_sort = 1;
-  if (is_flag("flat", argv[*i])) {
-    o->cum_sort = 0;
-    return 1;
-  }
-  if (is_flag("mean", argv[*i]))
-    return o->mean = 1;
-  int missing = 0;
-  const char *sym = value_of("symbolize", argc, argv, i, &missing);
-  if (sym) {
-    static const struct {
-      const char *name;
-      cprof__pf_demangle_t mode;
-    } modes[] = {{"none", CPROF_PF_DEMANGLE_NONE},
-                 {"demangle=none", CPROF_PF_DEMANGLE_NONE},
-                 {"demangle=full", CPROF_PF_DEMANGLE_FULL},
-                 {"demangle=templates", CPROF_PF_DEMANGLE_TEMPLATES},
-                 {"demangle=default", CPROF_PF_DEMANGLE_SIMPLIFIED},
-                 {"local", CPROF_PF_DEMANGLE_SIMPLIFIED}};
-    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
-      if (strcmp(sym, modes[k].name) == 0) {
-        o->demangle = modes[k].mode;
-        return 1;
-      }
-    fprintf(stderr,
-            "cprof %s: --symbolize wants none or demangle=full|templates|none|default, not %s\n",
-            cmd, sym);
-    return -1;
-  }
-  static const char *const strings[] = {"sample-index", "unit",   "focus",    "ignore",
-                                        "hide",         "show",   "tagfocus", "tagignore",
-                                        "tagroot",      "tagleaf"};
-  missing = 0;
-  const char **slots[] = {
-      &o->sample_index, &o->unit,        &o->filter.focus,    &o->filter.ignore,
-      &o->filter.hide,  &o->filter.show, &o->filter.tagfocus, &o->filter.tagignore,
-      &o->tagroot,      &o->tagleaf};
-  for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) {
-    const char *v = value_of(strings[k], argc, argv, i, &missing);
-    if (v) {
-      *slots[k] = v;
-      return 1;
-    }
-    if (missing) {
-      fprintf(stderr, "cprof %s: --%s wants a value\n", cmd, strings[k]);
-      return -1;
-    }
-  }
-  static const char *const numbers[] = {"nodecount", "n", "nodefraction", "edgefraction"};
-  for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++) {
-    const char *v = value_of(numbers[k], argc, argv, i, &missing);
-    double x;
-    if (missing) {
-      fprintf(stderr, "cprof %s: --%s wants a value\n", cmd, numbers[k]);
-      return -1;
-    }
-    if (!v)
-      continue;
-    if (number(cmd, numbers[k], v, &x) != 0)
-      return -1;
-    if (k <= 1) {
-      if (x < 0 || x != (double)(long)x) {
-        fprintf(stderr, "cprof %s: --%s wants a whole number of nodes, not %s\n", cmd, numbers[k],
-                v);
-        return -1;
-      }
-      o->nodecount = (long)x;
-    } else if (x < 0 || x > 1) {
-      fprintf(stderr, "cprof %s: --%s wants a fraction between 0 and 1, not %s\n", cmd, numbers[k],
-              v);
-      return -1;
-    } else {
-      *(k == 2 ? &o->nodefraction : &o->edgefraction) = x;
-    }
-    return 1;
-  }
-  return 0;
-}
-
 int report_args(const char *cmd, const char *usage, report_opts_t *o, report_extra_fn extra,
                 void *ctx, int argc, char **argv, char **pos, int *n_pos, int *status) {
   *n_pos = 0;
@@ -332,6 +177,20 @@ int report_sample_index(const cprof__pf_t *p, const char *name, size_t *index, c
   return -1;
 }
 
+/* The filters' names, and their values in o, in the order of
+ * cprof__pf_filter's matched[]. */
+static const char *const filter_names[CPROF_PF_FILTER_N] = {"focus", "ignore",   "hide",
+                                                            "show",  "tagfocus", "tagignore"};
+
+static void filter_values(const report_opts_t *o, const char *values[CPROF_PF_FILTER_N]) {
+  values[CPROF_PF_FILTER_FOCUS] = o->filter.focus;
+  values[CPROF_PF_FILTER_IGNORE] = o->filter.ignore;
+  values[CPROF_PF_FILTER_HIDE] = o->filter.hide;
+  values[CPROF_PF_FILTER_SHOW] = o->filter.show;
+  values[CPROF_PF_FILTER_TAGFOCUS] = o->filter.tagfocus;
+  values[CPROF_PF_FILTER_TAGIGNORE] = o->filter.tagignore;
+}
+
 int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
   char err[512];
   if (cprof__pf_demangle(p, o->demangle) != 0) {
@@ -364,12 +223,12 @@ int report_prepare(const char *cmd, cprof__pf_t *p, report_opts_t *o) {
     fprintf(stderr, "cprof %s: %s\n", cmd, err);
     return 1;
   }
-  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
-  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
-                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
-  for (int k = 0; k < 6; k++)
+  const char *values[CPROF_PF_FILTER_N];
+  filter_values(o, values);
+  for (int k = 0; k < CPROF_PF_FILTER_N; k++)
     if (values[k] && values[k][0] && !matched[k])
-      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, names[k], values[k]);
+      fprintf(stderr, "cprof %s: no matches found for %s regexp: %s\n", cmd, filter_names[k],
+              values[k]);
   return 0;
 }
 
@@ -508,21 +367,20 @@ void report_labels(cprof__buf_t *out, const cprof__pf_t *p, const report_opts_t 
   if (!o->compact_labels)
     report_profile_labels(out, p, &shown);
   /* pprof's legendActiveFilters. */
-  const char *names[] = {"focus", "ignore", "hide", "show", "tagfocus", "tagignore"};
-  const char *values[] = {o->filter.focus, o->filter.ignore,   o->filter.hide,
-                          o->filter.show,  o->filter.tagfocus, o->filter.tagignore};
+  const char *values[CPROF_PF_FILTER_N];
+  filter_values(o, values);
   int any = 0;
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < CPROF_PF_FILTER_N; k++) {
     if (!values[k] || !values[k][0])
       continue;
     if (!any++)
       cprof__buf_puts(out, "Active filters:\n");
-    cprof__buf_printf(out, "   %s=", names[k]);
+    cprof__buf_printf(out, "   %s=", filter_names[k]);
     /* Cut at 80 bytes, as pprof cuts the Go string. */
     char cut[81];
-    size_t len = strlen(names[k]) + 1 + strlen(values[k]);
-    snprintf(cut, sizeof cut, "%s=%s", names[k], values[k]);
-    report_put_name(out, cut + strlen(names[k]) + 1);
+    size_t len = strlen(filter_names[k]) + 1 + strlen(values[k]);
+    snprintf(cut, sizeof cut, "%s=%s", filter_names[k], values[k]);
+    report_put_name(out, cut + strlen(filter_names[k]) + 1);
     cprof__buf_puts(out, len > 80 ? "\xe2\x80\xa6\n" : "\n");
   }
   int64_t flat_sum = 0;

@@ -36,12 +36,14 @@ typedef struct report_opts {
 } report_opts_t;
 
 /* pprof's defaults: last or default sample type, unit "minimum", node
- * fraction 0.005, edge fraction 0.001, functions. */
+ * fraction 0.005, edge fraction 0.001, functions (options.c, from the
+ * table of report options). */
 void report_opts_init(report_opts_t *o);
 
 /* If argv[*i] is one of the report options, takes it (and its value,
  * "--focus RE" or "--focus=RE"), advances *i and returns 1; 0 when it is
- * not one; -1 after a line on stderr for a bad value. */
+ * not one; -1 after a line on stderr for a bad value. In options.c,
+ * which reads the flags from the table the prompt's settings share. */
 int report_flag(report_opts_t *o, const char *cmd, int argc, char **argv, int *i);
 /* Usage lines for those options, for a command's --help. */
 extern const char report_flags_help[];

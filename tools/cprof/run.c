@@ -350,7 +350,10 @@ static int set(const char *name, const char *value) {
   return -1;
 }
 
-int cmd_run(int argc, char **argv) {
+/* Takes the options before PROGRAM into the environment PROGRAM gets.
+ * -1 to go on, or the exit status: 0 after --help, 1, 2 after a usage
+ * error. */
+static int take_options(int argc, char **argv) {
   enum { ADDR = 256, OUTPUT, HEAP, CPU, BLOCK, MUTEX, ENV };
   static const struct option longs[] = {{"addr", required_argument, NULL, ADDR},
                                         {"output", required_argument, NULL, OUTPUT},
@@ -365,7 +368,7 @@ int cmd_run(int argc, char **argv) {
       [ADDR - ADDR] = "CPROF_ADDR",        [OUTPUT - ADDR] = "CPROF_OUTPUT",
       [HEAP - ADDR] = "CPROF_HEAP_RATE",   [CPU - ADDR] = "CPROF_CPU_HZ",
       [BLOCK - ADDR] = "CPROF_BLOCK_RATE", [MUTEX - ADDR] = "CPROF_MUTEX_FRACTION"};
-  char lib[PATH_MAX], path[PATH_MAX], name[256], cwd[PATH_MAX], *abs = NULL;
+  char name[256], cwd[PATH_MAX], *abs = NULL;
   int c;
   opterr = 0;
   optind = 1;
@@ -404,13 +407,15 @@ int cmd_run(int argc, char **argv) {
     if (rc)
       return 1;
   }
-  if (optind >= argc) {
-    fprintf(stderr, "cprof run: no PROGRAM given (cprof run --help)\n");
-    return 2;
-  }
+  return -1;
+}
 
-  const char *prog = argv[optind];
-  int rc = resolve(prog, path, sizeof path);
+/* Finds prog (into path) and libcprof (into lib), and checks that the
+ * dynamic loader will preload the one into the other: 0, or the exit
+ * status after a line on stderr. */
+static int check_preload(const char *prog, char path[PATH_MAX], char lib[PATH_MAX]) {
+  char name[256];
+  int rc = resolve(prog, path, PATH_MAX);
   if (rc) {
     if (rc == 127 && !strchr(prog, '/'))
       fprintf(stderr, "cprof run: %s: command not found\n", shown(prog, name, sizeof name));
@@ -418,7 +423,7 @@ int cmd_run(int argc, char **argv) {
       fprintf(stderr, "cprof run: %s: %s\n", shown(prog, name, sizeof name), strerror(errno));
     return rc;
   }
-  if (find_library(lib, sizeof lib) != 0) {
+  if (find_library(lib, PATH_MAX) != 0) {
     fprintf(stderr, "cprof run: cannot find libcprof (%s); set CPROF_LIB to its path\n",
             getenv("CPROF_LIB") && *getenv("CPROF_LIB")
                 ? "CPROF_LIB names no readable file"
@@ -456,7 +461,21 @@ int cmd_run(int argc, char **argv) {
             shown(prog, name, sizeof name), why);
     return 1;
   }
+  return 0;
+}
 
+int cmd_run(int argc, char **argv) {
+  char lib[PATH_MAX], path[PATH_MAX];
+  int rc = take_options(argc, argv);
+  if (rc >= 0)
+    return rc;
+  if (optind >= argc) {
+    fprintf(stderr, "cprof run: no PROGRAM given (cprof run --help)\n");
+    return 2;
+  }
+  const char *prog = argv[optind];
+  if ((rc = check_preload(prog, path, lib)) != 0)
+    return rc;
   if (add_preload(lib) != 0) {
     fprintf(stderr, "cprof run: cannot set LD_PRELOAD: %s\n", strerror(errno));
     return 1;

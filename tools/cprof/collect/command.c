@@ -107,7 +107,17 @@ static int parse_size(const char *s, int64_t *out) {
   return -1;
 }
 
-int cmd_collect(int argc, char **argv) {
+/* What cprof collect was asked. */
+typedef struct args {
+  const char *file, *remote, *listen;
+  int check;
+  long age_ms;
+  collect_retention_t keep;
+} args_t;
+
+/* Reads the options and FILE into a: -1 to go on, or the exit status (0
+ * after --help, 2 after a usage error on stderr). */
+static int read_args(int argc, char **argv, args_t *a) {
   static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                         {"config-path", required_argument, NULL, 'c'},
                                         {"check", no_argument, NULL, 'k'},
@@ -118,39 +128,36 @@ int cmd_collect(int argc, char **argv) {
                                         {"http-address", required_argument, NULL, 'l'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
-  const char *file = NULL, *remote = NULL, *listen = "127.0.0.1:7070";
-  int check = 0, c;
-  long age_ms = 15L * 24 * 3600 * 1000;
-  collect_retention_t keep = {0};
+  int c;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
     switch (c) {
     case 'c':
-      file = optarg;
+      a->file = optarg;
       break;
     case 'k':
-      check = 1;
+      a->check = 1;
       break;
     case 'r':
-      if (collect_parse_duration(optarg, &age_ms) != 0) {
+      if (collect_parse_duration(optarg, &a->age_ms) != 0) {
         fprintf(stderr, "cprof collect: --retention wants a duration (15d, 12h, 0), not %s\n",
                 optarg);
         return 2;
       }
       break;
     case 's':
-      if (parse_size(optarg, &keep.max_bytes) != 0) {
+      if (parse_size(optarg, &a->keep.max_bytes) != 0) {
         fprintf(stderr, "cprof collect: --retention-size wants a size (512MB, 10GB, 0), not %s\n",
                 optarg);
         return 2;
       }
       break;
     case 'w':
-      remote = optarg;
+      a->remote = optarg;
       break;
     case 'l':
-      listen = optarg;
+      a->listen = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -165,31 +172,38 @@ int cmd_collect(int argc, char **argv) {
     }
   }
   /* --check FILE: the file may follow as an operand. */
-  if (!file && optind == argc - 1)
-    file = argv[optind++];
-  if (!file || optind != argc) {
+  if (!a->file && optind == argc - 1)
+    a->file = argv[optind++];
+  if (!a->file || optind != argc) {
     fprintf(stderr, "cprof collect: %s (cprof collect --help)\n",
-            !file ? "no config FILE given" : "one config FILE at a time");
+            !a->file ? "no config FILE given" : "one config FILE at a time");
     return 2;
   }
+  return -1;
+}
 
+int cmd_collect(int argc, char **argv) {
+  args_t a = {.listen = "127.0.0.1:7070", .age_ms = 15L * 24 * 3600 * 1000};
+  int rc = read_args(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
   collect_config_t *cfg;
   char err[1024];
-  if (collect_config_load(file, &cfg, err, sizeof err)) {
+  if (collect_config_load(a.file, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  if (remote && set_remote_write(cfg, remote) != 0) {
+  if (a.remote && set_remote_write(cfg, a.remote) != 0) {
     collect_config_free(cfg);
     return 2;
   }
-  if (check) {
+  if (a.check) {
     summary(cfg);
     collect_config_free(cfg);
     return 0;
   }
-  keep.max_age_ns = (int64_t)age_ms * 1000000;
-  int rc = collect_run(cfg, &keep, listen);
+  a.keep.max_age_ns = (int64_t)a.age_ms * 1000000;
+  rc = collect_run(cfg, &a.keep, a.listen);
   collect_config_free(cfg);
   return rc;
 }

@@ -59,13 +59,15 @@ static void *housekeeper(void *arg) {
   }
 }
 
-int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, const char *listen) {
+/* The store, opened and repaired (saying what a crash left), or NULL
+ * after a line on stderr. */
+static collect_store_t *open_store(const collect_config_t *cfg) {
   char err[512];
   collect_store_t *store;
   collect_store_repair_t repair = {0};
   if (collect_store_open(cfg->directory, &store, &repair, err, sizeof err) != 0) {
     fprintf(stderr, "cprof collect: %s\n", err);
-    return 1;
+    return NULL;
   }
   if (repair.tmp_removed || repair.orphans_removed || repair.rows_removed)
     fprintf(stderr,
@@ -73,6 +75,24 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, co
             "an index entry and %lld entries without their file removed\n",
             cfg->directory, (long long)repair.tmp_removed, (long long)repair.orphans_removed,
             (long long)repair.rows_removed);
+  return store;
+}
+
+/* What the remote write did, once it has stopped. */
+static void say_pushed(collect_pusher_t *pusher) {
+  collect_push_totals_t pt;
+  collect_pusher_totals(pusher, &pt);
+  fprintf(stderr,
+          "cprof collect: remote write: pushed %llu, retried %llu, dropped %llu, rejected %llu\n",
+          (unsigned long long)pt.pushed, (unsigned long long)pt.retried,
+          (unsigned long long)pt.dropped, (unsigned long long)pt.rejected);
+}
+
+int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, const char *listen) {
+  char err[512];
+  collect_store_t *store = open_store(cfg);
+  if (!store)
+    return 1;
   collect_scraper_t *s;
   if (collect_scraper_new(cfg, store, &s, err, sizeof err) != 0) {
     fprintf(stderr, "cprof collect: %s\n", err);
@@ -133,12 +153,7 @@ int collect_run(const collect_config_t *cfg, const collect_retention_t *keep, co
     collect_pusher_stop(pusher, COLLECT_PUSH_FLUSH_MS);
   collect_web_stop(web);
   if (pusher) {
-    collect_push_totals_t pt;
-    collect_pusher_totals(pusher, &pt);
-    fprintf(stderr,
-            "cprof collect: remote write: pushed %llu, retried %llu, dropped %llu, rejected %llu\n",
-            (unsigned long long)pt.pushed, (unsigned long long)pt.retried,
-            (unsigned long long)pt.dropped, (unsigned long long)pt.rejected);
+    say_pushed(pusher);
     collect_pusher_free(pusher);
   }
   collect_scraper_free(s);

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +21,6 @@ struct collect_web {
   web_ctx_t ctx;
   char address[300];
 };
-
-void web_reply_error(web_reply_t *r, unsigned status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  r->status = status;
-  r->type = WEB_TEXT;
-  r->body.len = 0;
-  cprof__buf_vprintf(&r->body, fmt, ap);
-  cprof__buf_putc(&r->body, '\n');
-  va_end(ap);
-}
 
 static const char *param(void *req, const char *name) {
   return MHD_lookup_connection_value(req, MHD_GET_ARGUMENT_KIND, name);

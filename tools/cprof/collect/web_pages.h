@@ -1,6 +1,7 @@
 /* The pages of cprof collect's web server (collect/web.h), each a function
  * of a request to a reply, kept apart from libmicrohttpd: web.c hands them
- * a parameter getter and sends what they fill in. */
+ * a parameter getter and sends what they fill in; web_reply.c has what
+ * they share. */
 #ifndef CPROF_COLLECT_WEB_PAGES_H
 #define CPROF_COLLECT_WEB_PAGES_H
 
@@ -33,7 +34,7 @@ typedef struct web_reply {
 #define WEB_TEXT "text/plain; charset=utf-8"
 #define WEB_METRICS "text/plain; version=0.0.4; charset=utf-8"
 
-/* A reply of one line of text with status. */
+/* A reply of one line of text with status (web_reply.c). */
 void web_reply_error(web_reply_t *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
