@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/demangle.h"
+#include "model/demangle.h"
 
 static const option_choice_t granularities[] = {
     {"addresses", CPROF_PF_ADDRESSES,

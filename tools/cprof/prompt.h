@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "options.h"
-#include "profile/model.h"
+#include "model/model.h"
 #include "report.h"
 #include "source.h"
 
