@@ -8,7 +8,10 @@
  *   listen queue. Its sending side ends right after the answer (a FIN), and
  *   the socket stays open up to CPROF_REFUSE_LINGER_MS to read the request
  *   the client sends meanwhile: closing with unread data would send a reset,
- *   and a reset can reach the client before it has read the answer.
+ *   and a reset can reach the client before it has read the answer. At most
+ *   max_connections linger at once; under a flood the oldest is cut first
+ *   (it has had the longest to read its answer), which keeps the server
+ *   below libmicrohttpd's own limit (limits.h).
  * - A deadline for each request: the whole request (line, headers, body)
  *   must arrive within read_timeout of the connection's opening or of the
  *   previous answer on it. libmicrohttpd's own timeout counts inactivity,
@@ -90,6 +93,27 @@ static int from_same_host(const cprof__conn_t *c) {
   return n;
 }
 
+/* c, told 503, has joined the ones that linger: past max_connections of
+ * them, the one told 503 longest ago (the soonest deadline; never c, whose
+ * answer is not written yet) is cut now, as the reaper would at its
+ * deadline. Under the lock, which also keeps its descriptor its own
+ * (limits_close). */
+static void cut_oldest_refused(const cprof__conn_t *c) {
+  int lingering = 0;
+  cprof__conn_t *oldest = NULL;
+  for (cprof__conn_t *o = conns; o; o = o->next) {
+    if (!o->refused || !o->deadline)
+      continue;
+    lingering++;
+    if (o != c && (!oldest || o->deadline < oldest->deadline))
+      oldest = o;
+  }
+  if (lingering > cfg.max_connections && oldest) {
+    shutdown(oldest->fd, SHUT_RDWR);
+    oldest->deadline = 0;
+  }
+}
+
 /* A deadline was set: does the reaper sleep past it? Under the lock. */
 static int reaper_late(long long deadline) {
   if (reaper_due && reaper_due <= deadline)
@@ -139,6 +163,8 @@ int cprof__limits_open(cprof__conn_t *c, int fd, const struct sockaddr *peer, so
   if (conns)
     conns->prev = c;
   conns = c;
+  if (c->refused)
+    cut_oldest_refused(c);
   int wake = reaper_late(c->deadline);
   pthread_mutex_unlock(&lock);
   if (c->refused && !cfg.tls)

@@ -11,14 +11,16 @@
 
 #include "core/config.h" /* the settings' defaults and ranges */
 
-/* Connections accepted beyond the caps only to be told 503, each for at
- * most CPROF_REFUSE_LINGER_MS: the server holds at most CPROF_HELD_FACTOR *
- * max_connections connections in all, served or told 503, from any
- * addresses. That is libmicrohttpd's one limit: at it, it stops accepting,
- * and a new connection waits in the listen queue until one ends (late, but
- * told 503 or served, never closed without a word). There is no
- * per-address limit in libmicrohttpd: past its own it closes at once, which
- * resets a client that has sent its request. */
+/* Connections accepted beyond the caps only to be told 503 linger for at
+ * most CPROF_REFUSE_LINGER_MS, and at most max_connections of them at
+ * once: past that, the one told 503 longest ago is cut (limits.c). So the
+ * server holds at most max_connections served plus max_connections told
+ * 503, and libmicrohttpd's one limit, CPROF_HELD_FACTOR * max_connections,
+ * leaves as many again for connections being cut. That limit must never be
+ * reached: at it, libmicrohttpd 0.9.75 in thread-per-connection mode still
+ * accepts, and closes at once ("Server reached connection limit"), which
+ * resets a client of any address that has sent its request. It has no
+ * per-address limit of its own for the same reason. */
 #define CPROF_HELD_FACTOR 3
 #define CPROF_REFUSE_LINGER_MS 1000
 /* libmicrohttpd's memory pool per connection, which holds the request line
