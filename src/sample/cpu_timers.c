@@ -20,12 +20,6 @@
 #include "sample/threads.h"
 #include "unwind/pc.h"
 
-/* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
- * gives only processes', pthread_getcpuclockid(3) only pthread_t's, so we
- * build it as the kernel encodes it (include/linux/posix-timers.h):
- * CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
-static clockid_t thread_cpu_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
-
 /* A uniform draw in [1, period_ns], lock-free: a counter, offset by a
  * seed drawn once per process, through a finaliser. The seed matters: with
  * the counter alone, each thread's phase was the same in every process, a
@@ -222,7 +216,7 @@ void cprof__cpu_count_unsampled(int final) {
     if (!tid)
       continue;
     int64_t since = __atomic_load_n(&s->unsampled_since, __ATOMIC_ACQUIRE);
-    int64_t now = since ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
+    int64_t now = since ? cpu_ns_of(cprof__thread_cpu_clock(tid)) : 0;
     if (now && __atomic_compare_exchange_n(&s->unsampled_since, &since, now, 0, __ATOMIC_SEQ_CST,
                                            __ATOMIC_SEQ_CST)) {
       __atomic_add_fetch(&s->owed_ns, now - since, __ATOMIC_SEQ_CST);
@@ -400,7 +394,7 @@ static int make_timer(cprof__cpu_slot_t *s, pid_t tid, int blocked) {
   sev._sigev_un._tid = tid;
   timer_t t;
   s->why = 0;
-  if (timer_create(thread_cpu_clock(tid), &sev, &t) != 0) {
+  if (timer_create(cprof__thread_cpu_clock(tid), &sev, &t) != 0) {
     s->why = CPROF_CALL_TIMER_CREATE << 16 | (uint16_t)errno;
     return -errno; /* EINVAL: the thread exited meanwhile */
   }
@@ -410,7 +404,7 @@ static int make_timer(cprof__cpu_slot_t *s, pid_t tid, int blocked) {
    * samples each thread in proportion to the CPU it uses, however short
    * its life. */
   s->first_ns = first_expiry_ns();
-  s->armed_at = cpu_ns_of(thread_cpu_clock(tid));
+  s->armed_at = cpu_ns_of(cprof__thread_cpu_clock(tid));
   if (!blocked && arm(t, s->first_ns) != 0) {
     int err = errno;
     timer_delete(t);
@@ -453,7 +447,7 @@ int cprof__cpu_add_timer(pid_t tid, int blocked, int keep_failed, int own, int b
   }
   if (err == -EINVAL || (err && !keep_failed))
     return err;
-  int64_t now = (blocked || err) && !own ? cpu_ns_of(thread_cpu_clock(tid)) : 0;
+  int64_t now = (blocked || err) && !own ? cpu_ns_of(cprof__thread_cpu_clock(tid)) : 0;
   if (err && !now && !own)
     return err;
   if (now && born)
@@ -522,7 +516,7 @@ void cprof__cpu_timers_stop(void) {
     /* Its clock just before its timer goes: "Expiries never delivered". */
     s->end_tid = 0;
     if (!s->due_off && s->state == CPROF__CPU_SLOT_ARMED &&
-        (s->end_clock = cpu_ns_of(thread_cpu_clock(s->tid))))
+        (s->end_clock = cpu_ns_of(cprof__thread_cpu_clock(s->tid))))
       s->end_tid = s->tid;
     cprof__cpu_remove_timer(s);
   }

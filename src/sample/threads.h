@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "sample/labels.h"
 #include "unwind/unwind.h"
@@ -31,15 +32,15 @@ typedef enum cprof__thread_status {
 
 typedef struct cprof__thread_stack {
   pid_t tid;
-  char name[16];  /* /proc/self/task/TID/comm */
-  char state;     /* R, S, D, ... from /proc/self/task/TID/stat */
+  char name[16]; /* /proc/self/task/TID/comm */
+  char state;    /* R, S, D, ... from /proc/self/task/TID/stat */
   cprof__thread_status_t status;
   long syscall_nr; /* the system call it waits in, else -1 (running, or stopped outside one) */
   int reused;      /* the stack is the cache's: asleep where it was at the last capture */
   char region[CPROF_MAX_TRACE_NAME + 1]; /* its innermost open region (the wall profile's), or "" */
   const char *unreadable;                /* UNKNOWN: the file of /proc/self/task/TID/ that was not;
                                           * UNSENT: the call refused (timer_create, timer_settime) */
-  int err;                /* UNKNOWN, UNSENT: why, an errno */
+  int err;                               /* UNKNOWN, UNSENT: why, an errno */
   int depth;
   uintptr_t *pcs; /* cprof__max_depth() when the capture began, at most */
   /* Its labels (cprof_label_set, cprof_do), read just after the stacks
@@ -146,6 +147,14 @@ int cprof__thread_signal_masks(pid_t tid, uint64_t *blocked, uint64_t *pending);
 
 /* The number of threads in the process now (for the index page). */
 int cprof__threads_count(void);
+
+/* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
+ * gives only processes', pthread_getcpuclockid(3) only pthread_t's, so we
+ * build it as the kernel encodes it (include/linux/posix-timers.h):
+ * CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
+static inline clockid_t cprof__thread_cpu_clock(pid_t tid) {
+  return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
 
 /* The signal number chosen, or 0 before init (or when none was free). */
 int cprof__threads_signal(void);
