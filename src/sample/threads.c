@@ -160,96 +160,6 @@ static uint64_t births;
 
 void cprof__threads_born(void) { __atomic_add_fetch(&births, 1, __ATOMIC_RELAXED); }
 
-/* One thread's entry in the dump, from how its stack was got. */
-static void collect(int mode, const cprof__threads_slot_t *slot, const cprof__thread_stack_t *got,
-                    cprof__thread_stack_t *t) {
-  t->status = CPROF_THREAD_OK;
-  switch (mode) {
-  case CPROF__HOW_ASK:
-    t->depth = slot->depth;
-    memcpy(t->pcs, slot->pcs, (size_t)t->depth * sizeof t->pcs[0]);
-    return;
-  case CPROF__HOW_OUTSIDE:
-  case CPROF__HOW_SELF:
-    if (t != got) {
-      t->depth = got->depth;
-      memcpy(t->pcs, got->pcs, (size_t)t->depth * sizeof t->pcs[0]);
-    }
-    return;
-  case CPROF__HOW_UNKNOWN:
-    t->status = CPROF_THREAD_UNKNOWN;
-    t->unreadable = got->unreadable;
-    t->err = got->err;
-    break;
-  case CPROF__HOW_BLOCKED:
-    t->status = CPROF_THREAD_BLOCKED;
-    break;
-  case CPROF__HOW_NO_SIGNAL:
-    t->status = CPROF_THREAD_NO_SIGNAL;
-    break;
-  case CPROF__HOW_NO_STACK:
-    t->status = CPROF_THREAD_NO_STACK;
-    break;
-  case CPROF__HOW_UNSENT:
-    t->status = CPROF_THREAD_UNSENT;
-    t->unreadable = got->unreadable;
-    t->err = got->err;
-    break;
-  case CPROF__HOW_KERNEL:
-    t->status = CPROF_THREAD_KERNEL;
-    break;
-  case CPROF__HOW_DEFERRED:
-    t->status = CPROF_THREAD_DEFERRED;
-    break;
-  default: /* LATE */
-    t->status = CPROF_THREAD_TIMEOUT;
-  }
-  t->depth = 0;
-}
-
-/* The dump's entries and their stacks of `depth` frames, in one block
- * (freed with the entries); with room for the answers of earlier asks
- * when `answers`. */
-cprof__thread_stack_t *cprof__threads_new_dump(int n, int depth, int answers) {
-  size_t head = (size_t)n * sizeof(cprof__thread_stack_t);
-  size_t per = (size_t)depth * (answers ? 3 : 1);
-  cprof__thread_stack_t *v = calloc(1, head + (size_t)n * per * sizeof(uintptr_t));
-  if (!v)
-    return NULL;
-  uintptr_t *pcs = (uintptr_t *)(void *)((char *)v + head);
-  for (int i = 0; i < n; i++) {
-    v[i].pcs = pcs + (size_t)i * per;
-    v[i].answer_pcs = answers ? v[i].pcs + depth : NULL;
-    v[i].sleep_pcs = answers ? v[i].pcs + 2 * depth : NULL;
-    v[i].syscall_nr = -1;
-    v[i].sleep_nr = -1;
-    v[i].cpu_ns = -1;
-  }
-  return v;
-}
-
-cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, pid_t tid) {
-  int lo = 0, hi = d->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (d->v[mid].tid < tid)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < d->n && d->v[lo].tid == tid ? &d->v[lo] : NULL;
-}
-
-/* Fills the labels of dump entries by thread id, looked up once per
- * labelled thread. */
-static void fill_one(pid_t tid, const cprof__labels_t *l, void *ctx) {
-  cprof__thread_stack_t *t = cprof__threads_dump_find(ctx, tid);
-  if (t)
-    t->labels = *l;
-}
-
-static void fill_labels(cprof__thread_dump_t *d) { cprof__labels_each(fill_one, d); }
-
 int cprof__threads_capture(cprof__unwinder_t how, int timeout_ms, cprof__thread_dump_t *out) {
   return cprof__threads_capture_cached(how, timeout_ms, NULL, out);
 }
@@ -259,16 +169,42 @@ static int pid_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
-                                  cprof__thread_dump_t *out) {
-  memset(out, 0, sizeof *out);
-  /* Without a signal of our own, running threads cannot be asked; the
-   * others are still unwound from outside. */
-  cprof__threads_init();
+/* One capture's work: its threads, sorted, and, aligned with them, how
+ * each stack is got (mode), where each slept (places), and what a cache
+ * lends (each thread's syscall file kept open, its mask's last look, a
+ * deferring cache's ask still out), moved back to the cache after. */
+typedef struct capture {
+  cprof__threads_cache_t *c; /* NULL: none */
+  cprof__unwinder_t how;
+  pid_t *tids;
+  int n;
+  int64_t now; /* CLOCK_MONOTONIC ns when the threads were listed */
+  const cprof__maps_t *maps;
+  int depth;
+  uint32_t modules; /* the module generation the stacks are of */
+  uint32_t gen;
+  int defer;      /* asks go out through the cache's table, and stay out */
+  int holds;      /* the cache held the signal's use already */
+  int can_signal; /* running threads may be asked */
+  pid_t me;
+  cprof__symbolizer_t *sym; /* acquired on first need */
+  cprof__thread_stack_t *res;
+  unsigned char *mode;
+  cprof__in_kernel_t *places;
+  int *fds;
+  int64_t *oks;
+  int *asks;
+  int64_t *askeds;
+} capture_t;
 
+/* The threads to capture, sorted by id (the dump's order, and the
+ * cache's), into w->tids and w->n: a cache's last ones when no thread was
+ * born since and that list is under a second old; otherwise those of
+ * /proc/self/task. The capturing thread is left out for a cache (see
+ * threads.h). Returns 0, or a negative errno. */
+static int list_threads(capture_t *w) {
+  cprof__threads_cache_t *c = w->c;
   pid_t *tids = NULL;
-  cprof__maps_t *fresh = NULL; /* read for this capture */
-  const cprof__maps_t *maps = NULL;
   if (c && !c->task)
     c->task = opendir("/proc/self/task");
   int n = -1;
@@ -288,7 +224,7 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
       c->listed_ns = now;
     }
   }
-  if (c) { /* the capturing thread is left out: see threads.h */
+  if (c) {
     pid_t me = (pid_t)syscall(SYS_gettid);
     int kept = 0;
     for (int i = 0; i < n; i++)
@@ -296,215 +232,260 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
         tids[kept++] = tids[i];
     n = kept;
   }
-  qsort(tids, (size_t)n, sizeof *tids, pid_cmp); /* the dump's order, and the cache's */
+  qsort(tids, (size_t)n, sizeof *tids, pid_cmp);
+  w->tids = tids;
+  w->n = n;
+  w->now = now;
+  return 0;
+}
+
+/* The maps the walks read, into w->maps: the cache's, while under a
+ * second old and no module or thread is new to them; otherwise read now,
+ * into *fresh. Returns 0, or a negative errno. */
+static int maps_for(capture_t *w, cprof__maps_t **fresh) {
+  cprof__threads_cache_t *c = w->c;
   int err = 0;
   if (c && c->maps && cprof__now_ns(CLOCK_MONOTONIC) - c->maps_ns < 1000000000LL &&
       c->modules == cprof__modules_generation_sigsafe() &&
-      cprof__threads_cache_knows_all(c, tids, n))
-    maps = c->maps;
-  else if ((fresh = calloc(1, sizeof *fresh)) == NULL || (err = cprof__maps_read(fresh)) != 0)
+      cprof__threads_cache_knows_all(c, w->tids, w->n))
+    w->maps = c->maps;
+  else if ((*fresh = calloc(1, sizeof **fresh)) == NULL || (err = cprof__maps_read(*fresh)) != 0)
     err = err ? err : -ENOMEM;
   else
-    maps = fresh;
-  if (err != 0) {
-    free(fresh);
-    free(tids);
-    return err;
-  }
+    w->maps = *fresh;
+  return err;
+}
 
-  pthread_mutex_lock(&cprof__threads_capture_lock);
-  int depth = cprof__max_depth();
-  cprof__thread_stack_t *res = cprof__threads_new_dump(n, depth, c && c->defer);
-  unsigned char *mode = calloc((size_t)n, 1);
-  cprof__in_kernel_t *places = calloc((size_t)(n ? n : 1), sizeof *places);
+static void capture_free(capture_t *w) {
+  free(w->mode);
+  free(w->places);
+  free(w->fds);
+  free(w->oks);
+  free(w->asks);
+  free(w->askeds);
+}
+
+/* Under the capture lock: w's entries and arrays, with what the cache
+ * lends moved in, and slots for every thread. A cache's stacks of another
+ * depth, or of modules since unloaded, are not reused, and its asks out go
+ * when a program that takes the signal waits. Returns 0, or a negative
+ * errno with nothing kept (the cache's asks given up). */
+static int capture_begin(capture_t *w) {
+  cprof__threads_cache_t *c = w->c;
+  int n = w->n, one = n ? n : 1;
+  w->depth = cprof__max_depth();
+  w->res = cprof__threads_new_dump(n, w->depth, c && c->defer);
+  w->mode = calloc((size_t)n, 1);
+  w->places = calloc((size_t)one, sizeof *w->places);
   /* Each thread's syscall file kept open from the capture before, moved
    * here from the cache (whose entry then owns none), and back after. */
-  int *fds = c ? malloc((size_t)(n ? n : 1) * sizeof *fds) : NULL;
-  int64_t *oks = c ? calloc((size_t)(n ? n : 1), sizeof *oks) : NULL;
+  w->fds = c ? malloc((size_t)one * sizeof *w->fds) : NULL;
+  w->oks = c ? calloc((size_t)one, sizeof *w->oks) : NULL;
   /* A deferring cache's asks out, by thread: moved here, and back after. */
-  int *asks = c ? malloc((size_t)(n ? n : 1) * sizeof *asks) : NULL;
-  int64_t *askeds = c ? calloc((size_t)(n ? n : 1), sizeof *askeds) : NULL;
-  for (int i = 0; asks && i < n; i++)
-    asks[i] = -1;
-  for (int i = 0; fds && oks && i < n; i++) {
-    cprof__threads_cached_t *e = cprof__threads_cache_find(c, tids[i]);
-    fds[i] = e ? e->fd : -1;
-    oks[i] = e ? e->mask_ok : 0;
+  w->asks = c ? malloc((size_t)one * sizeof *w->asks) : NULL;
+  w->askeds = c ? calloc((size_t)one, sizeof *w->askeds) : NULL;
+  for (int i = 0; w->asks && i < n; i++)
+    w->asks[i] = -1;
+  for (int i = 0; w->fds && w->oks && i < n; i++) {
+    cprof__threads_cached_t *e = cprof__threads_cache_find(c, w->tids[i]);
+    w->fds[i] = e ? e->fd : -1;
+    w->oks[i] = e ? e->mask_ok : 0;
     if (e)
       e->fd = -1;
   }
-  /* Stacks of another depth, or of modules since unloaded, are not reused. */
-  uint32_t modules = cprof__modules_generation_sigsafe();
-  if (c && (c->depth != depth || c->modules != modules)) {
+  w->modules = cprof__modules_generation_sigsafe();
+  if (c && (c->depth != w->depth || c->modules != w->modules)) {
     if (c->table)
       cprof__threads_give_up_all(c);
     c->n = 0;
   }
-  /* A program that takes the signal waits for this: the asks out go. */
   if (c && c->holding && !cprof__signal_held(cprof__threads_signo))
     cprof__threads_give_up_all(c);
-  int defer = c && c->defer && cprof__threads_defer_table(c, n, depth) == 0;
-  if (!res || !mode || !places || (c && (!fds || !oks || !asks || !askeds)) ||
-      (err = cprof__threads_ensure_slots(n, depth)) != 0) {
-    for (int i = 0; fds && oks && i < n; i++)
-      if (fds[i] >= 0)
-        close(fds[i]);
+  w->defer = c && c->defer && cprof__threads_defer_table(c, n, w->depth) == 0;
+  int err = 0;
+  if (!w->res || !w->mode || !w->places || (c && (!w->fds || !w->oks || !w->asks || !w->askeds)) ||
+      (err = cprof__threads_ensure_slots(n, w->depth)) != 0) {
+    for (int i = 0; w->fds && w->oks && i < n; i++)
+      if (w->fds[i] >= 0)
+        close(w->fds[i]);
     if (c && c->table)
       cprof__threads_give_up_all(c);
-    free(fds);
-    free(oks);
-    free(asks);
-    free(askeds);
-    free(res);
-    free(mode);
-    free(places);
-    err = err ? err : -ENOMEM;
-    goto unlock;
+    capture_free(w);
+    free(w->res);
+    return err ? err : -ENOMEM;
   }
+  return 0;
+}
+
+/* Under the capture lock: a fresh generation of slots, one per thread, so
+ * that an answer to a capture before finds its slot stale; the maps the
+ * handlers unwind with; and the answers to asks of captures before, in
+ * first. */
+static void capture_publish(capture_t *w) {
   uint32_t gen = ++generation;
   if (gen == 0)
     gen = ++generation;
-  if (!cprof__threads_cookie) /* at the first capture, not at start: a profile never asked for costs
-                                 no call */
+  w->gen = gen;
+  /* At the first capture, not at start: a profile never asked for costs no call. */
+  if (!cprof__threads_cookie)
     __atomic_store_n(&cprof__threads_cookie, cprof__threads_draw_cookie(), __ATOMIC_RELAXED);
-  cprof__threads_unwinder = how;
+  cprof__threads_unwinder = w->how;
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
-  cprof__threads_publish_stacks(maps);
-  for (int i = 0; i < n; i++) {
-    cprof__threads_slots[i].tid = tids[i];
+  cprof__threads_publish_stacks(w->maps);
+  for (int i = 0; i < w->n; i++) {
+    cprof__threads_slots[i].tid = w->tids[i];
     cprof__threads_slots[i].depth = 0;
     __atomic_store_n(&cprof__threads_slots[i].state, CPROF__SLOT_STATE(gen, CPROF__SLOT_PENDING),
                      __ATOMIC_RELEASE);
   }
-  /* The answers to asks of captures before, in first. */
-  for (int i = 0; defer && i < n; i++)
-    cprof__threads_harvest(c, cprof__threads_cache_find(c, tids[i]), &res[i], &asks[i], &askeds[i],
-                           now);
+  for (int i = 0; w->defer && i < w->n; i++)
+    cprof__threads_harvest(w->c, cprof__threads_cache_find(w->c, w->tids[i]), &w->res[i],
+                           &w->asks[i], &w->askeds[i], w->now);
+}
 
-  /* From here until the answers are in, the program's sigaction of our
-   * signal waits (signals.c), so no request reaches a handler of its. A
-   * cache that holds the use already takes no more: use_begin takes the
-   * lock under which a program's sigaction waits for the uses to end, and
-   * would wait for that sigaction in turn. */
-  int holds = c && c->holding;
-  int can_signal = holds ? cprof__threads_signo && cprof__signal_held(cprof__threads_signo)
-                         : cprof__threads_signo && cprof__signal_use_begin(cprof__threads_signo);
-  pid_t me = (pid_t)syscall(SYS_gettid);
-  cprof__symbolizer_t *sym = NULL;
+/* For a deferring cache, at the first round: thread i's CPU time, to split
+ * the tick's time between running and not (wall.c); and where it last
+ * slept. One that ran since the last capture but is asleep now is asked
+ * too, for its running stack. */
+static void note_cpu_and_sleep(capture_t *w, int i) {
+  cprof__thread_stack_t *t = &w->res[i];
+  cprof__threads_cached_t *e = cprof__threads_cache_find(w->c, w->tids[i]);
+  t->cpu_ns = cprof__thread_cpu(w->tids[i]);
+  if (e && e->wake_depth > 0) {
+    t->sleep_depth = e->wake_depth < w->depth ? e->wake_depth : w->depth;
+    memcpy(t->sleep_pcs, e->wake_pcs, (size_t)t->sleep_depth * sizeof *t->pcs);
+    t->sleep_nr = e->wake_place.nr;
+    t->sleep_ns = e->wake_ns;
+  }
+  const char *ignored;
+  if (w->can_signal && w->mode[i] == CPROF__HOW_OUTSIDE && w->asks[i] < 0 && e && e->cpu_ns >= 0 &&
+      t->cpu_ns > e->cpu_ns)
+    cprof__threads_defer_ask(w->c, w->tids[i], w->gen, &w->asks[i], &w->askeds[i], &ignored);
+}
+
+/* Looks at thread i in the given round: decides how its stack is got, and
+ * gets it, or asks the thread. Returns 1 when a request went to it, to be
+ * waited for; otherwise its slot is given up. */
+static int look_at(capture_t *w, int i, int round) {
+  pid_t tid = w->tids[i];
+  cprof__thread_stack_t *t = &w->res[i];
+  if (tid == w->me) {
+    w->mode[i] = CPROF__HOW_SELF;
+    cprof__threads_unwind_self(w->how, w->maps, t, w->depth);
+  } else {
+    t->depth = 0;
+    w->mode[i] = (unsigned char)cprof__threads_classify(
+        tid, w->can_signal, t, w->depth, &w->sym,
+        round ? NULL : cprof__threads_cache_find(w->c, tid), &w->places[i],
+        w->fds ? &w->fds[i] : NULL, w->oks ? &w->oks[i] : NULL);
+  }
+  if (w->defer && round == 0 && tid != w->me)
+    note_cpu_and_sleep(w, i);
+  const char *call = NULL;
+  if (w->mode[i] == CPROF__HOW_ASK && w->defer) { /* asked, or joining the ask still out */
+    if (w->asks[i] >= 0 ||
+        cprof__threads_defer_ask(w->c, tid, w->gen, &w->asks[i], &w->askeds[i], &call) == 0) {
+      w->mode[i] = CPROF__HOW_DEFERRED;
+    } else {
+      t->err = errno;
+      t->unreadable = call;
+      w->mode[i] = errno == ESRCH ? CPROF__HOW_GONE : CPROF__HOW_UNSENT;
+    }
+  }
+  cprof__threads_slot_t *slot = &cprof__threads_slots[i];
+  if (w->mode[i] == CPROF__HOW_ASK) {
+    if (round > 0) /* the slot again, for a timer of its own */
+      __atomic_store_n(&slot->state, CPROF__SLOT_STATE(w->gen, CPROF__SLOT_PENDING),
+                       __ATOMIC_RELEASE);
+    if (cprof__threads_send_request(slot, (uint32_t)i, tid, &call) == 0)
+      return 1;
+    /* ESRCH: it exited. Anything else is the call refused (a seccomp
+     * filter's EPERM, EAGAIN at RLIMIT_SIGPENDING): said as such. */
+    t->err = errno;
+    t->unreadable = call;
+    w->mode[i] = errno == ESRCH ? CPROF__HOW_GONE : CPROF__HOW_UNSENT;
+  }
+  uint64_t expect = CPROF__SLOT_STATE(w->gen, CPROF__SLOT_PENDING);
+  __atomic_compare_exchange_n(&slot->state, &expect,
+                              CPROF__SLOT_STATE(w->gen, CPROF__SLOT_ABANDONED), 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+  return 0;
+}
+
+/* Gets every thread's stack, asking the running ones, by timeout_ms.
+ *
+ * From the start until the answers are in, the program's sigaction of our
+ * signal waits (signals.c), so no request reaches a handler of its. A
+ * cache that holds the use already takes no more: use_begin takes the
+ * lock under which a program's sigaction waits for the uses to end, and
+ * would wait for that sigaction in turn. The use stays held after while
+ * a deferring cache has asks out. */
+static void capture_stacks(capture_t *w, int timeout_ms) {
+  cprof__threads_cache_t *c = w->c;
+  int sig = cprof__threads_signo;
+  w->holds = c && c->holding;
+  w->can_signal = w->holds ? sig && cprof__signal_held(sig) : sig && cprof__signal_use_begin(sig);
+  w->me = (pid_t)syscall(SYS_gettid);
+  w->sym = NULL;
   int64_t deadline = cprof__now_ms(CLOCK_MONOTONIC) + timeout_ms;
   /* Rounds: a thread asked that goes back to sleep before it answers is
    * looked at afresh (RELOOK), unwound from outside where it now sleeps,
    * and asked again if it runs again; three rounds at most. */
   for (int round = 0; round < 3; round++) {
     int asking = 0;
-    for (int i = 0; i < n; i++) {
-      if (round > 0 && mode[i] != CPROF__HOW_RELOOK)
-        continue;
-      if (tids[i] == me) {
-        mode[i] = CPROF__HOW_SELF;
-        cprof__threads_unwind_self(how, maps, &res[i], depth);
-      } else {
-        res[i].depth = 0;
-        mode[i] = (unsigned char)cprof__threads_classify(
-            tids[i], can_signal, &res[i], depth, &sym,
-            round ? NULL : cprof__threads_cache_find(c, tids[i]), &places[i], fds ? &fds[i] : NULL,
-            oks ? &oks[i] : NULL);
-      }
-      if (defer && round == 0 && tids[i] != me) {
-        /* Its CPU time, to split the tick's time between running and not
-         * (wall.c); and where it last slept. One that ran since the last
-         * capture but is asleep now is asked too, for its running stack. */
-        cprof__threads_cached_t *e = cprof__threads_cache_find(c, tids[i]);
-        res[i].cpu_ns = cprof__thread_cpu(tids[i]);
-        if (e && e->wake_depth > 0) {
-          res[i].sleep_depth = e->wake_depth < depth ? e->wake_depth : depth;
-          memcpy(res[i].sleep_pcs, e->wake_pcs, (size_t)res[i].sleep_depth * sizeof *res[i].pcs);
-          res[i].sleep_nr = e->wake_place.nr;
-          res[i].sleep_ns = e->wake_ns;
-        }
-        const char *ignored;
-        if (can_signal && mode[i] == CPROF__HOW_OUTSIDE && asks[i] < 0 && e && e->cpu_ns >= 0 &&
-            res[i].cpu_ns > e->cpu_ns)
-          cprof__threads_defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &ignored);
-      }
-      const char *call = NULL;
-      if (mode[i] == CPROF__HOW_ASK && defer) { /* asked, or joining the ask still out */
-        if (asks[i] >= 0 ||
-            cprof__threads_defer_ask(c, tids[i], gen, &asks[i], &askeds[i], &call) == 0) {
-          mode[i] = CPROF__HOW_DEFERRED;
-        } else {
-          res[i].err = errno;
-          res[i].unreadable = call;
-          mode[i] = errno == ESRCH ? CPROF__HOW_GONE : CPROF__HOW_UNSENT;
-        }
-      }
-      if (mode[i] == CPROF__HOW_ASK) {
-        if (round > 0) /* the slot again, for a timer of its own */
-          __atomic_store_n(&cprof__threads_slots[i].state,
-                           CPROF__SLOT_STATE(gen, CPROF__SLOT_PENDING), __ATOMIC_RELEASE);
-        if (cprof__threads_send_request(&cprof__threads_slots[i], (uint32_t)i, tids[i], &call) ==
-            0) {
-          asking++;
-          continue;
-        }
-        /* ESRCH: it exited. Anything else is the call refused (a seccomp
-         * filter's EPERM, EAGAIN at RLIMIT_SIGPENDING): said as such. */
-        res[i].err = errno;
-        res[i].unreadable = call;
-        mode[i] = errno == ESRCH ? CPROF__HOW_GONE : CPROF__HOW_UNSENT;
-      }
-      uint64_t expect = CPROF__SLOT_STATE(gen, CPROF__SLOT_PENDING);
-      __atomic_compare_exchange_n(&cprof__threads_slots[i].state, &expect,
-                                  CPROF__SLOT_STATE(gen, CPROF__SLOT_ABANDONED), 0,
-                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
+    for (int i = 0; i < w->n; i++)
+      if (round == 0 || w->mode[i] == CPROF__HOW_RELOOK)
+        asking += look_at(w, i, round);
     if (!asking)
       break;
-    int64_t took =
-        cprof__threads_await_answers(tids, fds, n, mode, deadline, c ? c->answers_ns * 3 / 4 : 0);
+    int64_t took = cprof__threads_await_answers(w->tids, w->fds, w->n, w->mode, deadline,
+                                                c ? c->answers_ns * 3 / 4 : 0);
     if (c && round == 0)
       c->answers_ns = took;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < w->n; i++)
       cprof__threads_drop_timer(&cprof__threads_slots[i]);
   }
-  for (int i = 0; i < n; i++)
-    if (mode[i] ==
-        CPROF__HOW_RELOOK) /* asleep, or running again, at the last look: not asked again */
-      mode[i] = CPROF__HOW_LATE;
-  if (sym)
-    cprof__symbolizer_release(sym);
-  /* The signal's use stays held while a deferring cache has asks out. */
-  if (can_signal && !holds && c && c->out > 0)
+  /* Asleep, or running again, at the last look: not asked again. */
+  for (int i = 0; i < w->n; i++)
+    if (w->mode[i] == CPROF__HOW_RELOOK)
+      w->mode[i] = CPROF__HOW_LATE;
+  if (w->sym)
+    cprof__symbolizer_release(w->sym);
+  if (w->can_signal && !w->holds && c && c->out > 0)
     c->holding = 1;
-  else if (can_signal && !holds)
-    cprof__signal_use_end(cprof__threads_signo);
+  else if (w->can_signal && !w->holds)
+    cprof__signal_use_end(sig);
+}
 
-  /* Collect, in place: threads that exited meanwhile are left out. */
-  for (int i = 0; i < n; i++) {
+/* The dump, in place over w's entries: threads that exited meanwhile are
+ * left out, and w's arrays are kept aligned with what remains. */
+static void capture_collect(capture_t *w, cprof__thread_dump_t *out) {
+  cprof__thread_stack_t *res = w->res;
+  for (int i = 0; i < w->n; i++) {
     cprof__thread_stack_t *t = &res[out->n];
     long nr = res[i].syscall_nr;
     int reused = res[i].reused;
-    const cprof__threads_cached_t *prev = cprof__threads_cache_find(c, tids[i]);
-    int fd = fds ? fds[i] : -1;
+    const cprof__threads_cached_t *prev = cprof__threads_cache_find(w->c, w->tids[i]);
+    int fd = w->fds ? w->fds[i] : -1;
+    int mode = w->mode[i];
     if (prev) { /* a thread seen before keeps its name; its state is what we saw */
       memcpy(t->name, prev->name, sizeof t->name);
-      t->state =
-          mode[i] == CPROF__HOW_ASK || mode[i] == CPROF__HOW_SELF || mode[i] == CPROF__HOW_DEFERRED
-              ? 'R'
-          : mode[i] == CPROF__HOW_OUTSIDE ? 'S'
-                                          : '?';
+      t->state = mode == CPROF__HOW_ASK || mode == CPROF__HOW_SELF || mode == CPROF__HOW_DEFERRED
+                     ? 'R'
+                 : mode == CPROF__HOW_OUTSIDE ? 'S'
+                                              : '?';
     }
-    if (mode[i] == CPROF__HOW_GONE ||
-        (!prev && cprof__thread_info(tids[i], t->name, &t->state) != 0)) {
+    if (mode == CPROF__HOW_GONE ||
+        (!prev && cprof__thread_info(w->tids[i], t->name, &t->state) != 0)) {
       if (fd >= 0)
         close(fd);
-      if (asks && asks[i] >= 0) {
-        cprof__threads_give_up(&cprof__threads_table_v[c->table][asks[i]]);
-        c->out--;
+      if (w->asks && w->asks[i] >= 0) {
+        cprof__threads_give_up(&cprof__threads_table_v[w->c->table][w->asks[i]]);
+        w->c->out--;
       }
       continue;
     }
-    t->tid = tids[i];
+    t->tid = w->tids[i];
     int answered = res[i].answered, answer_depth = res[i].answer_depth;
     if (t != &res[i] && answered > 0)
       memcpy(t->answer_pcs, res[i].answer_pcs, (size_t)answer_depth * sizeof *t->answer_pcs);
@@ -519,38 +500,33 @@ int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__
     t->cpu_ns = cpu_ns;
     t->sleep_depth = sleep_depth;
     t->sleep_nr = sleep_nr;
-    collect(mode[i], &cprof__threads_slots[i], &res[i], t);
+    cprof__threads_dump_entry(mode, &cprof__threads_slots[i], &res[i], t);
     t->syscall_nr = nr;
     t->reused = reused;
-    places[out->n] = places[i];
-    if (fds) {
-      fds[out->n] = fd;
-      oks[out->n] = oks[i];
-      asks[out->n] = asks[i];
-      askeds[out->n] = askeds[i];
+    w->places[out->n] = w->places[i];
+    if (w->fds) {
+      w->fds[out->n] = fd;
+      w->oks[out->n] = w->oks[i];
+      w->asks[out->n] = w->asks[i];
+      w->askeds[out->n] = w->askeds[i];
     }
     out->n++;
   }
   out->v = res;
-  if (c) {
-    cprof__threads_cache_keep(c, out, places, fds, oks, asks, askeds);
-    c->modules = modules;
-  }
-  free(mode);
-  free(places);
-  free(fds);
-  free(oks);
-  free(asks);
-  free(askeds);
-unlock:;
+}
+
+/* Under the capture lock, at the end: a cache keeps the maps read for
+ * this capture (fresh) for the ticks to come, and between captures the
+ * asks out unwind with their cache's maps. Returns the cache's maps
+ * before, for the caller to free once the lock is released. */
+static cprof__maps_t *capture_end(cprof__threads_cache_t *c, cprof__maps_t **fresh, int err) {
   cprof__maps_t *old = NULL;
-  if (c && fresh && err == 0) { /* kept for the ticks to come */
+  if (c && *fresh && err == 0) {
     old = c->maps;
-    c->maps = fresh;
+    c->maps = *fresh;
     c->maps_ns = cprof__now_ns(CLOCK_MONOTONIC);
-    fresh = NULL;
+    *fresh = NULL;
   }
-  /* Between captures, the asks out unwind with their cache's maps. */
   if (c && c->holding && c->out == 0) {
     c->holding = 0;
     cprof__signal_use_end(cprof__threads_signo);
@@ -561,25 +537,56 @@ unlock:;
            (cprof__threads_deferred_stacks == c->maps || cprof__threads_deferred_stacks == old))
     cprof__threads_deferred_stacks = NULL;
   cprof__threads_publish_stacks(cprof__threads_deferred_stacks);
-  pthread_mutex_unlock(&cprof__threads_capture_lock);
-  if (err == 0)
-    fill_labels(out);
-  if (old) {
-    cprof__maps_free(old);
-    free(old);
-  }
-  if (fresh) {
-    cprof__maps_free(fresh);
-    free(fresh);
-  }
-  free(tids);
-  return err;
+  return old;
 }
 
-void cprof__threads_dump_free(cprof__thread_dump_t *d) {
-  free(d->v);
-  d->v = NULL;
-  d->n = 0;
+static void maps_free(cprof__maps_t *m) {
+  if (m) {
+    cprof__maps_free(m);
+    free(m);
+  }
+}
+
+int cprof__threads_capture_cached(cprof__unwinder_t how, int timeout_ms, cprof__threads_cache_t *c,
+                                  cprof__thread_dump_t *out) {
+  memset(out, 0, sizeof *out);
+  /* Without a signal of our own, running threads cannot be asked; the
+   * others are still unwound from outside. */
+  cprof__threads_init();
+  capture_t w;
+  memset(&w, 0, sizeof w);
+  w.c = c;
+  w.how = how;
+  int err = list_threads(&w);
+  if (err != 0)
+    return err;
+  cprof__maps_t *fresh = NULL; /* read for this capture */
+  err = maps_for(&w, &fresh);
+  if (err != 0) {
+    free(fresh);
+    free(w.tids);
+    return err;
+  }
+  pthread_mutex_lock(&cprof__threads_capture_lock);
+  err = capture_begin(&w);
+  if (err == 0) {
+    capture_publish(&w);
+    capture_stacks(&w, timeout_ms);
+    capture_collect(&w, out);
+    if (c) {
+      cprof__threads_cache_keep(c, out, w.places, w.fds, w.oks, w.asks, w.askeds);
+      c->modules = w.modules;
+    }
+    capture_free(&w);
+  }
+  cprof__maps_t *old = capture_end(c, &fresh, err);
+  pthread_mutex_unlock(&cprof__threads_capture_lock);
+  if (err == 0)
+    cprof__threads_dump_labels(out);
+  maps_free(old);
+  maps_free(fresh);
+  free(w.tids);
+  return err;
 }
 
 /* The lock is held across fork (start.c's handlers): the child finds it

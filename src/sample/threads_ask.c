@@ -49,7 +49,7 @@ uint32_t cprof__threads_draw_cookie(void) {
  * its CPU time from now. The kernel notices the expiry at a clock tick
  * that finds the thread on a CPU, and sends the signal as the thread goes
  * back to user space: never in the middle of a system call (see the top
- * of this file). Returns 0, or -1 with errno set and *call the call that
+ * of threads.c). Returns 0, or -1 with errno set and *call the call that
  * was refused (ESRCH: the thread has exited). */
 int cprof__threads_send_request(cprof__threads_slot_t *slot, uint32_t low, pid_t tid,
                                 const char **call) {
@@ -132,7 +132,7 @@ int cprof__threads_ensure_slots(int n, int depth) {
  * never started to answer are LATE. Returns how long that took (ns).
  *
  * An ask is answered at the first clock tick that finds the thread on a
- * CPU (send_request), a few milliseconds at most for a thread that keeps
+ * CPU (cprof__threads_send_request), a few milliseconds at most for a thread that keeps
  * running; a thread that goes to sleep first would answer only when it
  * next runs, so the threads that have not answered are looked at again
  * at every pause. The first pause is hint_ns when given (the last

@@ -25,7 +25,7 @@
  * that finds it in. While asks are out the cache holds the capture
  * signal's use (signals.c), so that a program that takes the signal waits
  * for the next capture, which gives them all up first; and the maps the
- * answers unwind with stay published (deferred_stacks). All under the
+ * answers unwind with stay published (cprof__threads_deferred_stacks). All under the
  * capture lock. */
 
 /* Gives up an ask: its answer, if it comes, finds the slot abandoned. */
@@ -119,7 +119,7 @@ void cprof__threads_harvest(cprof__threads_cache_t *c, cprof__threads_cached_t *
 }
 
 /* Asks thread tid, deferring: its slot into *ask. Returns 0, or -1 with
- * errno and *call as send_request's. */
+ * errno and *call as cprof__threads_send_request's. */
 int cprof__threads_defer_ask(cprof__threads_cache_t *c, pid_t tid, uint32_t gen, int *ask,
                              int64_t *asked, const char **call) {
   int k = defer_slot(c);

@@ -176,9 +176,12 @@ int cprof__threads_classify(pid_t tid, int can_signal, cprof__thread_stack_t *t,
 void cprof__threads_unwind_self(cprof__unwinder_t how, const cprof__maps_t *maps,
                                 cprof__thread_stack_t *t, int max);
 
-/* ---- the capture (threads.c) ---- */
+/* ---- the dump (threads_dump.c) ---- */
 
 cprof__thread_stack_t *cprof__threads_new_dump(int n, int depth, int answers);
+void cprof__threads_dump_entry(int mode, const cprof__threads_slot_t *slot,
+                               const cprof__thread_stack_t *got, cprof__thread_stack_t *t);
+void cprof__threads_dump_labels(cprof__thread_dump_t *d);
 
 /* ---- caches (threads_cache.c) ---- */
 

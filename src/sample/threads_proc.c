@@ -142,7 +142,7 @@ static int parse_numbers(const char *s, long long *v, int max) {
   return n;
 }
 
-/* Where a thread is now (one of the above); for IN_KERNEL, *k says where,
+/* Where a thread is now (one of CPROF__WHERE_*, threads_internal.h); for IN_KERNEL, *k says where,
  * for UNREADABLE, t says why. */
 int cprof__threads_where_is(pid_t tid, cprof__in_kernel_t *k, cprof__thread_stack_t *t, int *fd) {
   char path[64], buf[256];
