@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -146,16 +147,11 @@ int cprof__threads_defer_ask(cprof__threads_cache_t *c, pid_t tid, uint32_t gen,
 }
 
 /* The cache's entry for tid, or NULL. */
+_Static_assert(offsetof(cprof__threads_cached_t, tid) == 0, "an entry begins with its tid");
+
 cprof__threads_cached_t *cprof__threads_cache_find(const cprof__threads_cache_t *c, pid_t tid) {
-  int lo = 0, hi = c ? c->n : 0;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (c->v[mid].tid < tid)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return c && lo < c->n && c->v[lo].tid == tid ? &c->v[lo] : NULL;
+  int i = c ? cprof__threads_find_tid(c->v, c->n, sizeof *c->v, tid) : -1;
+  return i < 0 ? NULL : &c->v[i];
 }
 
 /* Makes c what this capture saw: every thread of d with its name, and,

@@ -1,5 +1,6 @@
 /* The capture's dump: its entries and their stacks in one block, each
  * thread's entry from how its stack was got, and its labels. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,16 +74,24 @@ cprof__thread_stack_t *cprof__threads_new_dump(int n, int depth, int answers) {
   return v;
 }
 
-cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, pid_t tid) {
-  int lo = 0, hi = d->n;
+int cprof__threads_find_tid(const void *v, int n, size_t size, pid_t tid) {
+  const char *base = v;
+  int lo = 0, hi = n;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    if (d->v[mid].tid < tid)
+    if (*(const pid_t *)(const void *)(base + (size_t)mid * size) < tid)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo < d->n && d->v[lo].tid == tid ? &d->v[lo] : NULL;
+  return lo < n && *(const pid_t *)(const void *)(base + (size_t)lo * size) == tid ? lo : -1;
+}
+
+_Static_assert(offsetof(cprof__thread_stack_t, tid) == 0, "an entry begins with its tid");
+
+cprof__thread_stack_t *cprof__threads_dump_find(const cprof__thread_dump_t *d, pid_t tid) {
+  int i = cprof__threads_find_tid(d->v, d->n, sizeof *d->v, tid);
+  return i < 0 ? NULL : &d->v[i];
 }
 
 /* Fills the labels of dump entries by thread id, looked up once per

@@ -182,6 +182,9 @@ cprof__thread_stack_t *cprof__threads_new_dump(int n, int depth, int answers);
 void cprof__threads_dump_entry(int mode, const cprof__threads_slot_t *slot,
                                const cprof__thread_stack_t *got, cprof__thread_stack_t *t);
 void cprof__threads_dump_labels(cprof__thread_dump_t *d);
+/* The index of tid among n entries of `size` bytes from v, each beginning
+ * with its tid and sorted by it (the dump's, the cache's); or -1. */
+int cprof__threads_find_tid(const void *v, int n, size_t size, pid_t tid);
 
 /* ---- caches (threads_cache.c) ---- */
 

@@ -10,7 +10,7 @@
  * comment). Each thread that begins a region while someone listens gets a
  * block, found through one initial-exec TLS pointer, mapped from the kernel
  * (alloc, below), on a process-wide list under a mutex with its thread id
- * (sample/thread_list.h, as labels.c's), freed by a thread-specific key's
+ * (sample/thread_blocks.h, as labels.c's), freed by a thread-specific key's
  * destructor at thread exit. The block
  * holds the thread's stack of open region names (CPROF_MAX_TRACE_DEPTH
  * deep; deeper regions are counted, not named) and, while a trace records,
@@ -90,7 +90,7 @@
 
 #include "core/clock.h"
 #include "core/guard.h"
-#include "sample/thread_list.h"
+#include "sample/thread_blocks.h"
 #include "unwind/pc.h"
 
 #define NAME_WORDS ((CPROF_MAX_TRACE_NAME + 1) / 8)
@@ -99,18 +99,18 @@
 
 /* A thread's events during one trace. */
 typedef struct buf {
-  struct buf *next; /* on `bufs`, under all_lock */
+  struct buf *next; /* on `bufs`, under blocks.lock */
   uint64_t first;   /* the owner's `appended` when the buffer was made */
   pid_t tid;
-  int exited;       /* under all_lock */
-  char name[16];    /* at the first event, then at exit; under all_lock */
+  int exited;       /* under blocks.lock */
+  char name[16];    /* at the first event, then at exit; under blocks.lock */
   uint64_t dropped; /* the owner's while the trace records */
   size_t used, cap; /* the owner's while the trace records */
   uint64_t data[];  /* records, 8-byte aligned */
 } buf_t;
 
 typedef struct block {
-  cprof__thread_node_t node; /* first: on `all`, under all_lock */
+  cprof__thread_node_t node; /* first: on `blocks`, under its lock */
   unsigned seq;              /* odd while the owner changes its regions; atomic */
   int depth;                 /* open regions, named or not; atomic */
   unsigned gen;              /* the listeners' generation `depth` counts in; atomic */
@@ -143,16 +143,11 @@ static uint64_t lost;      /* events of threads without a buffer; atomic */
 static uint64_t next_task; /* atomic */
 
 static __thread __attribute__((tls_model("initial-exec"))) block_t *mine;
-static pthread_key_t exit_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static int have_key;
 
-/* Under all_lock: every block, every buffer of the trace, and the size of
- * a new buffer (0: no trace takes buffers now). */
-static cprof__thread_node_t *all;
+/* Under the blocks' lock (blocks.lock, below): every buffer of the trace,
+ * and the size of a new buffer (0: no trace takes buffers now). */
 static buf_t *bufs;
 static size_t buf_bytes;
-static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The trace's CPU samples: records of cpu_rec_t and its pcs, back to back
  * in `cpu_store` (NULL: no trace takes samples now), under cpu_lock. */
@@ -203,6 +198,13 @@ static void release_memory(void *p) {
   munmap(head, *(size_t *)(void *)head);
 }
 
+static void set_mine(void *b) { mine = b; }
+static void make_key(void);
+
+/* Every thread's block (thread_blocks.h), in memory of cprof's own. */
+static cprof__thread_blocks_t blocks =
+    CPROF__THREAD_BLOCKS_INIT(sizeof(block_t), alloc, release_memory, set_mine, make_key);
+
 static int listeners(void) { return __atomic_load_n(&cprof_trace_listening_, __ATOMIC_RELAXED); }
 static unsigned generation(int l) { return (unsigned)l & ~(unsigned)CPROF__LISTEN_BITS; }
 
@@ -227,6 +229,17 @@ void cprof__trace_listen(int bit, int on) {
 
 static void emit(int kind, int64_t ts, uint64_t id, uint64_t dur, const char *s1, const char *s2);
 
+/* Under the blocks' lock, as a thread exits: its buffer, if any, stays on
+ * the trace's list, with the thread's name when the trace has one. */
+static void mark_exited(void *block, void *name) {
+  buf_t *buf = __atomic_load_n(&((block_t *)block)->buf, __ATOMIC_RELAXED);
+  if (buf) {
+    if (((const char *)name)[0])
+      memcpy(buf->name, name, sizeof buf->name);
+    buf->exited = 1;
+  }
+}
+
 /* At thread exit. The buffer, if any, stays on the trace's list. */
 static void release(void *p) {
   block_t *b = p;
@@ -241,36 +254,25 @@ static void release(void *p) {
   char name[16] = "";
   if (__atomic_load_n(&b->buf, __ATOMIC_RELAXED))
     prctl(PR_GET_NAME, name);
-  mine = NULL;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  lock(&all_lock);
-  cprof__thread_list_unlink(&b->node);
-  buf_t *buf = __atomic_load_n(&b->buf, __ATOMIC_RELAXED);
-  if (buf) {
-    if (name[0])
-      memcpy(buf->name, name, sizeof name);
-    buf->exited = 1;
-  }
-  unlock(&all_lock);
-  release_memory(b);
+  cprof__thread_blocks_remove(&blocks, b, mark_exited, name);
 }
 
-static void make_key(void) { have_key = pthread_key_create(&exit_key, release) == 0; }
+static void make_key(void) { cprof__thread_blocks_make_key(&blocks, release); }
 
 static void fork_prepare(void) {
   lock(&listen_lock);
-  lock(&all_lock);
+  lock(&blocks.lock);
   lock(&cpu_lock);
 }
 
 static void fork_parent(void) {
   unlock(&cpu_lock);
-  unlock(&all_lock);
+  unlock(&blocks.lock);
   unlock(&listen_lock);
 }
 
 static void fork_child(void) {
-  cprof__thread_node_t *gone = cprof__thread_list_fork_child(&all, mine ? &mine->node : NULL);
+  cprof__thread_node_t *gone = cprof__thread_blocks_fork_child(&blocks, mine);
   if (mine) {
     mine->buf = NULL;
     mine->appending = 0;
@@ -288,13 +290,9 @@ static void fork_child(void) {
   cpu_used = 0;
   cpu_dropped = 0;
   unlock(&cpu_lock);
-  unlock(&all_lock);
+  unlock(&blocks.lock);
   unlock(&listen_lock);
-  while (gone) {
-    cprof__thread_node_t *next = gone->next;
-    release_memory(gone);
-    gone = next;
-  }
+  cprof__thread_blocks_free_list(&blocks, gone);
   while (old) {
     buf_t *next = old->next;
     release_memory(old);
@@ -308,30 +306,7 @@ __attribute__((constructor(103))) static void register_fork_handlers(void) {
 }
 
 /* The calling thread's block, made on first use; NULL without memory. */
-static block_t *my_block(void) {
-  if (mine)
-    return mine;
-  pthread_once(&key_once, make_key);
-  block_t *b = alloc(sizeof *b);
-  if (!b)
-    return NULL;
-  memset(b, 0, sizeof *b);
-  /* glibc allocates the second level of its key table on a key's first
-   * use by a thread: cprof's too. */
-  cprof__guard_enter();
-  int err = !have_key || pthread_setspecific(exit_key, b) != 0;
-  cprof__guard_leave();
-  if (err) {
-    release_memory(b);
-    return NULL;
-  }
-  lock(&all_lock);
-  cprof__thread_list_push(&all, &b->node);
-  unlock(&all_lock);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  mine = b;
-  return b;
-}
+static block_t *my_block(void) { return mine ? mine : cprof__thread_blocks_new(&blocks); }
 
 /* The bytes of s kept: at most max, cut before a UTF-8 character that
  * would not fit whole, so that a JSON writer gets valid text back. */
@@ -356,12 +331,12 @@ uint64_t cprof__trace_appended_sigsafe(void) {
 
 /* A buffer for b's thread in the trace now recording, hung on b; NULL when
  * no trace takes buffers now (no event lost) or there is no memory (one
- * lost). Called with b->appending down: it takes all_lock, which the
+ * lost). Called with b->appending down: it takes blocks.lock, which the
  * trace's end holds while it waits for appends to finish. */
 static buf_t *new_buf(block_t *b) {
   char name[16] = "";
   prctl(PR_GET_NAME, name);
-  lock(&all_lock);
+  lock(&blocks.lock);
   buf_t *buf = buf_bytes ? alloc(sizeof *buf + buf_bytes) : NULL;
   if (buf) {
     memset(buf, 0, sizeof *buf);
@@ -375,7 +350,7 @@ static buf_t *new_buf(block_t *b) {
   } else if (buf_bytes) {
     __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
   }
-  unlock(&all_lock);
+  unlock(&blocks.lock);
   return buf;
 }
 
@@ -448,9 +423,9 @@ int cprof__trace_begin(size_t bytes_per_thread) {
   cpu_used = 0;
   cpu_dropped = 0;
   unlock(&cpu_lock);
-  lock(&all_lock);
+  lock(&blocks.lock);
   buf_bytes = bytes_per_thread;
-  unlock(&all_lock);
+  unlock(&blocks.lock);
   cprof__trace_listen(CPROF__LISTEN_TRACE, 1);
   return 0;
 }
@@ -639,8 +614,8 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
                                    __ATOMIC_RELAXED))
     return;
   cprof__trace_listen(CPROF__LISTEN_TRACE, 0);
-  lock(&all_lock);
-  for (cprof__thread_node_t *n = all; n; n = n->next) {
+  lock(&blocks.lock);
+  for (cprof__thread_node_t *n = blocks.all; n; n = n->next) {
     block_t *b = (block_t *)n;
     while (__atomic_load_n(&b->appending, __ATOMIC_SEQ_CST))
       sched_yield();
@@ -649,7 +624,7 @@ void cprof__trace_end(void (*fn)(const cprof__trace_rec_t *r, void *ctx), void *
   buf_t *got = bufs;
   bufs = NULL;
   buf_bytes = 0;
-  unlock(&all_lock);
+  unlock(&blocks.lock);
   lock(&cpu_lock);
   unsigned char *store = cpu_store;
   size_t store_used = cpu_used;
@@ -799,14 +774,14 @@ static int copy_innermost(const block_t *b, unsigned gen, int *depth,
 void cprof__regions_each(void (*fn)(pid_t tid, const char *innermost, int depth, void *ctx),
                          void *ctx) {
   char name[CPROF_MAX_TRACE_NAME + 1];
-  lock(&all_lock);
+  lock(&blocks.lock);
   int l = listeners();
-  for (const cprof__thread_node_t *n = all; n && (l & CPROF__LISTEN_BITS); n = n->next) {
+  for (const cprof__thread_node_t *n = blocks.all; n && (l & CPROF__LISTEN_BITS); n = n->next) {
     int d;
     if (copy_innermost((const block_t *)n, generation(l), &d, name) == 0 && d > 0)
       fn(n->tid, name, d, ctx);
   }
-  unlock(&all_lock);
+  unlock(&blocks.lock);
 }
 
 /* ---- The public calls: one relaxed load when nobody listens ---- */
