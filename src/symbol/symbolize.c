@@ -23,10 +23,11 @@
  * reach them. The server's keeper thread ends the instance when it has been
  * idle a while (cprof__symbolizer_trim), to give back its memory.
  *
- * The parts: dwfl_files.c finds the files, names.c makes names readable,
+ * The parts: resolve.c turns an address into frames with the instance
+ * (symbolizer.h), dwfl_files.c finds the files, names.c makes names readable,
  * die_names.c gives each DWARF function the full name nm -C would,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
-#include "symbol/symbolize.h"
+#include "symbol/symbolizer.h"
 
 #include "core/fds.h"
 #include "core/hex.h"
@@ -56,49 +57,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A retired module's own Dwfl, made the first time one of its addresses
- * is symbolized: it may share its addresses with a module mapped now, or
- * with another retired one, and a Dwfl holds one module per address. */
-typedef struct retired_dwfl {
-  const cprof__retired_t *r;
-  Dwfl *dwfl; /* NULL: not made yet, or the file is gone or is another build */
-  int tried;
-} retired_dwfl_t;
-
-struct cprof__symbolizer {
-  cprof__maps_t maps; /* the snapshot the mappings were made from; paths point here */
-  cprof__mapping_t *mappings; /* nlive mapped now, then the retired */
-  int nmappings, nlive;
-  retired_dwfl_t *retired; /* nmappings - nlive of them */
-  int *by_addr; /* mapping indices in address order, for mapping_of */
-  /* Per mapping: debuginfod was told it has no debug information (see
-   * ask_debuginfod). */
-  unsigned char *asked;
-  unsigned fetched; /* cprof__debuginfod_generation when this was built */
-  Dwfl *dwfl;   /* NULL when libdw could not be set up: mappings only */
-  cprof__names_t names;
-  cprof__elf_funcs_t funcs;
-  cprof__dwarf_scopes_t scopes;
-  cprof__die_names_t die_names;
-  cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
-  Elf **refs;                   /* our references to debug files' Elfs, see below */
-  int nrefs, caprefs;
-  int held;    /* descriptors libdw keeps that we could not take back */
-  unsigned table; /* the table they are in (core/fds.h), when held */
-  int tainted; /* libdw may close a number that is no longer its own */
-  int once;    /* built for one use: ended at release */
-};
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* The kept instance. If it holds descriptors (held), they are in cprof's
  * own table, and only threads there use it. */
 static cprof__symbolizer_t *current;
 static struct timespec last_used; /* CLOCK_MONOTONIC, at its last release */
 static void (*used_hook)(void);
-/* Nonzero while this thread writes a profile someone is waiting for: see
- * cprof__symbolizer_quick. Per thread, so that an HTTP request served at the
- * same time still gets every file and line. */
-static __thread int quick;
+__thread int cprof__symbolizer_quick_now; /* symbolizer.h */
 /* Nonzero on a thread that symbolizes now and then (cprof__symbolizer_passing). */
 static __thread int passing;
 
@@ -305,9 +270,12 @@ static void add_retired(cprof__symbolizer_t *s, cprof__retired_t *const *gone, i
   for (int k = 0; k < ngone; k++) {
     const cprof__retired_t *r = gone[k];
     s->retired[k].r = r;
-    s->mappings[s->nmappings++] = (cprof__mapping_t){
-        .start = r->start, .limit = r->end, .offset = r->offset, .path = r->path,
-        .build_id = r->build_id, .retired = 1};
+    s->mappings[s->nmappings++] = (cprof__mapping_t){.start = r->start,
+                                                     .limit = r->end,
+                                                     .offset = r->offset,
+                                                     .path = r->path,
+                                                     .build_id = r->build_id,
+                                                     .retired = 1};
   }
 }
 
@@ -344,7 +312,7 @@ static Dwfl *report_retired(const cprof__retired_t *r, cprof__mapping_t *mp) {
 }
 
 /* The Dwfl that symbolizes mapping mi: the process's for a live one. */
-static Dwfl *dwfl_for(cprof__symbolizer_t *s, int mi) {
+Dwfl *cprof__symbolizer_dwfl_for(cprof__symbolizer_t *s, int mi) {
   if (mi < s->nlive)
     return s->dwfl;
   retired_dwfl_t *rd = &s->retired[mi - s->nlive];
@@ -464,11 +432,11 @@ static Elf *debug_elf(Dwfl_Module *mod) {
     Elf *elf = NULL;
     Dwarf_Addr b;
     /* The build ID tells the debug file from a MiniDebugInfo table. */
-    if (dwfl_module_getsym_info(mod, 1, &sym, &addr, &shndx, &elf, &b) && elf &&
-        elf != main_elf && same_build_id(elf, mod))
+    if (dwfl_module_getsym_info(mod, 1, &sym, &addr, &shndx, &elf, &b) && elf && elf != main_elf &&
+        same_build_id(elf, mod))
       return elf;
   }
-  if (quick)
+  if (cprof__symbolizer_quick_now)
     return NULL;
   Dwarf_Addr dbias;
   Dwarf *dw = dwfl_module_getdwarf(mod, &dbias);
@@ -611,7 +579,7 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
       current = NULL;
     destroy(s);
     pthread_mutex_unlock(&lock);
-    if (!quick)
+    if (!cprof__symbolizer_quick_now)
       cprof__debuginfod_kick();
     return;
   }
@@ -622,7 +590,7 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
     hook();
   /* Fetches asked for during this use start now, with our lock free; not
    * in quick mode, where the program is exiting. */
-  if (!quick)
+  if (!cprof__symbolizer_quick_now)
     cprof__debuginfod_kick();
 }
 
@@ -638,8 +606,8 @@ long cprof__symbolizer_trim(long idle_ms) {
   if (current && usable_here(current)) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long idle = (long)(now.tv_sec - last_used.tv_sec) * 1000 +
-                (now.tv_nsec - last_used.tv_nsec) / 1000000;
+    long idle =
+        (long)(now.tv_sec - last_used.tv_sec) * 1000 + (now.tv_nsec - last_used.tv_nsec) / 1000000;
     if (idle >= idle_ms) {
       destroy(current);
       current = NULL;
@@ -668,14 +636,14 @@ void cprof__symbolizer_atfork_child(void) {
   pthread_mutex_unlock(&lock);
 }
 
-void cprof__symbolizer_quick(int on) { quick = on; }
+void cprof__symbolizer_quick(int on) { cprof__symbolizer_quick_now = on; }
 
 void cprof__symbolizer_passing(int on) { passing = on; }
 
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
   if (i < 0 || i >= s->nmappings)
     return 0;
-  return s->mappings[i].has_dwarf && !(quick && s->mappings[i].heavy_dwarf);
+  return s->mappings[i].has_dwarf && !(cprof__symbolizer_quick_now && s->mappings[i].heavy_dwarf);
 }
 
 int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len) {
@@ -689,7 +657,7 @@ int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_
     return 1;
   }
   /* Asked again for each profile: a failed fetch is retried after a while. */
-  if (!quick)
+  if (!cprof__symbolizer_quick_now)
     cprof__debuginfod_want(mp->build_id);
   int n = snprintf(buf, len, "no debug symbols for %s (build ID %s): ", mp->path, mp->build_id);
   if (n > 0 && (size_t)n < len)
@@ -732,156 +700,4 @@ int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint3
     }
   }
   return best >= 0 ? best : cprof__symbolizer_mapping_of(s, addr);
-}
-
-/* ---- symbolizing --------------------------------------------------------- */
-
-static int is_function(Dwarf_Die *die) {
-  int tag = dwarf_tag(die);
-  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-         tag == DW_TAG_entry_point;
-}
-
-/* The first function scope at or after chain[i], or -1. Lexical blocks and
- * the like may sit between an inlined call and its caller. */
-static int next_function(Dwarf_Die *chain, int n, int i) {
-  for (; i < n; i++)
-    if (is_function(&chain[i]))
-      return i;
-  return -1;
-}
-
-/* Where an inlined call was made: DW_AT_call_file and DW_AT_call_line of the
- * DW_TAG_inlined_subroutine, the file an index into its unit's file table. */
-static void call_site(Dwarf_Die *inl, const char **file, int *line) {
-  Dwarf_Attribute attr;
-  Dwarf_Word v;
-  Dwarf_Die cu;
-  Dwarf_Files *files;
-  *file = NULL;
-  *line = 0;
-  if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
-      dwarf_diecu(inl, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, NULL) == 0)
-    *file = dwarf_filesrc(files, v, NULL, NULL);
-  if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0 && v <= INT_MAX)
-    *line = (int)v;
-}
-
-static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const char *fn,
-                const char *system, const char *file, int line) {
-  if (*n == max) {
-    if (!keep_outer)
-      return;
-    --*n;
-  }
-  frames[(*n)++] =
-      (cprof__frame_t){.function = fn, .system_name = system, .file = file, .line = line};
-}
-
-/* An address fell in a module without debug information: debuginfod may
- * have it (debuginfod.c; nothing happens without DEBUGINFOD_URLS). Once per
- * module and instance, and not in quick mode, where the program exits. */
-static void ask_debuginfod(cprof__symbolizer_t *s, int i) {
-  const cprof__mapping_t *mp = &s->mappings[i];
-  if (s->asked[i] || quick || mp->has_dwarf || mp->path[0] != '/' || !mp->build_id[0])
-    return;
-  s->asked[i] = 1;
-  cprof__debuginfod_want(mp->build_id);
-}
-
-/* The frames of one address, innermost first, as eu-addr2line -i -f prints
- * them. With keep_outer, a full array has its last slot overwritten so that
- * the outermost function always ends up last. */
-static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_t *frames,
-                   int max, uintptr_t *offset, int keep_outer) {
-  if (offset)
-    *offset = 0;
-  /* Code is only in the mappings we list; and dwfl_addrmodule answers the
-   * last module for any address above it, so its answer is checked too. */
-  Dwfl *dwfl = mi >= 0 && mi < s->nmappings && max > 0 ? dwfl_for(s, mi) : NULL;
-  if (!dwfl)
-    return 0;
-  ask_debuginfod(s, mi);
-  Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-  Dwarf_Addr mod_start, mod_end;
-  if (!mod || !dwfl_module_info(mod, NULL, &mod_start, &mod_end, NULL, NULL, NULL, NULL) ||
-      addr < mod_start || addr >= mod_end)
-    return 0;
-
-  const cprof__elf_func_t *ef =
-      cprof__elf_funcs_find(&s->funcs, mod, addr, s->mappings[mi].start);
-  if (ef && offset)
-    *offset = addr - ef->start;
-  const char *elf_fn = ef ? cprof__names_show(&s->names, ef->name) : NULL;
-  const char *elf_sys = elf_fn && elf_fn != ef->name ? ef->name : NULL;
-
-  /* The unit holding addr; its line table gives the innermost position,
-   * and its DIEs the nest of scopes from the innermost outwards. */
-  Dwarf_Addr bias = 0;
-  Dwarf_Die *cudie = cprof__symbolizer_uses_dwarf(s, mi)
-                         ? cprof__dwarf_unit_at(&s->scopes, mod, addr, &bias)
-                         : NULL;
-  const char *file = NULL;
-  int line = 0;
-  Dwarf_Line *dl = cudie ? dwarf_getsrc_die(cudie, addr - bias) : NULL;
-  if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
-    line = 0;
-  Dwarf_Die *chain = NULL;
-  int nchain = cudie ? cprof__dwarf_scopes_at(&s->scopes, cudie, addr - bias, &chain) : 0;
-
-  cprof__die_name_ctx_t names = {.names = &s->names,
-                                 .funcs = &s->funcs,
-                                 .scopes = &s->scopes,
-                                 .mod = mod,
-                                 .bias = bias,
-                                 .cudie = cudie};
-  int n = 0;
-  int i = next_function(chain, nchain, 0);
-  if (i < 0) {
-    /* No function DIE for this address: the ELF symbol, with the line
-     * table's position if it happens to have one. */
-    if (elf_fn)
-      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
-    free(chain);
-    return n;
-  }
-  for (;;) {
-    Dwarf_Die *die = &chain[i];
-    int inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-    const char *sys;
-    const char *fn = cprof__die_name(&s->die_names, &names, die, &sys);
-    if (!fn && !inlined) {
-      fn = elf_fn;
-      sys = elf_sys;
-    }
-    put(frames, max, &n, keep_outer, fn, sys, file, line);
-    if (!inlined || (n == max && !keep_outer))
-      break;
-    call_site(die, &file, &line);
-    i = next_function(chain, nchain, i + 1);
-    if (i < 0) {
-      /* An inlined call with no enclosing function DIE: malformed DWARF, but
-       * the call site and the symbol still say where we are. */
-      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
-      break;
-    }
-  }
-  free(chain);
-  return n;
-}
-
-int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
-                     uintptr_t *offset) {
-  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, frames, max, offset, 0);
-}
-
-int cprof__symbolize_in(cprof__symbolizer_t *s, int m, uintptr_t addr, cprof__frame_t *frames,
-                        int max, uintptr_t *offset) {
-  return resolve(s, m, addr, frames, max, offset, 0);
-}
-
-const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr) {
-  cprof__frame_t f;
-  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, &f, 1, NULL, 1) ? f.function
-                                                                                  : NULL;
 }
