@@ -32,15 +32,15 @@ typedef enum cprof__thread_status {
 
 typedef struct cprof__thread_stack {
   pid_t tid;
-  char name[16]; /* /proc/self/task/TID/comm */
-  char state;    /* R, S, D, ... from /proc/self/task/TID/stat */
+  char name[16];  /* /proc/self/task/TID/comm */
+  char state;     /* R, S, D, ... from /proc/self/task/TID/stat */
   cprof__thread_status_t status;
   long syscall_nr; /* the system call it waits in, else -1 (running, or stopped outside one) */
   int reused;      /* the stack is the cache's: asleep where it was at the last capture */
   char region[CPROF_MAX_TRACE_NAME + 1]; /* its innermost open region (the wall profile's), or "" */
   const char *unreadable;                /* UNKNOWN: the file of /proc/self/task/TID/ that was not;
                                           * UNSENT: the call refused (timer_create, timer_settime) */
-  int err;                               /* UNKNOWN, UNSENT: why, an errno */
+  int err;                /* UNKNOWN, UNSENT: why, an errno */
   int depth;
   uintptr_t *pcs; /* cprof__max_depth() when the capture began, at most */
   /* Its labels (cprof_label_set, cprof_do), read just after the stacks

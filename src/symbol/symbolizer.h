@@ -53,6 +53,20 @@ struct cprof__symbolizer {
  * same time still gets every file and line. */
 extern __thread int cprof__symbolizer_quick_now;
 
+/* Handed out when even the first instance cannot be allocated, so that
+ * acquire never returns NULL: no mappings and no names. */
+extern cprof__symbolizer_t cprof__symbolizer_empty;
+
+/* ---- building and destroying (symbolizer_build.c) ---- */
+
+/* An instance over `maps`, which it takes over (also on failure); NULL
+ * when it could not be made (symbolizer_build.c says more). */
+cprof__symbolizer_t *cprof__symbolizer_build(cprof__maps_t *maps);
+void cprof__symbolizer_destroy(cprof__symbolizer_t *s);
+/* Whether two snapshots have the same code mappings: an instance built
+ * over one serves the other. */
+int cprof__symbolizer_same_code(const cprof__maps_t *a, const cprof__maps_t *b);
+
 /* The Dwfl that symbolizes mapping mi: the process's for a live one. */
 Dwfl *cprof__symbolizer_dwfl_for(cprof__symbolizer_t *s, int mi);
 
