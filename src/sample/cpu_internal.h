@@ -14,8 +14,8 @@
 #include "unwind/maps.h"
 
 enum { CPROF__CPU_FREE = 0, CPROF__CPU_WRITING = 1, CPROF__CPU_FULL = 2 };
-#define CPROF__CPU_RING 2048 /* records: drained every 50 ms, room for 400 busy threads at 100 Hz  \
-                              */
+/* Records: drained every 50 ms, room for 400 busy threads at 100 Hz. */
+#define CPROF__CPU_RING 2048
 
 /* Each record's stack is an array of `max` frames, the depth set when the
  * profile started, in the same block after the records. */
