@@ -13,6 +13,10 @@
 #include "sample/cpu.h"
 #include "unwind/maps.h"
 
+/* Hidden, as every definition of cprof's: the handlers reach these
+ * directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 enum { CPROF__CPU_FREE = 0, CPROF__CPU_WRITING = 1, CPROF__CPU_FULL = 2 };
 /* Records: drained every 50 ms, room for 400 busy threads at 100 Hz. */
 #define CPROF__CPU_RING 2048
@@ -129,5 +133,7 @@ void cprof__cpu_timers_stop(void);
 void cprof__cpu_timers_undelivered(cprof__cpu_sink_fn sink, void *arg);
 
 void cprof__cpu_timers_atfork_child(void);
+
+#pragma GCC visibility pop
 
 #endif

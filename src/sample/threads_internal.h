@@ -16,6 +16,10 @@
 #include "sample/threads.h"
 #include "unwind/maps.h"
 
+/* Hidden, as every definition of cprof's: the handlers reach these
+ * directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 enum {
   CPROF__SLOT_PENDING = 0,
   CPROF__SLOT_WRITING = 1,
@@ -200,5 +204,7 @@ void cprof__threads_harvest(cprof__threads_cache_t *c, cprof__threads_cached_t *
                             cprof__thread_stack_t *t, int *ask, int64_t *asked, int64_t now);
 int cprof__threads_defer_ask(cprof__threads_cache_t *c, pid_t tid, uint32_t gen, int *ask,
                              int64_t *asked, const char **call);
+
+#pragma GCC visibility pop
 
 #endif

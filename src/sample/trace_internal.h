@@ -13,6 +13,10 @@
 #include "sample/thread_blocks.h"
 #include "sample/trace.h"
 
+/* Hidden, as every definition of cprof's: the handlers reach these
+ * directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 #define CPROF__TRACE_NAME_WORDS ((CPROF_MAX_TRACE_NAME + 1) / 8)
 
 /* A thread's events during one trace. */
@@ -74,5 +78,7 @@ void cprof__trace_unlock(pthread_mutex_t *m);
 
 /* Frees memory of the trace's own (mmap'd, not malloc's). */
 void cprof__trace_free(void *p);
+
+#pragma GCC visibility pop
 
 #endif

@@ -6,6 +6,10 @@
 
 #include <stdint.h>
 
+/* Hidden, as every definition of cprof's: the handlers reach these
+ * directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 /* A rule, packed in a word so that the cache holds it whole:
  * bits 0-2 the kind, bits 3-4 where %rbp is saved, bits 5-9 the CFA's base
  * register for CPROF__RULE_FROM_REG, bits 16-31 where %rbp is saved (from the CFA, or
@@ -52,5 +56,7 @@ int cprof__cfa_module_of(uintptr_t pc, cprof__cfa_module_t *out);
 /* The rule for `pc`, from the tables of the module that holds it. *start,
  * when the pc is inside an FDE's range, is set to the range's first pc. */
 uint64_t cprof__cfa_find_rule(uintptr_t pc, uintptr_t *start);
+
+#pragma GCC visibility pop
 
 #endif
