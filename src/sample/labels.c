@@ -18,7 +18,7 @@
  * - The threads profile's capture (threads.c), for every thread at once,
  *   including threads asleep in the kernel that are unwound from outside
  *   and run no handler of ours. So every block is also on a process-wide
- *   list with its thread's id (sample/thread_list.h, shared with trace.c's
+ *   list with its thread's id (sample/thread_blocks.h, shared with trace.c's
  *   blocks), inserted when the thread first gets a block
  *   and removed by the destructor, under a mutex (never taken in a signal
  *   handler). The list's lock keeps a block alive while it is read, but the
@@ -57,64 +57,48 @@
 #include <string.h>
 
 #include "core/guard.h"
-#include "sample/thread_list.h"
+#include "sample/thread_blocks.h"
 
 typedef struct block {
-  cprof__thread_node_t node; /* first: on the list `all`, under all_lock */
+  cprof__thread_node_t node; /* first: on the list `blocks`, under its lock */
   unsigned seq;              /* odd while the owner changes l; atomic */
   cprof__labels_t l;
 } block_t;
 
 static __thread __attribute__((tls_model("initial-exec"))) block_t *mine;
-static pthread_key_t exit_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static int have_key;
 
-static cprof__thread_node_t *all;
-static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static void set_mine(void *b) { mine = b; }
 
-/* The list's lock is cprof's: taken with the guard raised, so that the
- * lock wrappers (interpose/locks.c) pass it through unprofiled. */
-static void lock_all(void) {
+/* Blocks are allocated and freed with the guard raised: cprof's memory. */
+static void *alloc_block(size_t n) {
   cprof__guard_enter();
-  pthread_mutex_lock(&all_lock);
-}
-
-static void unlock_all(void) {
-  pthread_mutex_unlock(&all_lock);
+  void *b = calloc(1, n);
   cprof__guard_leave();
+  return b;
 }
 
-static void free_block(block_t *b) {
+static void free_block(void *b) {
   cprof__guard_enter();
   free(b);
   cprof__guard_leave();
 }
 
+static void make_key(void);
+static cprof__thread_blocks_t blocks =
+    CPROF__THREAD_BLOCKS_INIT(sizeof(block_t), alloc_block, free_block, set_mine, make_key);
+
 /* At thread exit. */
-static void release(void *p) {
-  block_t *b = p;
-  mine = NULL;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  lock_all();
-  cprof__thread_list_unlink(&b->node);
-  unlock_all();
-  free_block(b);
-}
+static void release(void *p) { cprof__thread_blocks_remove(&blocks, p, NULL, NULL); }
 
-static void make_key(void) { have_key = pthread_key_create(&exit_key, release) == 0; }
+static void make_key(void) { cprof__thread_blocks_make_key(&blocks, release); }
 
-static void fork_prepare(void) { lock_all(); }
-static void fork_parent(void) { unlock_all(); }
+static void fork_prepare(void) { cprof__thread_blocks_lock(&blocks); }
+static void fork_parent(void) { cprof__thread_blocks_unlock(&blocks); }
 
 static void fork_child(void) {
-  cprof__thread_node_t *gone = cprof__thread_list_fork_child(&all, mine ? &mine->node : NULL);
-  unlock_all();
-  while (gone) {
-    cprof__thread_node_t *next = gone->next;
-    free_block((block_t *)gone);
-    gone = next;
-  }
+  cprof__thread_node_t *gone = cprof__thread_blocks_fork_child(&blocks, mine);
+  cprof__thread_blocks_unlock(&blocks);
+  cprof__thread_blocks_free_list(&blocks, gone);
 }
 
 __attribute__((constructor(103))) static void register_fork_handlers(void) {
@@ -122,31 +106,7 @@ __attribute__((constructor(103))) static void register_fork_handlers(void) {
 }
 
 /* The calling thread's block, made on first use; NULL without memory. */
-static block_t *my_block(void) {
-  if (mine)
-    return mine;
-  pthread_once(&key_once, make_key);
-  cprof__guard_enter();
-  block_t *b = calloc(1, sizeof *b);
-  cprof__guard_leave();
-  if (!b)
-    return NULL;
-  /* glibc allocates the second level of its key table on a key's first
-   * use by a thread: cprof's too. */
-  cprof__guard_enter();
-  int err = !have_key || pthread_setspecific(exit_key, b) != 0;
-  cprof__guard_leave();
-  if (err) {
-    free_block(b);
-    return NULL;
-  }
-  lock_all();
-  cprof__thread_list_push(&all, &b->node);
-  unlock_all();
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  mine = b;
-  return b;
-}
+static block_t *my_block(void) { return mine ? mine : cprof__thread_blocks_new(&blocks); }
 
 /* A sequence lock's writer side: the odd value is visible before any
  * change to l (to the handler on this thread and to readers on others), the
@@ -311,9 +271,9 @@ static int copy_other(const block_t *b, cprof__labels_t *out) {
 
 void cprof__labels_each(void (*fn)(pid_t tid, const cprof__labels_t *l, void *ctx), void *ctx) {
   cprof__labels_t copy;
-  lock_all();
-  for (const cprof__thread_node_t *n = all; n; n = n->next)
+  cprof__thread_blocks_lock(&blocks);
+  for (const cprof__thread_node_t *n = blocks.all; n; n = n->next)
     if (copy_other((const block_t *)n, &copy) == 0 && copy.n > 0)
       fn(n->tid, &copy, ctx);
-  unlock_all();
+  cprof__thread_blocks_unlock(&blocks);
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "sample/labels.h"
 #include "unwind/unwind.h"
@@ -146,6 +147,14 @@ int cprof__thread_signal_masks(pid_t tid, uint64_t *blocked, uint64_t *pending);
 
 /* The number of threads in the process now (for the index page). */
 int cprof__threads_count(void);
+
+/* The CPU-time clock of one thread of this process: clock_getcpuclockid(3)
+ * gives only processes', pthread_getcpuclockid(3) only pthread_t's, so we
+ * build it as the kernel encodes it (include/linux/posix-timers.h):
+ * CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above. */
+static inline clockid_t cprof__thread_cpu_clock(pid_t tid) {
+  return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
 
 /* The signal number chosen, or 0 before init (or when none was free). */
 int cprof__threads_signal(void);

@@ -316,6 +316,63 @@ static int sleep_until(const cprof__wall_opts_t *o, cprof__threads_cache_t *cach
   }
 }
 
+/* One tick at `at`: every thread's stack, with the region it is in, and
+ * the tick before (*prev, at *prev_at) emitted as standing for the time
+ * from it to this one, so that how long a tick took, which depends on what
+ * it found (a running thread costs an ask), weighs nothing; the last
+ * stands for the time to the end. This tick becomes *prev. */
+static int tick(recorder_t *r, cprof__threads_cache_t *cache, cprof__thread_dump_t *prev,
+                int64_t *prev_at, int64_t at, cprof__wall_result_t *res) {
+  cprof__thread_dump_t d;
+  int err = cprof__threads_capture_cached(r->o->how, CAPTURE_TIMEOUT_MS, cache, &d);
+  if (err)
+    return err;
+  cprof__regions_each(put_region, &d);
+  if (res->ticks > 0)
+    err = emit(r, prev, *prev_at, &d, at - *prev_at);
+  if (!err)
+    err = place_waits(r, &d, at - WAITED_THERE_NS);
+  if (!err)
+    err = take_answers(r, &d);
+  cprof__threads_dump_free(prev);
+  *prev = d;
+  *prev_at = at;
+  for (int i = 0; i < d.n; i++)
+    res->reused += d.v[i].reused;
+  res->threads += d.n;
+  res->ticks++;
+  return err;
+}
+
+/* When the tick after the one at `at` comes, with ticks costing `recent`
+ * ns of CPU lately: no sooner than the budget allows (o->budget of the
+ * time since `start` for the sampling thread's CPU since `cpu_start`),
+ * and not in the past. */
+static int64_t next_tick(const cprof__wall_opts_t *o, int64_t at, int64_t period, int64_t start,
+                         int64_t cpu_start, double recent, uint64_t *seed) {
+  /* Each interval drawn uniformly from half to one and a half periods:
+   * ticks at a fixed period lock onto a thread whose cycle divides it (a
+   * loop of 3 ms on, 7 ms off under 50 Hz ticks is found at the same
+   * point of its cycle every time, and then never seen asleep, so that
+   * its time off a CPU had nowhere to go but where it runs: 54 % of its
+   * time in compute_part where it computed 30 %, in 2 runs of 5). */
+  int64_t next = at + period / 2 + (int64_t)(draw(seed) % (uint64_t)period);
+  if (o->budget > 0) {
+    int64_t afford = (int64_t)(recent / o->budget);
+    /* The time by which the budget pays for what was spent and for the
+     * next tick, at what ticks cost lately. */
+    int64_t paid = (int64_t)(((double)(thread_cpu_ns() - cpu_start) + recent) / o->budget);
+    if (at + afford > next)
+      next = at + afford;
+    if (start + paid > next)
+      next = start + paid;
+  }
+  int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
+  if (next < now) /* late (the machine is busy): no catching up */
+    next = now;
+  return next;
+}
+
 int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   *res = (cprof__wall_result_t){.hz = o->hz};
   if (o->hz < 1 || o->hz > CPROF_WALL_MAX_HZ || o->duration_ms < 0 || !o->sink)
@@ -336,30 +393,10 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   int64_t prev_at = start, at = start;
   for (;;) {
     int64_t cpu0 = thread_cpu_ns();
-    cprof__thread_dump_t d;
-    err = cprof__threads_capture_cached(o->how, CAPTURE_TIMEOUT_MS, cache, &d);
+    err = tick(&r, cache, &prev, &prev_at, at, res);
     if (err)
       break;
-    cprof__regions_each(put_region, &d);
-    /* A tick stands for the time from it to the next, so that how long a
-     * tick took, which depends on what it found (a running thread costs an
-     * ask), weighs nothing; the last stands for the time to the end. */
-    if (res->ticks > 0)
-      err = emit(&r, &prev, prev_at, &d, at - prev_at);
-    if (!err)
-      err = place_waits(&r, &d, at - WAITED_THERE_NS);
-    if (!err)
-      err = take_answers(&r, &d);
-    cprof__threads_dump_free(&prev);
-    prev = d;
-    prev_at = at;
-    for (int i = 0; i < d.n; i++)
-      res->reused += d.v[i].reused;
-    res->threads += d.n;
-    res->ticks++;
     int64_t cost = thread_cpu_ns() - cpu0;
-    if (err)
-      break;
     /* The budget: the next tick comes when the sampling thread's CPU time
      * so far (the first tick, which unwinds every thread, included) is
      * within the budget of the time since the start, and at the rate asked
@@ -367,26 +404,7 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
      * interval, so that one tick's cost, which depends on what it found,
      * moves the next tick but little. */
     recent = res->ticks == 1 ? (double)cost : recent + 0.2 * ((double)cost - recent);
-    /* Each interval drawn uniformly from half to one and a half periods:
-     * ticks at a fixed period lock onto a thread whose cycle divides it (a
-     * loop of 3 ms on, 7 ms off under 50 Hz ticks is found at the same
-     * point of its cycle every time, and then never seen asleep, so that
-     * its time off a CPU had nowhere to go but where it runs: 54 % of its
-     * time in compute_part where it computed 30 %, in 2 runs of 5). */
-    int64_t next = at + period / 2 + (int64_t)(draw(&seed) % (uint64_t)period);
-    if (o->budget > 0) {
-      int64_t afford = (int64_t)(recent / o->budget);
-      /* The time by which the budget pays for what was spent and for the
-       * next tick, at what ticks cost lately. */
-      int64_t paid = (int64_t)(((double)(thread_cpu_ns() - cpu_start) + recent) / o->budget);
-      if (at + afford > next)
-        next = at + afford;
-      if (start + paid > next)
-        next = start + paid;
-    }
-    int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
-    if (next < now) /* late (the machine is busy): no catching up */
-      next = now;
+    int64_t next = next_tick(o, at, period, start, cpu_start, recent, &seed);
     if (next >= end)
       break;
     if (sleep_until(o, cache, next, &asked) != 0) {

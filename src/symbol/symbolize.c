@@ -23,10 +23,11 @@
  * reach them. The server's keeper thread ends the instance when it has been
  * idle a while (cprof__symbolizer_trim), to give back its memory.
  *
- * The parts: dwfl_files.c finds the files, names.c makes names readable,
+ * The parts: resolve.c turns an address into frames with the instance
+ * (symbolizer.h), dwfl_files.c finds the files, names.c makes names readable,
  * die_names.c gives each DWARF function the full name nm -C would,
  * elf_funcs.c and dwarf_scopes.c make lookups by address fast. */
-#include "symbol/symbolize.h"
+#include "symbol/symbolizer.h"
 
 #include "core/fds.h"
 #include "core/hex.h"
@@ -56,376 +57,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A retired module's own Dwfl, made the first time one of its addresses
- * is symbolized: it may share its addresses with a module mapped now, or
- * with another retired one, and a Dwfl holds one module per address. */
-typedef struct retired_dwfl {
-  const cprof__retired_t *r;
-  Dwfl *dwfl; /* NULL: not made yet, or the file is gone or is another build */
-  int tried;
-} retired_dwfl_t;
-
-struct cprof__symbolizer {
-  cprof__maps_t maps; /* the snapshot the mappings were made from; paths point here */
-  cprof__mapping_t *mappings; /* nlive mapped now, then the retired */
-  int nmappings, nlive;
-  retired_dwfl_t *retired; /* nmappings - nlive of them */
-  int *by_addr; /* mapping indices in address order, for mapping_of */
-  /* Per mapping: debuginfod was told it has no debug information (see
-   * ask_debuginfod). */
-  unsigned char *asked;
-  unsigned fetched; /* cprof__debuginfod_generation when this was built */
-  Dwfl *dwfl;   /* NULL when libdw could not be set up: mappings only */
-  cprof__names_t names;
-  cprof__elf_funcs_t funcs;
-  cprof__dwarf_scopes_t scopes;
-  cprof__die_names_t die_names;
-  cprof__blocked_ctx_t blocked; /* libdw's thread callbacks' state */
-  Elf **refs;                   /* our references to debug files' Elfs, see below */
-  int nrefs, caprefs;
-  int held;    /* descriptors libdw keeps that we could not take back */
-  unsigned table; /* the table they are in (core/fds.h), when held */
-  int tainted; /* libdw may close a number that is no longer its own */
-  int once;    /* built for one use: ended at release */
-};
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* The kept instance. If it holds descriptors (held), they are in cprof's
  * own table, and only threads there use it. */
 static cprof__symbolizer_t *current;
 static struct timespec last_used; /* CLOCK_MONOTONIC, at its last release */
 static void (*used_hook)(void);
-/* Nonzero while this thread writes a profile someone is waiting for: see
- * cprof__symbolizer_quick. Per thread, so that an HTTP request served at the
- * same time still gets every file and line. */
-static __thread int quick;
+__thread int cprof__symbolizer_quick_now; /* symbolizer.h */
 /* Nonzero on a thread that symbolizes now and then (cprof__symbolizer_passing). */
 static __thread int passing;
 
-/* Compressed DWARF above this many bytes on disk is left to the reader in
- * quick mode. libdw inflates every compressed .debug_* section of a file
- * when it opens its DWARF, at about 60 MB/s of compressed input here (libc's
- * 3.7 MB: 60 ms; ld.so's 0.5 MB: 8 ms), so this is about 4 ms. */
-#define QUICK_MAX_PACKED_DWARF (256u * 1024)
-/* Handed out when even the first instance cannot be allocated, so that
- * acquire never returns NULL: no mappings and no names. */
-static cprof__symbolizer_t empty;
-
-static const char deleted_suffix[] = " (deleted)";
-
-/* The mappings that can hold code we symbolize: executable, and backed by a
- * file or the vDSO. Anonymous executable memory (JIT code) and [vsyscall]
- * have no file for a Mapping to name. */
-static int is_code(const cprof__map_entry_t *e) {
-  return e->perms[2] == 'x' && (e->path[0] == '/' || strcmp(e->path, "[vdso]") == 0);
-}
-
-/* Whether two snapshots have the same code mappings. We compare only those,
- * not the whole text: the heap, thread stacks and every large malloc change
- * the text all the time, and rebuilding the Dwfl for that would make each
- * request pay the full start-up cost. */
-static int same_code(const cprof__maps_t *a, const cprof__maps_t *b) {
-  int i = 0, j = 0;
-  for (;;) {
-    while (i < a->n && !is_code(&a->v[i]))
-      i++;
-    while (j < b->n && !is_code(&b->v[j]))
-      j++;
-    if (i == a->n || j == b->n)
-      return i == a->n && j == b->n;
-    const cprof__map_entry_t *x = &a->v[i++], *y = &b->v[j++];
-    if (x->start != y->start || x->end != y->end || x->offset != y->offset ||
-        strcmp(x->perms, y->perms) != 0 || strcmp(x->path, y->path) != 0)
-      return 0;
-  }
-}
-
-/* ---- building and destroying --------------------------------------------- */
-
-static void destroy(cprof__symbolizer_t *s) {
-  if (!s || s == &empty)
-    return;
-  /* dwfl_end would close a number that may be the program's now: better
-   * to leak the instance (see "Descriptors"). */
-  if (s->tainted)
-    return;
-  /* The caches point into the Dwfl's data: they go first. */
-  cprof__die_names_free(&s->die_names);
-  cprof__dwarf_scopes_free(&s->scopes);
-  cprof__elf_funcs_free(&s->funcs);
-  cprof__names_free(&s->names);
-  for (int i = 0; i < s->nlive; i++)
-    if (s->mappings[i].build_id[0])
-      free((char *)s->mappings[i].build_id);
-  free(s->mappings);
-  free(s->by_addr);
-  free(s->asked);
-  if (s->dwfl)
-    dwfl_end(s->dwfl);
-  for (int i = 0; i < s->nmappings - s->nlive; i++)
-    if (s->retired[i].dwfl)
-      dwfl_end(s->retired[i].dwfl);
-  free(s->retired);
-  for (int i = 0; i < s->nrefs; i++)
-    elf_end(s->refs[i]); /* the last reference now: unmapped, nothing closed */
-  free(s->refs);
-  cprof__maps_free(&s->maps);
-  free(s);
-}
-
-/* Reports every module of the snapshot maps to a new Dwfl. Returns NULL
- * when libdw cannot do it; the caller carries on without names. The
- * modules come from our snapshot, not libdw's dwfl_linux_proc_report,
- * which reads files a process that is not dumpable cannot (dwfl_files.c). */
-static Dwfl *build_dwfl(const cprof__maps_t *maps) {
-  /* Our debuginfo callback opens ELF files with libelf itself. */
-  if (elf_version(EV_CURRENT) == EV_NONE)
-    return NULL;
-  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks_tracked);
-  if (!dwfl)
-    return NULL;
-  dwfl_report_begin(dwfl);
-  /* A module libdw refused leaves the others worth keeping, so only
-   * report_end decides. */
-  (void)cprof__dwfl_report_maps(dwfl, maps);
-  if (dwfl_report_end(dwfl, NULL, NULL) != 0) {
-    dwfl_end(dwfl);
-    return NULL;
-  }
-  return dwfl;
-}
-
-/* Whether elf has the DWARF that libdw's dwarf_begin_elf accepts (a
- * .debug_info, .debug_line or .debug_frame with data, compressed with zlib
- * or not: libdw/dwarf_begin_elf.c), read from the section headers alone.
- * Adds the on-disk size of its compressed .debug_* sections to *packed:
- * what opening the DWARF would have to inflate. */
-static int elf_has_dwarf(Elf *elf, uint64_t *packed) {
-  size_t shstrndx;
-  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
-    return 0;
-  int found = 0;
-  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
-      continue;
-    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name)
-      continue;
-    int gnu_z = strncmp(name, ".zdebug_", 8) == 0; /* the older GNU format */
-    if (!gnu_z && strncmp(name, ".debug_", 7) != 0)
-      continue;
-    if (sh.sh_flags & SHF_COMPRESSED) {
-      /* libdw 0.188 inflates zlib only; a zstd section fails its open. */
-      GElf_Chdr ch;
-      if (!gelf_getchdr(scn, &ch) || ch.ch_type != ELFCOMPRESS_ZLIB)
-        continue;
-    }
-    if (gnu_z || (sh.sh_flags & SHF_COMPRESSED))
-      *packed += sh.sh_size;
-    const char *what = name + (gnu_z ? 8 : 7);
-    found |= strcmp(what, "info") == 0 || strcmp(what, "line") == 0 || strcmp(what, "frame") == 0;
-  }
-  return found;
-}
-
-/* Whether dwfl_module_getdwarf would find DWARF for mod, and how much of it
- * is compressed, without loading it: the main file's sections, or else
- * those of the separate debug file that our find_debuginfo callback gives
- * libdw (libdwfl/dwfl_module_getdwarf.c: find_dw tries them in that order). */
-static int probe_dwarf(Dwfl_Module *mod, Elf *main_elf, uint64_t *packed) {
-  *packed = 0;
-  if (elf_has_dwarf(main_elf, packed))
-    return 1;
-  *packed = 0;
-  void **userdata;
-  Dwarf_Addr low;
-  const char *file = NULL;
-  const char *name = dwfl_module_info(mod, &userdata, &low, NULL, NULL, NULL, &file, NULL);
-  GElf_Word crc = 0;
-  const char *debuglink = dwelf_elf_gnu_debuglink(main_elf, &crc);
-  char *debug_name = NULL;
-  int fd = cprof__dwfl_find_debuginfo(mod, userdata, name, low, file, debuglink, crc, &debug_name);
-  free(debug_name);
-  if (fd < 0)
-    return 0;
-  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-  int found = elf_has_dwarf(elf, packed);
-  if (elf)
-    elf_end(elf);
-  close(fd);
-  return found;
-}
-
-/* Fills the build ID and what the module offers. Opening the ELF file first
- * is needed: libdwfl reads the build ID note only once it has the file. The
- * DWARF is only probed, not loaded: see the top of this file. */
-static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
-  mp->build_id = "";
-  if (!dwfl)
-    return 0;
-  Dwfl_Module *mod = dwfl_addrmodule(dwfl, mp->start);
-  if (!mod)
-    return 0;
-  GElf_Addr bias;
-  Elf *elf = dwfl_module_getelf(mod, &bias);
-  if (!elf)
-    return 0;
-  const unsigned char *bits;
-  GElf_Addr vaddr;
-  int len = dwfl_module_build_id(mod, &bits, &vaddr);
-  if (len > 0) {
-    char *hex = malloc((size_t)len * 2 + 1);
-    if (!hex)
-      return -ENOMEM;
-    cprof__hex_encode(bits, (size_t)len, hex);
-    mp->build_id = hex;
-  }
-  mp->has_symbols = dwfl_module_getsymtab(mod) > 0;
-  uint64_t packed;
-  mp->has_dwarf = probe_dwarf(mod, elf, &packed);
-  mp->heavy_dwarf = mp->has_dwarf && packed > QUICK_MAX_PACKED_DWARF;
-  return 0;
-}
-
-/* The path of the main program as /proc/self/maps spells it. */
-static void exe_path(char *buf, size_t size) {
-  ssize_t n = readlink("/proc/thread-self/exe", buf, size - 1);
-  if (n < 0)
-    n = 0;
-  buf[n] = '\0';
-  size_t sl = sizeof deleted_suffix - 1;
-  if ((size_t)n > sl && strcmp(buf + n - sl, deleted_suffix) == 0)
-    buf[n - sl] = '\0';
-}
-
-/* The retired modules become mappings after the live ones, their names
- * found only when first needed (dwfl_for). */
-static void add_retired(cprof__symbolizer_t *s, cprof__retired_t *const *gone, int ngone) {
-  for (int k = 0; k < ngone; k++) {
-    const cprof__retired_t *r = gone[k];
-    s->retired[k].r = r;
-    s->mappings[s->nmappings++] = (cprof__mapping_t){
-        .start = r->start, .limit = r->end, .offset = r->offset, .path = r->path,
-        .build_id = r->build_id, .retired = 1};
-  }
-}
-
-/* A Dwfl of the retired module alone, where it was loaded: the file is
- * opened by name as for a module mapped now (dwfl_files.c), and must still
- * be the build that was loaded, or its names would be another's. */
-static Dwfl *report_retired(const cprof__retired_t *r, cprof__mapping_t *mp) {
-  Dwfl *dwfl = dwfl_begin(&cprof__dwfl_callbacks_tracked);
-  if (!dwfl)
-    return NULL;
-  dwfl_report_begin(dwfl);
-  Dwfl_Module *mod = dwfl_report_module(dwfl, r->path, r->low, r->high);
-  if (!mod || dwfl_report_end(dwfl, NULL, NULL) != 0) {
-    dwfl_end(dwfl);
-    return NULL;
-  }
-  GElf_Addr bias;
-  Elf *elf = dwfl_module_getelf(mod, &bias);
-  const unsigned char *bits;
-  GElf_Addr vaddr;
-  int len = elf ? dwfl_module_build_id(mod, &bits, &vaddr) : -1;
-  char hex[sizeof r->build_id] = "";
-  if (len > 0 && (size_t)len * 2 < sizeof hex)
-    cprof__hex_encode(bits, (size_t)len, hex);
-  if (!elf || bias != r->bias || strcmp(hex, r->build_id) != 0) {
-    dwfl_end(dwfl);
-    return NULL;
-  }
-  mp->has_symbols = dwfl_module_getsymtab(mod) > 0;
-  uint64_t packed;
-  mp->has_dwarf = probe_dwarf(mod, elf, &packed);
-  mp->heavy_dwarf = mp->has_dwarf && packed > QUICK_MAX_PACKED_DWARF;
-  return dwfl;
-}
-
-/* The Dwfl that symbolizes mapping mi: the process's for a live one. */
-static Dwfl *dwfl_for(cprof__symbolizer_t *s, int mi) {
-  if (mi < s->nlive)
-    return s->dwfl;
-  retired_dwfl_t *rd = &s->retired[mi - s->nlive];
-  if (!rd->tried) {
-    rd->tried = 1;
-    rd->dwfl = report_retired(rd->r, &s->mappings[mi]);
-  }
-  return rd->dwfl;
-}
-
-/* Builds an instance over `maps`, which it takes over (also on failure). */
-static cprof__symbolizer_t *build(cprof__maps_t *maps) {
-  cprof__symbolizer_t *s = calloc(1, sizeof *s);
-  if (!s) {
-    cprof__maps_free(maps);
-    return NULL;
-  }
-  s->maps = *maps;
-  memset(maps, 0, sizeof *maps);
-
-  int n = 0;
-  for (int i = 0; i < s->maps.n; i++)
-    n += is_code(&s->maps.v[i]);
-  cprof__retired_t *const *gone;
-  int ngone = cprof__modules_retired(&gone);
-  /* One spare element so that a process with no code mappings (impossible in
-   * practice) does not depend on malloc(0). */
-  s->mappings = calloc((size_t)(n + ngone) + 1, sizeof *s->mappings);
-  s->by_addr = calloc((size_t)n + 1, sizeof *s->by_addr);
-  s->retired = calloc((size_t)ngone + 1, sizeof *s->retired);
-  s->asked = calloc((size_t)(n + ngone) + 1, 1);
-  if (!s->mappings || !s->by_addr || !s->retired || !s->asked)
-    goto fail;
-  /* Read before the files are looked for: a file fetched meanwhile makes
-   * the next acquire build again. */
-  s->fetched = cprof__debuginfod_generation();
-
-  /* The main program first, as pprof expects mapping 1 to be the binary;
-   * then the rest. Both passes walk the maps in address order, so each group
-   * stays sorted by address. */
-  char exe[PATH_MAX];
-  exe_path(exe, sizeof exe);
-  for (int pass = 0; pass < 2; pass++) {
-    for (int i = 0; i < s->maps.n; i++) {
-      const cprof__map_entry_t *e = &s->maps.v[i];
-      if (!is_code(e) || (strcmp(e->path, exe) == 0) != (pass == 0))
-        continue;
-      cprof__mapping_t *mp = &s->mappings[s->nmappings++];
-      mp->start = e->start;
-      mp->limit = e->end;
-      mp->offset = e->offset;
-      mp->path = e->path;
-      mp->build_id = "";
-    }
-  }
-  /* by_addr: the mapping indices in address order. Code entries appear in
-   * the maps in address order, and each went to the next free slot of its
-   * group, so walking the maps again recovers the index of each. */
-  int nexe = 0;
-  for (int i = 0; i < s->nmappings; i++)
-    nexe += strcmp(s->mappings[i].path, exe) == 0;
-  for (int i = 0, k = 0, next_exe = 0, next_other = nexe; i < s->maps.n; i++) {
-    const cprof__map_entry_t *e = &s->maps.v[i];
-    if (is_code(e))
-      s->by_addr[k++] = strcmp(e->path, exe) == 0 ? next_exe++ : next_other++;
-  }
-
-  s->dwfl = build_dwfl(&s->maps);
-  for (int i = 0; i < s->nmappings; i++)
-    if (describe_module(s->dwfl, &s->mappings[i]) != 0)
-      goto fail;
-  s->nlive = s->nmappings;
-  add_retired(s, gone, ngone);
-
-  cprof__names_init(&s->names);
-  return s;
-
-fail:
-  destroy(s);
-  return NULL;
-}
+cprof__symbolizer_t cprof__symbolizer_empty; /* symbolizer.h */
 
 /* ---- descriptors ---------------------------------------------------------
  * libdw opens a module's separate debug file from the descriptor our
@@ -468,7 +110,7 @@ static Elf *debug_elf(Dwfl_Module *mod) {
         elf != main_elf && same_build_id(elf, mod))
       return elf;
   }
-  if (quick)
+  if (cprof__symbolizer_quick_now)
     return NULL;
   Dwarf_Addr dbias;
   Dwarf *dw = dwfl_module_getdwarf(mod, &dbias);
@@ -542,10 +184,10 @@ static cprof__symbolizer_t *build_once(void) {
   cprof__maps_t maps;
   if (cprof__maps_read(&maps) != 0)
     memset(&maps, 0, sizeof maps);
-  cprof__symbolizer_t *s = build(&maps);
+  cprof__symbolizer_t *s = cprof__symbolizer_build(&maps);
   if (!s) {
     forget_handed();
-    return &empty;
+    return &cprof__symbolizer_empty;
   }
   s->once = 1;
   return s;
@@ -566,18 +208,18 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
    * (debuginfod.c): libdw looks for a module's debug file once, so a file
    * that arrived later takes a new Dwfl. */
   cprof__retired_t *const *gone;
-  if (current && same_code(&current->maps, &maps) &&
+  if (current && cprof__symbolizer_same_code(&current->maps, &maps) &&
       current->nmappings - current->nlive == cprof__modules_retired(&gone) &&
       current->fetched == cprof__debuginfod_generation()) {
     cprof__maps_free(&maps);
     return current;
   }
-  cprof__symbolizer_t *s = build(&maps);
+  cprof__symbolizer_t *s = cprof__symbolizer_build(&maps);
   if (!s) {
     forget_handed();
-    return current ? current : &empty;
+    return current ? current : &cprof__symbolizer_empty;
   }
-  destroy(current);
+  cprof__symbolizer_destroy(current);
   current = s;
   return s;
 }
@@ -589,7 +231,7 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
   /* Read before the walk, as the walkers in signal handlers do. */
   uint32_t g = max > 1 ? cprof__modules_generation_sigsafe() : 0;
   int n;
-  if (s == &empty) {
+  if (s == &cprof__symbolizer_empty) {
     pcs[0] = pc;
     n = 1;
   } else {
@@ -599,19 +241,19 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
 }
 
 void cprof__symbolizer_release(cprof__symbolizer_t *s) {
-  if (s != &empty)
+  if (s != &cprof__symbolizer_empty)
     take_back_descriptors(s);
   /* What libdw still holds is in this thread's table: outside ours, the
    * program's, or on a thread that symbolizes only now and then (the
    * push's), it goes now, from here. */
-  if (s != &empty)
+  if (s != &cprof__symbolizer_empty)
     s->table = cprof__fds_table();
   if (s->once || (s->held && (!s->table || passing))) {
     if (s == current)
       current = NULL;
-    destroy(s);
+    cprof__symbolizer_destroy(s);
     pthread_mutex_unlock(&lock);
-    if (!quick)
+    if (!cprof__symbolizer_quick_now)
       cprof__debuginfod_kick();
     return;
   }
@@ -622,7 +264,7 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
     hook();
   /* Fetches asked for during this use start now, with our lock free; not
    * in quick mode, where the program is exiting. */
-  if (!quick)
+  if (!cprof__symbolizer_quick_now)
     cprof__debuginfod_kick();
 }
 
@@ -641,7 +283,7 @@ long cprof__symbolizer_trim(long idle_ms) {
     long idle = (long)(now.tv_sec - last_used.tv_sec) * 1000 +
                 (now.tv_nsec - last_used.tv_nsec) / 1000000;
     if (idle >= idle_ms) {
-      destroy(current);
+      cprof__symbolizer_destroy(current);
       current = NULL;
     } else {
       left = idle_ms - idle;
@@ -668,14 +310,14 @@ void cprof__symbolizer_atfork_child(void) {
   pthread_mutex_unlock(&lock);
 }
 
-void cprof__symbolizer_quick(int on) { quick = on; }
+void cprof__symbolizer_quick(int on) { cprof__symbolizer_quick_now = on; }
 
 void cprof__symbolizer_passing(int on) { passing = on; }
 
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
   if (i < 0 || i >= s->nmappings)
     return 0;
-  return s->mappings[i].has_dwarf && !(quick && s->mappings[i].heavy_dwarf);
+  return s->mappings[i].has_dwarf && !(cprof__symbolizer_quick_now && s->mappings[i].heavy_dwarf);
 }
 
 int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len) {
@@ -689,7 +331,7 @@ int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_
     return 1;
   }
   /* Asked again for each profile: a failed fetch is retried after a while. */
-  if (!quick)
+  if (!cprof__symbolizer_quick_now)
     cprof__debuginfod_want(mp->build_id);
   int n = snprintf(buf, len, "no debug symbols for %s (build ID %s): ", mp->path, mp->build_id);
   if (n > 0 && (size_t)n < len)
@@ -732,156 +374,4 @@ int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint3
     }
   }
   return best >= 0 ? best : cprof__symbolizer_mapping_of(s, addr);
-}
-
-/* ---- symbolizing --------------------------------------------------------- */
-
-static int is_function(Dwarf_Die *die) {
-  int tag = dwarf_tag(die);
-  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-         tag == DW_TAG_entry_point;
-}
-
-/* The first function scope at or after chain[i], or -1. Lexical blocks and
- * the like may sit between an inlined call and its caller. */
-static int next_function(Dwarf_Die *chain, int n, int i) {
-  for (; i < n; i++)
-    if (is_function(&chain[i]))
-      return i;
-  return -1;
-}
-
-/* Where an inlined call was made: DW_AT_call_file and DW_AT_call_line of the
- * DW_TAG_inlined_subroutine, the file an index into its unit's file table. */
-static void call_site(Dwarf_Die *inl, const char **file, int *line) {
-  Dwarf_Attribute attr;
-  Dwarf_Word v;
-  Dwarf_Die cu;
-  Dwarf_Files *files;
-  *file = NULL;
-  *line = 0;
-  if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
-      dwarf_diecu(inl, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, NULL) == 0)
-    *file = dwarf_filesrc(files, v, NULL, NULL);
-  if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0 && v <= INT_MAX)
-    *line = (int)v;
-}
-
-static void put(cprof__frame_t *frames, int max, int *n, int keep_outer, const char *fn,
-                const char *system, const char *file, int line) {
-  if (*n == max) {
-    if (!keep_outer)
-      return;
-    --*n;
-  }
-  frames[(*n)++] =
-      (cprof__frame_t){.function = fn, .system_name = system, .file = file, .line = line};
-}
-
-/* An address fell in a module without debug information: debuginfod may
- * have it (debuginfod.c; nothing happens without DEBUGINFOD_URLS). Once per
- * module and instance, and not in quick mode, where the program exits. */
-static void ask_debuginfod(cprof__symbolizer_t *s, int i) {
-  const cprof__mapping_t *mp = &s->mappings[i];
-  if (s->asked[i] || quick || mp->has_dwarf || mp->path[0] != '/' || !mp->build_id[0])
-    return;
-  s->asked[i] = 1;
-  cprof__debuginfod_want(mp->build_id);
-}
-
-/* The frames of one address, innermost first, as eu-addr2line -i -f prints
- * them. With keep_outer, a full array has its last slot overwritten so that
- * the outermost function always ends up last. */
-static int resolve(cprof__symbolizer_t *s, int mi, uintptr_t addr, cprof__frame_t *frames,
-                   int max, uintptr_t *offset, int keep_outer) {
-  if (offset)
-    *offset = 0;
-  /* Code is only in the mappings we list; and dwfl_addrmodule answers the
-   * last module for any address above it, so its answer is checked too. */
-  Dwfl *dwfl = mi >= 0 && mi < s->nmappings && max > 0 ? dwfl_for(s, mi) : NULL;
-  if (!dwfl)
-    return 0;
-  ask_debuginfod(s, mi);
-  Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-  Dwarf_Addr mod_start, mod_end;
-  if (!mod || !dwfl_module_info(mod, NULL, &mod_start, &mod_end, NULL, NULL, NULL, NULL) ||
-      addr < mod_start || addr >= mod_end)
-    return 0;
-
-  const cprof__elf_func_t *ef =
-      cprof__elf_funcs_find(&s->funcs, mod, addr, s->mappings[mi].start);
-  if (ef && offset)
-    *offset = addr - ef->start;
-  const char *elf_fn = ef ? cprof__names_show(&s->names, ef->name) : NULL;
-  const char *elf_sys = elf_fn && elf_fn != ef->name ? ef->name : NULL;
-
-  /* The unit holding addr; its line table gives the innermost position,
-   * and its DIEs the nest of scopes from the innermost outwards. */
-  Dwarf_Addr bias = 0;
-  Dwarf_Die *cudie = cprof__symbolizer_uses_dwarf(s, mi)
-                         ? cprof__dwarf_unit_at(&s->scopes, mod, addr, &bias)
-                         : NULL;
-  const char *file = NULL;
-  int line = 0;
-  Dwarf_Line *dl = cudie ? dwarf_getsrc_die(cudie, addr - bias) : NULL;
-  if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
-    line = 0;
-  Dwarf_Die *chain = NULL;
-  int nchain = cudie ? cprof__dwarf_scopes_at(&s->scopes, cudie, addr - bias, &chain) : 0;
-
-  cprof__die_name_ctx_t names = {.names = &s->names,
-                                 .funcs = &s->funcs,
-                                 .scopes = &s->scopes,
-                                 .mod = mod,
-                                 .bias = bias,
-                                 .cudie = cudie};
-  int n = 0;
-  int i = next_function(chain, nchain, 0);
-  if (i < 0) {
-    /* No function DIE for this address: the ELF symbol, with the line
-     * table's position if it happens to have one. */
-    if (elf_fn)
-      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
-    free(chain);
-    return n;
-  }
-  for (;;) {
-    Dwarf_Die *die = &chain[i];
-    int inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-    const char *sys;
-    const char *fn = cprof__die_name(&s->die_names, &names, die, &sys);
-    if (!fn && !inlined) {
-      fn = elf_fn;
-      sys = elf_sys;
-    }
-    put(frames, max, &n, keep_outer, fn, sys, file, line);
-    if (!inlined || (n == max && !keep_outer))
-      break;
-    call_site(die, &file, &line);
-    i = next_function(chain, nchain, i + 1);
-    if (i < 0) {
-      /* An inlined call with no enclosing function DIE: malformed DWARF, but
-       * the call site and the symbol still say where we are. */
-      put(frames, max, &n, keep_outer, elf_fn, elf_sys, file, line);
-      break;
-    }
-  }
-  free(chain);
-  return n;
-}
-
-int cprof__symbolize(cprof__symbolizer_t *s, uintptr_t addr, cprof__frame_t *frames, int max,
-                     uintptr_t *offset) {
-  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, frames, max, offset, 0);
-}
-
-int cprof__symbolize_in(cprof__symbolizer_t *s, int m, uintptr_t addr, cprof__frame_t *frames,
-                        int max, uintptr_t *offset) {
-  return resolve(s, m, addr, frames, max, offset, 0);
-}
-
-const char *cprof__symbolize_name(cprof__symbolizer_t *s, uintptr_t addr) {
-  cprof__frame_t f;
-  return resolve(s, cprof__symbolizer_mapping_of(s, addr), addr, &f, 1, NULL, 1) ? f.function
-                                                                                  : NULL;
 }
