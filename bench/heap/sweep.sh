@@ -13,7 +13,7 @@
 # N blocks of SIZE bytes kept from CALL, inside CHURN times as many
 # allocated and freed again with the matching call) under
 #   glibc     LD_PRELOAD=libcprof.so
-#   jemalloc  LD_PRELOAD=libcprof.so:libjemalloc.so.2          (the README's order)
+#   jemalloc  LD_PRELOAD=libcprof.so:libjemalloc.so.2          (doc/running.md's order)
 #   tcmalloc  LD_PRELOAD=libcprof.so:libtcmalloc_minimal.so.4
 # with CPROF_ADDR=0 CPROF_OUTPUT=DIR and CPROF_HEAP_RATE unset ("default",
 # 524288) or set to the rate; DIR/heap.pb.gz, written at exit, is read with

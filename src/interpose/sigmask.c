@@ -1,7 +1,7 @@
 /* The calls that change a thread's signal mask, interposed for SIGPROF: a
  * thread that blocks SIGPROF has no running timer of ours, so a program
  * that reads SIGPROF itself (signalfd(2), sigwaitinfo(2)) never reads one
- * of our ticks (cpu.c, "Threads that block SIGPROF", says how and why).
+ * of our ticks (cpu_timers.c, "Threads that block SIGPROF", says how and why).
  *
  * Each wrapper is the real call and nothing else unless the call blocks or
  * opens SIGPROF. Then the calling thread's timer is stopped before the

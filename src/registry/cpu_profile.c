@@ -1,8 +1,8 @@
 /* The CPU profile's contents, as Go's: sample types samples/count and
  * cpu/nanoseconds, period type cpu/nanoseconds with the sampling period,
  * each sample labelled thread=NAME plus the thread's own labels
- * (cprof_label_set); lost samples as a frame of their own, and so CPU time
- * that no timer sampled (a frame that says why: src/sample/cpu.c). */
+ * (cprof_do); lost samples as a frame of their own, and so CPU time that
+ * no timer sampled (a frame that says why: src/sample/cpu_timers.c). */
 #include "registry/cpu_profile.h"
 
 #include <errno.h>

@@ -14,17 +14,17 @@
 #include "sample/labels.h"
 #include "unwind/unwind.h"
 
-/* One drained sample: the thread, its stack, its labels (cprof_label_set)
+/* One drained sample: the thread, its stack, its labels (cprof_do)
  * when the sample was taken, and how many sampling periods of CPU it stands
  * for (more than 1 when the kernel delivered several expirations as one
  * signal).
  *
- * Or CPU time that no timer sampled (cpu.c, "CPU time no timer samples"):
+ * Or CPU time that no timer sampled (cpu_timers.c, "CPU time no timer samples"):
  * cpu_ns is then that time, periods 0, and pcs[0] a reserved pc
  * (unwind/pc.h) that says why, followed by the return addresses of the
  * place the thread unblocked SIGPROF, when known. Or, the same way, the
  * expiries of a thread's timer that came due and were never delivered
- * (cpu.c, "Expiries never delivered"): pcs[0] is CPROF_PC_UNDELIVERED. */
+ * (cpu_timers.c, "Expiries never delivered"): pcs[0] is CPROF_PC_UNDELIVERED. */
 typedef struct cprof__cpu_sample {
   int64_t cpu_ns; /* 0 for a sample of the timer */
   int64_t ts;     /* CLOCK_MONOTONIC ns of the timer's signal (a trace's timeline), as the drain
@@ -80,17 +80,17 @@ void cprof__cpu_thread_ending(void);
  * be reading it. For tests. */
 void cprof__cpu_refresh_stacks(void);
 
-/* A thread that blocks SIGPROF has no running timer (cpu.c, "Threads that
- * block SIGPROF"). The wrappers of the calls that change a thread's signal
+/* A thread that blocks SIGPROF has no running timer (cpu_timers.c,
+ * "Threads that block SIGPROF"). The wrappers of the calls that change a thread's signal
  * mask (sigmask.c) bracket their work with mask_enter and mask_leave, and
  * in between pause the calling thread's timer before SIGPROF becomes
  * blocked and resume it once it is open again. Each does nothing for a
  * thread without a timer, or whose timer is already so.
  *
  * The CPU time a thread uses while it blocks SIGPROF is counted all the
- * same (cpu.c, "CPU time no timer samples") when pause is told it will run
- * on (`runs`: 1 for a mask that blocks SIGPROF, 0 for a wait, which
- * sleeps); resume records it with the stack of the call whose return
+ * same (cpu_timers.c, "CPU time no timer samples") when pause is told it
+ * will run on (`runs`: 1 for a mask that blocks SIGPROF, 0 for a wait,
+ * which sleeps); resume records it with the stack of the call whose return
  * address is `ret`. Pause records the expiries that came due and were not
  * delivered with the stack of the call whose return address is `ret`
  * (NULL: none). Both are async-signal-safe (the program may change its

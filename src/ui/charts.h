@@ -1,6 +1,6 @@
 /* /debug/charts/: the live charts page. One self-contained HTML page
  * (src/ui/charts/: the html, css and js, with Debian's Chart.js, embedded
- * at build time by cmake/embed.cmake) that polls the metrics ring at
+ * at build time by cmake/assets.cmake) that polls the metrics ring at
  * data?since=UNIX_MS, relative to its own address (so /debug/charts/data
  * under any prefix), and draws a chart per group of figures. The page holds
  * no data of its own: the same bytes for every request. */

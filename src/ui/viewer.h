@@ -1,5 +1,5 @@
 /* The profile viewer: one self-contained HTML page (src/ui/viewer/: the
- * html, css and js, embedded at build time by cmake/embed.cmake) with a call
+ * html, css and js, embedded at build time by cmake/assets.cmake) with a call
  * tree in it as JSON. It needs no network and no server: saved to a file it
  * opens in any browser, and the library can serve the same bytes.
  *

@@ -1,5 +1,5 @@
 # C++'s new and delete, and jemalloc's own API, have their heap read right
-# under glibc, jemalloc and tcmalloc (preloaded after cprof, as the README
+# under glibc, jemalloc and tcmalloc (preloaded after cprof, as doc/running.md
 # prescribes; tcmalloc when libtcmalloc-minimal4 is installed).
 #
 # host_cxx_new holds COUNT blocks from each of its keep_* functions (new[],

@@ -3,7 +3,8 @@
 # exit() for 10-12 s (libcurl's threaded resolver joins its thread in
 # getaddrinfo when a request is cut short); a Pyroscope that accepts and
 # never answers, with a push in flight at exit, held it 2.9-7.6 s. Every
-# network wait of cprof's ends within the exit's bound (README: 2 s).
+# network wait of cprof's ends within the exit's bound (2 s: doc/internals.md,
+# "Exit, whatever the network does").
 #
 # No network is used: the name server is a loopback address that reads
 # queries and never answers (tests/host/lib/outage.py), shown to the
@@ -12,7 +13,7 @@
 # Pyroscope is a loopback listener that reads and never replies.
 # host_brief_job prints its last line, flushed, and returns from main: the
 # time from that line to the process's end is exit's (outage.py
-# exit_time). The bound asserted is 3 s, the README's 2 s with room for a
+# exit_time). The bound asserted is 3 s, the exit's 2 s with room for a
 # loaded machine (before the fix these took 7-10 s), and 2.5 s for the
 # silent Pyroscope.
 . "$(dirname "$0")/../integration/lib.sh"
@@ -20,7 +21,7 @@ P=$B/tests/host/host_brief_job
 HELP=$CPROF_SOURCE_DIR/tests/host/lib/outage.py
 BOUND=3.0
 # A Pyroscope that never answers held it 2.0-3.0 s (7.6 s once): the
-# README's 2 s with half a second's room.
+# exit's 2 s with half a second's room.
 SILENT_BOUND=2.5
 
 # A copy without its debug information (the build ID stays): its names

@@ -2,7 +2,7 @@
 # (host_sized_strings: 200,000 strings of 1,006 bytes, shrunk with realloc
 # when they show more than a tenth spare, one in four then grown with
 # realloc), has its heap read right at the default sampling rate, under
-# glibc, jemalloc and tcmalloc (preloaded after cprof, as the README
+# glibc, jemalloc and tcmalloc (preloaded after cprof, as doc/running.md
 # prescribes; tcmalloc when libtcmalloc-minimal4 is installed).
 #
 # Before, a sampled block showed the usable size of a larger size class

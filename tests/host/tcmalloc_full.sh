@@ -1,5 +1,5 @@
 # Under the full tcmalloc (libtcmalloc.so.4, gperftools), preloaded after
-# cprof as the README prescribes for another allocator (issue 29, defect 7).
+# cprof as doc/running.md prescribes for another allocator (issue 29, defect 7).
 # tcmalloc unwinds with libunwind, which keeps a pipe to validate addresses
 # at numbers of the program's table (3 and 4 here) in globals; run on one of
 # the server's threads, whose table is cprof's own, it found the listening

@@ -12,7 +12,7 @@
 # buffers by it, and redis's strings shrank, and were moved out of their
 # samples, where the program saw spare room no unsampled string had.
 #
-# jemalloc and tcmalloc go after libcprof in LD_PRELOAD, as the README
+# jemalloc and tcmalloc go after libcprof in LD_PRELOAD, as doc/running.md
 # prescribes; tcmalloc (libtcmalloc-minimal4) is checked when installed.
 # Their answers depend on the request alone, so the lines must be the same.
 # glibc's depend on where the block fell as well: a chunk split from a

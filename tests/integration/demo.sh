@@ -1,5 +1,6 @@
 # The README's first command, run as a newcomer would (with a free port and
-# a time limit), then the README's first go tool pprof command against it.
+# a time limit), then the first go tool pprof command it prints (doc/tour.md's
+# first too) against it.
 . "$(dirname "$0")/lib.sh"
 
 start demo CPROF_ADDR=127.0.0.1:0 DEMO_SECONDS=60 -- make -s -C "$CPROF_SOURCE_DIR" BUILD="$B" demo

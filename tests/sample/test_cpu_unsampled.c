@@ -1,5 +1,5 @@
-/* CPU time that no timer samples is counted all the same (cpu.c, "CPU time
- * no timer samples"), exactly: each bound below is the thread's own CPU
+/* CPU time that no timer samples is counted all the same (cpu_timers.c,
+ * "CPU time no timer samples"), exactly: each bound below is the thread's own CPU
  * clock read around the moments that matter, so no timing slack is needed.
  *
  * - "toggler" stops its timer as for a mask that blocks SIGPROF, burns

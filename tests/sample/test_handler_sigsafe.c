@@ -160,7 +160,7 @@ typedef struct tally {
 static void count(void *arg, const cprof__cpu_sample_t *smp) {
   tally_t *t = arg;
   /* The handler's samples only: not the stop's record of the expiries it
-   * never delivered (cpu.c, "Expiries never delivered"), which has no stack. */
+   * never delivered (cpu_timers.c, "Expiries never delivered"), which has no stack. */
   if (smp->tid != LOAD(worker_tid) || smp->cpu_ns)
     return;
   t->samples++;

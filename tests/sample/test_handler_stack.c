@@ -9,7 +9,7 @@
  * itself (its size depends on the CPU's xsave area); the difference is
  * ours. It must stay under CPROF_HANDLER_STACK_BOUND (sample/altstack.h),
  * the figure doc/internals.md gives and cprof's stacks are sized with.
- * The capture handler's figure (thread stacks, threads.c) is printed too.
+ * The capture handler's figure (thread stacks, threads_sigsafe.c) is printed too.
  * Each unwinder runs in a forked child, from a cold rule cache. */
 #include <pthread.h>
 #include <signal.h>

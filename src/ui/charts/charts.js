@@ -1,5 +1,5 @@
 // cprof's live charts: polls data?since=UNIX_MS (the metrics ring as JSON,
-// see README "Live charts") once an interval and draws a chart per group of
+// see doc/endpoints.md, "Charts data and /metrics") once an interval and draws a chart per group of
 // figures with Chart.js. The JSON:
 //   {"interval_ms": 1000, "window_s": 600, "start_ms": UNIX_MS,
 //    "t": [UNIX_MS, ...], "series": {"rss_bytes": [...], ...}}
