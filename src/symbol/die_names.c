@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+
 /* The children of a scope, in DWARF's order, which is by offset. */
 struct cprof__die_kids {
   const void *key; /* the scope DIE's address in libdw's data */
@@ -243,68 +245,40 @@ static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const c
 
 /* ---- 2: the name made from DWARF parents --------------------------------- */
 
-typedef struct text {
-  char *s;
-  size_t len, cap;
-  int failed;
-} text_t;
-
-static void put(text_t *b, const char *s, size_t n) {
-  if (b->failed)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p) {
-      b->failed = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void puts_(text_t *b, const char *s) { put(b, s, strlen(s)); }
-
 /* An unnamed class: a lambda's closure (the class of an operator() with no
  * name), or another unnamed type, told apart by where it is written. */
-static void put_unnamed(text_t *b, Dwarf_Die *cls, int closure) {
+static void put_unnamed(cprof__buf_t *b, Dwarf_Die *cls, int closure) {
   const char *file = dwarf_decl_file(cls);
   int line = 0;
-  puts_(b, closure ? "{lambda" : "{unnamed type");
+  cprof__buf_puts(b, closure ? "{lambda" : "{unnamed type");
   if (file && dwarf_decl_line(cls, &line) == 0) {
     const char *base = strrchr(file, '/');
     char num[24];
     snprintf(num, sizeof num, ":%d", line);
-    puts_(b, " at ");
-    puts_(b, base ? base + 1 : file);
-    puts_(b, num);
+    cprof__buf_puts(b, " at ");
+    cprof__buf_puts(b, base ? base + 1 : file);
+    cprof__buf_puts(b, num);
   }
-  puts_(b, "}");
+  cprof__buf_puts(b, "}");
 }
 
 /* One scope of a member function's name: a namespace, a class, or the
  * function it is written in, whose own name is already whole. */
-static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, text_t *b,
+static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, cprof__buf_t *b,
                       Dwarf_Die *scope, int closure, int depth) {
   int tag = dwarf_tag(scope);
   const char *name = dwarf_diename(scope);
   if (tag == DW_TAG_namespace) {
-    puts_(b, name ? name : "(anonymous namespace)");
+    cprof__buf_puts(b, name ? name : "(anonymous namespace)");
   } else if (is_class(tag)) {
     if (name)
-      puts_(b, name);
+      cprof__buf_puts(b, name);
     else
       put_unnamed(b, scope, closure);
   } else {
     const char *system;
     const char *fn = depth < MAX_DEPTH ? name_of(t, c, scope, &system, depth + 1) : NULL;
-    puts_(b, fn ? fn : "?");
+    cprof__buf_puts(b, fn ? fn : "?");
   }
 }
 
@@ -407,20 +381,21 @@ static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dw
       break;
   }
   int closure = strncmp(plain, "operator()", 10) == 0;
-  text_t b = {0};
+  cprof__buf_t b;
+  cprof__buf_init(&b);
   for (int i = last; i >= first; i--) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag != DW_TAG_namespace && !is_class(tag) && tag != DW_TAG_subprogram)
       continue;
     put_scope(t, c, &b, &scopes[i], closure && i == first, depth);
-    puts_(&b, "::");
+    cprof__buf_puts(&b, "::");
   }
-  puts_(&b, plain);
+  cprof__buf_puts(&b, plain);
   if (b.failed) {
-    free(b.s);
+    cprof__buf_free(&b);
     return NULL;
   }
-  return b.s;
+  return cprof__buf_take(&b, NULL);
 }
 
 /* ---- the name -------------------------------------------------------------- */
