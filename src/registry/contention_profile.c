@@ -83,16 +83,7 @@ static long count(const cprof__profile_t *p) { return (long)cprof__contention_re
 
 static int snapshot(const cprof__profile_t *p, void **out) {
   cprof__contention_snapshot_t *s = calloc(1, sizeof *s);
-  if (!s)
-    return -ENOMEM;
-  int err = cprof__contention_snapshot(kind_of(p), s);
-  if (err) {
-    cprof__contention_snapshot_free(s);
-    free(s);
-    return err;
-  }
-  *out = s;
-  return 0;
+  return cprof__snapshot_done(p, s, s ? cprof__contention_snapshot(kind_of(p), s) : -ENOMEM, out);
 }
 
 static void release(const cprof__profile_t *p, void *snap) {

@@ -140,16 +140,7 @@ static long heap_count(const cprof__profile_t *p) { return (long)cprof__heap_rec
 
 static int heap_snapshot(const cprof__profile_t *p, void **out) {
   cprof__heap_snapshot_t *s = calloc(1, sizeof *s);
-  if (!s)
-    return -ENOMEM;
-  int err = cprof__heap_snapshot(s);
-  if (err) {
-    cprof__heap_snapshot_free(s);
-    free(s);
-    return err;
-  }
-  *out = s;
-  return 0;
+  return cprof__snapshot_done(p, s, s ? cprof__heap_snapshot(s) : -ENOMEM, out);
 }
 
 static void heap_release(const cprof__profile_t *p, void *snap) {
