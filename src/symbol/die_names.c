@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/search.h"
 
 /* The children of a scope, in DWARF's order, which is by offset. */
 struct cprof__die_kids {
@@ -333,14 +334,8 @@ static int parents_of(cprof__die_names_t *t, Dwarf_Die *die, Dwarf_Die *out, int
     const struct cprof__die_kids *kids = kids_of(t, &scope);
     if (!kids)
       return -1;
-    int lo = 0, hi = kids->n; /* lo: how many children start at or before want */
-    while (lo < hi) {
-      int mid = lo + (hi - lo) / 2;
-      if (dwarf_dieoffset(&kids->v[mid]) <= want)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    /* How many children start at or before want. */
+    int lo = (int)CPROF__PARTITION_POINT(kids->n, mid, dwarf_dieoffset(&kids->v[mid]) <= want);
     if (lo == 0)
       return -1;
     if (dwarf_dieoffset(&kids->v[lo - 1]) == want) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/search.h"
+
 /* One address range of a subprogram (a function's concrete code). */
 typedef struct sub_range {
   Dwarf_Addr low, high; /* [low, high), in the module's DWARF addresses */
@@ -172,14 +174,7 @@ static int scopes_by_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Add
   const struct cprof__cu_index *ci = cu_index(t, cudie);
   if (!ci || ci->n == 0)
     return -1;
-  int lo = 0, hi = ci->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (ci->v[mid].low <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(ci->n, mid, ci->v[mid].low <= pc);
   /* Nested functions lie inside their parent's range: the latest start
    * that still covers pc is the innermost. */
   const sub_range_t *sub = NULL;
@@ -320,14 +315,7 @@ Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwar
   if (!mu || mu->n == 0 || addr < mu->bias)
     return NULL;
   Dwarf_Addr pc = addr - mu->bias;
-  int lo = 0, hi = mu->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (mu->v[mid].low <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(mu->n, mid, mu->v[mid].low <= pc);
   if (lo == 0 || pc >= mu->v[lo - 1].high)
     return NULL;
   *bias = mu->bias;
@@ -386,14 +374,9 @@ int cprof__dwarf_copy_entry(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Di
     return -1;
   if (!ci->copies_built)
     build_copies(ci);
-  int lo = 0, hi = ci->ncopies;
-  while (lo < hi) { /* the first copy at or after origin */
-    int mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)ci->copies[mid].origin < (uintptr_t)origin->addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The first copy at or after origin. */
+  int lo = (int)CPROF__PARTITION_POINT(ci->ncopies, mid,
+                                       (uintptr_t)ci->copies[mid].origin < (uintptr_t)origin->addr);
   if (lo == ci->ncopies || ci->copies[lo].origin != origin->addr)
     return -1;
   *entry = ci->copies[lo].entry;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/search.h"
+
 struct cprof__module_funcs {
   Dwfl_Module *mod;
   cprof__elf_func_t *v; /* sorted by start, one per address */
@@ -119,14 +121,8 @@ const cprof__elf_func_t *cprof__elf_funcs_find(cprof__elf_funcs_t *t, Dwfl_Modul
   const struct cprof__module_funcs *mf = module(t, mod);
   if (!mf || mf->n == 0)
     return NULL;
-  int lo = 0, hi = mf->n; /* lo becomes the count of symbols at or below addr */
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (mf->v[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The count of symbols at or below addr. */
+  int lo = (int)CPROF__PARTITION_POINT(mf->n, mid, mf->v[mid].start <= addr);
   if (lo == 0)
     return NULL;
   /* A symbol may nest inside a larger one (assembly again); look back a
