@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/search.h"
+#include "symbol/module_table.h"
 
 /* One address range of a subprogram (a function's concrete code). */
 typedef struct sub_range {
@@ -256,7 +257,8 @@ static int unit_cmp(const void *pa, const void *pb) {
 }
 
 /* Collects the ranges of every unit of mod. Returns 0 or -ENOMEM. */
-static int index_units(Dwfl_Module *mod, struct cprof__module_units *mu) {
+static int index_units(Dwfl_Module *mod, void *entry) {
+  struct cprof__module_units *mu = entry;
   memset(mu, 0, sizeof *mu);
   mu->mod = mod;
   int cap = 0;
@@ -290,20 +292,8 @@ static int index_units(Dwfl_Module *mod, struct cprof__module_units *mu) {
 
 static const struct cprof__module_units *module_units(cprof__dwarf_scopes_t *t,
                                                       Dwfl_Module *mod) {
-  for (int i = 0; i < t->nmods; i++)
-    if (t->mods[i].mod == mod)
-      return &t->mods[i];
-  if (t->nmods == t->capmods) {
-    int cap = t->capmods ? t->capmods * 2 : 16;
-    struct cprof__module_units *m = realloc(t->mods, (size_t)cap * sizeof *m);
-    if (!m)
-      return NULL;
-    t->mods = m;
-    t->capmods = cap;
-  }
-  if (index_units(mod, &t->mods[t->nmods]) != 0)
-    return NULL;
-  return &t->mods[t->nmods++];
+  return cprof__module_entry((void **)&t->mods, &t->nmods, &t->capmods, sizeof *t->mods, mod,
+                             index_units);
 }
 
 Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwarf_Addr addr,
