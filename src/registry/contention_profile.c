@@ -49,8 +49,7 @@ int cprof__contention_profile_write(cprof__contention_kind_t kind,
     if (count <= 0 && delay <= 0) /* nothing happened here (in the delta) */
       continue;
     int64_t v[2] = {llround(count) * scale, delay * scale};
-    rc = r->depth ? cprof__builder_add(b, r->pcs, r->depth, v, NULL, 0)
-                  : cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, NULL, 0);
+    rc = cprof__builtin_add_record(b, r->pcs, r->depth, v, NULL, 0);
   }
   if (rc == 0) {
     if (!debug) {

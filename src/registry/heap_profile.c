@@ -112,11 +112,7 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
     cprof__heap_values(r, was, !debug, v);
     /* Go's label: the block size, where the slot holds one size. */
     cprof__label_t size = {.key = "bytes", .num = (int64_t)r->size};
-    int nlabels = r->mixed ? 0 : 1;
-    if (r->depth == 0)
-      rc = cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, &size, nlabels);
-    else
-      rc = cprof__builder_add(b, r->pcs, r->depth, v, &size, nlabels);
+    rc = cprof__builtin_add_record(b, r->pcs, r->depth, v, &size, r->mixed ? 0 : 1);
   }
   if (rc == 0 && debug) {
     cprof__buf_t trailer;
