@@ -39,6 +39,7 @@
 
 #include "core/buf.h"
 #include "core/search.h"
+#include "symbol/ptr_table.h"
 
 /* The children of a scope, in DWARF's order, which is by offset. */
 struct cprof__die_kids {
@@ -106,63 +107,18 @@ static int is_class(int tag) {
 
 /* ---- the cache ------------------------------------------------------------ */
 
-/* Both caches are open-addressing tables on a pointer into libdw's data:
- * arrays of entries whose first member is that pointer (NULL: an empty
- * slot), at most half full. */
-
-static size_t slot_of(const void *key, size_t cap) { return ((uintptr_t)key >> 3) & (cap - 1); }
-
-static const void *key_at(const void *v, size_t esize, size_t k) {
-  return *(const void *const *)((const char *)v + k * esize);
-}
-
-/* The entry for key, or NULL. */
-static void *table_find(void *v, size_t cap, size_t esize, const void *key) {
-  if (!cap)
-    return NULL;
-  for (size_t k = slot_of(key, cap); key_at(v, esize, k); k = (k + 1) & (cap - 1))
-    if (key_at(v, esize, k) == key)
-      return (char *)v + k * esize;
-  return NULL;
-}
-
-/* The empty slot key goes in, the table grown first if one more entry
- * would fill it past half; NULL without memory. The caller fills the
- * slot, key first, and counts it in *len. */
-static void *table_slot(void **v, size_t *cap, size_t len, size_t esize, const void *key) {
-  if ((len + 1) * 2 > *cap) {
-    size_t ncap = *cap ? *cap * 2 : 64;
-    char *nv = calloc(ncap, esize);
-    if (!nv)
-      return NULL;
-    for (size_t i = 0; i < *cap; i++) {
-      const void *ik = key_at(*v, esize, i);
-      if (!ik)
-        continue;
-      size_t k = slot_of(ik, ncap);
-      while (key_at(nv, esize, k))
-        k = (k + 1) & (ncap - 1);
-      memcpy(nv + k * esize, (char *)*v + i * esize, esize);
-    }
-    free(*v);
-    *v = nv;
-    *cap = ncap;
-  }
-  size_t k = slot_of(key, *cap);
-  while (key_at(*v, esize, k))
-    k = (k + 1) & (*cap - 1);
-  return (char *)*v + k * esize;
-}
+/* Both caches are tables of symbol/ptr_table.h, on pointers into libdw's data. */
 
 static const struct cprof__die_name *find(const cprof__die_names_t *t, const void *key) {
-  return table_find(t->v, t->cap, sizeof *t->v, key);
+  return cprof__ptr_table_find(t->v, t->cap, sizeof *t->v, key);
 }
 
 /* Keeps name and system (malloc'd, or NULL) for key. Returns the entry,
  * or NULL without room for it, having freed both. */
 static const struct cprof__die_name *remember(cprof__die_names_t *t, const void *key, char *name,
                                               char *system) {
-  struct cprof__die_name *e = table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
+  struct cprof__die_name *e =
+      cprof__ptr_table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
   if (!e) {
     free(name);
     free(system);
@@ -291,11 +247,12 @@ static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, cpr
  * them (parents_of): a list to search halves the work once and makes the
  * rest a binary search. NULL on failure or for a scope without children. */
 static const struct cprof__die_kids *kids_of(cprof__die_names_t *t, Dwarf_Die *scope) {
-  struct cprof__die_kids *known = table_find(t->kids, t->kcap, sizeof *t->kids, scope->addr);
+  struct cprof__die_kids *known =
+      cprof__ptr_table_find(t->kids, t->kcap, sizeof *t->kids, scope->addr);
   if (known)
     return known->v ? known : NULL;
   struct cprof__die_kids *slot =
-      table_slot((void **)&t->kids, &t->kcap, t->klen, sizeof *t->kids, scope->addr);
+      cprof__ptr_table_slot((void **)&t->kids, &t->kcap, t->klen, sizeof *t->kids, scope->addr);
   if (!slot)
     return NULL;
   struct cprof__die_kids l = {.key = scope->addr};

@@ -9,6 +9,7 @@
 
 #include "core/search.h"
 #include "symbol/module_table.h"
+#include "symbol/ptr_table.h"
 
 /* One address range of a subprogram (a function's concrete code). */
 typedef struct sub_range {
@@ -117,34 +118,14 @@ static int sub_cmp(const void *pa, const void *pb) {
   return oa > ob ? -1 : oa < ob;
 }
 
-static int grow(cprof__dwarf_scopes_t *t) {
-  size_t cap = t->cap ? t->cap * 2 : 64;
-  struct cprof__cu_index *v = calloc(cap, sizeof *v);
-  if (!v)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->cap; i++) {
-    if (!t->v[i].key)
-      continue;
-    size_t k = ((uintptr_t)t->v[i].key >> 4) & (cap - 1);
-    while (v[k].key)
-      k = (k + 1) & (cap - 1);
-    v[k] = t->v[i];
-  }
-  free(t->v);
-  t->v = v;
-  t->cap = cap;
-  return 0;
-}
-
 static struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie) {
   const void *key = cudie->addr;
-  if (t->cap) {
-    size_t mask = t->cap - 1;
-    for (size_t k = ((uintptr_t)key >> 4) & mask; t->v[k].key; k = (k + 1) & mask)
-      if (t->v[k].key == key)
-        return &t->v[k];
-  }
-  if ((t->len + 1) * 2 > t->cap && grow(t) != 0)
+  struct cprof__cu_index *known = cprof__ptr_table_find(t->v, t->cap, sizeof *t->v, key);
+  if (known)
+    return known;
+  struct cprof__cu_index *slot =
+      cprof__ptr_table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
+  if (!slot)
     return NULL;
   sub_list_t l = {0};
   index_scope(cudie, &l, 0, 0);
@@ -154,12 +135,9 @@ static struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cud
   }
   if (l.n > 1)
     qsort(l.v, (size_t)l.n, sizeof *l.v, sub_cmp);
-  size_t mask = t->cap - 1, k = ((uintptr_t)key >> 4) & mask;
-  while (t->v[k].key)
-    k = (k + 1) & mask;
-  t->v[k] = (struct cprof__cu_index){.key = key, .v = l.v, .n = l.n};
+  *slot = (struct cprof__cu_index){.key = key, .v = l.v, .n = l.n};
   t->len++;
-  return &t->v[k];
+  return slot;
 }
 
 /* The scopes containing pc, innermost first, ending with the subprogram:
