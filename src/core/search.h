@@ -10,11 +10,12 @@
  * expression of the index named i that is true for every index before
  * some point and false from there on (C++'s std::partition_point): the
  * count of entries at or before a key, or the first entry past it. n is
- * evaluated once and is not negative. Plain loads and compares only, so
- * async-signal-safe when `holds` is. */
+ * evaluated once; a negative n counts as 0. Plain loads and compares
+ * only, so async-signal-safe when `holds` is. */
 #define CPROF__PARTITION_POINT(n, i, holds)                                                        \
   ({                                                                                               \
-    size_t lo_ = 0, hi_ = (size_t)(n);                                                             \
+    __typeof__(n) n_ = (n);                                                                        \
+    size_t lo_ = 0, hi_ = n_ > 0 ? (size_t)n_ : 0;                                                 \
     while (lo_ < hi_) {                                                                            \
       size_t i = lo_ + (hi_ - lo_) / 2;                                                            \
       if (holds)                                                                                   \
