@@ -285,6 +285,16 @@ static int64_t charge(const void *obj) {
     return rc_;                                                                                    \
   } while (0)
 
+/* TIMED_LOCK: LOCK for a call with a timeout, which goes straight
+ * through, unprofiled, unless `valid` (the timeout is one the real
+ * function takes: valid_timeout below). */
+#define TIMED_LOCK(valid, call, try, obj, on, what, ret)                                           \
+  do {                                                                                             \
+    if (!(valid))                                                                                  \
+      return call;                                                                                 \
+    LOCK(call, try, obj, on, what, ret);                                                           \
+  } while (0)
+
 /* UNLOCK: the slow half of an unlock: the real unlock, then the charge
  * reported with the holder's stack, once the lock is free (the unwinding
  * does not lengthen the hold). */
@@ -319,9 +329,8 @@ CPROF_EXTERN int pthread_mutex_lock(pthread_mutex_t *m) {
 }
 
 SLOW int mutex_timedlock(pthread_mutex_t *m, const struct timespec *t, uintptr_t ret) {
-  if (!valid_timeout(CLOCK_REALTIME, t))
-    return NEXT(pthread_mutex_timedlock)(m, t);
-  LOCK(NEXT(pthread_mutex_timedlock)(m, t), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
+  TIMED_LOCK(valid_timeout(CLOCK_REALTIME, t), NEXT(pthread_mutex_timedlock)(m, t),
+             NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
 CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *t) {
   FAST_WAIT(ANY, mutex_timedlock(m, t, RET), NEXT(pthread_mutex_timedlock)(m, t));
@@ -332,9 +341,8 @@ CPROF_EXTERN int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timesp
  * compile to, on CLOCK_MONOTONIC (std::chrono::steady_clock). The same
  * waits, profiled the same way. */
 SLOW int mutex_clocklock(pthread_mutex_t *m, clockid_t k, const struct timespec *t, uintptr_t ret) {
-  if (!valid_timeout(k, t))
-    return NEXT(pthread_mutex_clocklock)(m, k, t);
-  LOCK(NEXT(pthread_mutex_clocklock)(m, k, t), NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
+  TIMED_LOCK(valid_timeout(k, t), NEXT(pthread_mutex_clocklock)(m, k, t),
+             NEXT(pthread_mutex_trylock)(m), m, m, "mutex", ret);
 }
 CPROF_EXTERN int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t k,
                                          const struct timespec *t) {
@@ -363,20 +371,16 @@ CPROF_EXTERN int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
 }
 
 SLOW int rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
-  if (!valid_timeout(CLOCK_REALTIME, t))
-    return NEXT(pthread_rwlock_timedrdlock)(l, t);
-  LOCK(NEXT(pthread_rwlock_timedrdlock)(l, t), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock",
-       ret);
+  TIMED_LOCK(valid_timeout(CLOCK_REALTIME, t), NEXT(pthread_rwlock_timedrdlock)(l, t),
+             NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t) {
   FAST_WAIT(ANY, rwlock_timedrdlock(l, t, RET), NEXT(pthread_rwlock_timedrdlock)(l, t));
 }
 
 SLOW int rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t, uintptr_t ret) {
-  if (!valid_timeout(CLOCK_REALTIME, t))
-    return NEXT(pthread_rwlock_timedwrlock)(l, t);
-  LOCK(NEXT(pthread_rwlock_timedwrlock)(l, t), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock",
-       ret);
+  TIMED_LOCK(valid_timeout(CLOCK_REALTIME, t), NEXT(pthread_rwlock_timedwrlock)(l, t),
+             NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t) {
   FAST_WAIT(ANY, rwlock_timedwrlock(l, t, RET), NEXT(pthread_rwlock_timedwrlock)(l, t));
@@ -384,10 +388,8 @@ CPROF_EXTERN int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct ti
 
 SLOW int rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t k, const struct timespec *t,
                             uintptr_t ret) {
-  if (!valid_timeout(k, t))
-    return NEXT(pthread_rwlock_clockrdlock)(l, k, t);
-  LOCK(NEXT(pthread_rwlock_clockrdlock)(l, k, t), NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock",
-       ret);
+  TIMED_LOCK(valid_timeout(k, t), NEXT(pthread_rwlock_clockrdlock)(l, k, t),
+             NEXT(pthread_rwlock_tryrdlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t k,
                                             const struct timespec *t) {
@@ -396,10 +398,8 @@ CPROF_EXTERN int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t k,
 
 SLOW int rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t k, const struct timespec *t,
                             uintptr_t ret) {
-  if (!valid_timeout(k, t))
-    return NEXT(pthread_rwlock_clockwrlock)(l, k, t);
-  LOCK(NEXT(pthread_rwlock_clockwrlock)(l, k, t), NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock",
-       ret);
+  TIMED_LOCK(valid_timeout(k, t), NEXT(pthread_rwlock_clockwrlock)(l, k, t),
+             NEXT(pthread_rwlock_trywrlock)(l), l, l, "rwlock", ret);
 }
 CPROF_EXTERN int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t k,
                                             const struct timespec *t) {
@@ -441,10 +441,8 @@ CPROF_EXTERN int pthread_timedjoin_np(pthread_t t, void **out, const struct time
 }
 
 SLOW int clockjoin(pthread_t t, void **out, clockid_t k, const struct timespec *a, uintptr_t ret) {
-  if (!valid_clock(k))
-    return NEXT(pthread_clockjoin_np)(t, out, k, a);
-  LOCK(NEXT(pthread_clockjoin_np)(t, out, k, a), NEXT(pthread_tryjoin_np)(t, out), NULL, NULL,
-       "join", ret);
+  TIMED_LOCK(valid_clock(k), NEXT(pthread_clockjoin_np)(t, out, k, a),
+             NEXT(pthread_tryjoin_np)(t, out), NULL, NULL, "join", ret);
 }
 CPROF_EXTERN int pthread_clockjoin_np(pthread_t t, void **out, clockid_t k,
                                       const struct timespec *a) {

@@ -173,6 +173,17 @@ static void metric_seconds(cprof__buf_t *b, const char *name, const char *type, 
   cprof__buf_putc(b, '\n');
 }
 
+/* One counter in two kinds, as the label kind="...": nothing when either
+ * figure is not known. */
+static void metric_kinds(cprof__buf_t *b, const char *name, const char *help, const char *k1,
+                         int64_t v1, const char *k2, int64_t v2) {
+  if (v1 < 0 || v2 < 0)
+    return;
+  header(b, name, "counter", help);
+  cprof__buf_printf(b, "%s{kind=\"%s\"} %" PRId64 "\n", name, k1, v1);
+  cprof__buf_printf(b, "%s{kind=\"%s\"} %" PRId64 "\n", name, k2, v2);
+}
+
 void cprof__metrics_prometheus(const cprof__metrics_point_t *p, const cprof__metrics_meta_t *m,
                                int64_t max_fds, int64_t max_vm, cprof__buf_t *b) {
   /* The process collector's names and help texts (client_golang's). */
@@ -203,18 +214,10 @@ void cprof__metrics_prometheus(const cprof__metrics_point_t *p, const cprof__met
   metric(b, "cprof_heap_allocated_bytes_total", "counter",
          "Heap bytes allocated, the heap profile's estimate (absent when it is off).",
          p->heap_alloc_bytes);
-  if (p->ctx_voluntary >= 0 && p->ctx_involuntary >= 0) {
-    header(b, "cprof_context_switches_total", "counter", "Context switches of every thread.");
-    cprof__buf_printf(b, "cprof_context_switches_total{kind=\"voluntary\"} %" PRId64 "\n",
-                      p->ctx_voluntary);
-    cprof__buf_printf(b, "cprof_context_switches_total{kind=\"involuntary\"} %" PRId64 "\n",
-                      p->ctx_involuntary);
-  }
-  if (p->faults_minor >= 0 && p->faults_major >= 0) {
-    header(b, "cprof_page_faults_total", "counter", "Page faults of every thread.");
-    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"minor\"} %" PRId64 "\n", p->faults_minor);
-    cprof__buf_printf(b, "cprof_page_faults_total{kind=\"major\"} %" PRId64 "\n", p->faults_major);
-  }
+  metric_kinds(b, "cprof_context_switches_total", "Context switches of every thread.", "voluntary",
+               p->ctx_voluntary, "involuntary", p->ctx_involuntary);
+  metric_kinds(b, "cprof_page_faults_total", "Page faults of every thread.", "minor",
+               p->faults_minor, "major", p->faults_major);
   metric(b, "cprof_io_read_bytes_total", "counter",
          "Bytes read through system calls: files, sockets, pipes (/proc/self/io rchar).",
          p->read_bytes);

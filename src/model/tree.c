@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/path.h"
 #include "profile/table.h"
 
 #define NONE UINT32_MAX
@@ -97,20 +98,13 @@ static int unknown_name(builder_t *b, const cprof__pf_location_t *l, uint32_t *o
   const char *file = l->mapping && l->mapping->file ? l->mapping->file : "";
   if (!*file)
     return intern(b, "<unknown>", out);
-  size_t end = strlen(file);
-  while (end > 1 && file[end - 1] == '/')
-    end--;
-  size_t start = end;
-  while (start > 0 && file[start - 1] != '/')
-    start--;
-  if (start == end) /* only slashes */
-    start = end - 1;
-  size_t n = end - start;
+  size_t n;
+  const char *base = cprof__path_base(file, &n);
   int err = cprof__grow((void **)&b->name_buf, &b->cap_name, n + 3, 1);
   if (err)
     return err;
   b->name_buf[0] = '[';
-  memcpy(b->name_buf + 1, file + start, n);
+  memcpy(b->name_buf + 1, base, n);
   memcpy(b->name_buf + 1 + n, "]", 2);
   return intern(b, b->name_buf, out);
 }

@@ -249,6 +249,24 @@ static void append_frames(const cprof__builder_t *b, const cprof__resolved_t *r,
   cprof__buf_putc(out, '\n');
 }
 
+/* The start of a legacy text: b resolved into r (which the caller frees
+ * whatever happens) and an array of entries, one of size bytes a sample
+ * (one at the least, so that an empty profile is no failed malloc). NULL
+ * with the error in *rc, else *rc is 0. */
+static void *begin(cprof__builder_t *b, cprof__resolved_t *r, size_t size, int *rc) {
+  if ((*rc = cprof__builder_resolve(b, r)) != 0)
+    return NULL;
+  void *entries = malloc((b->nsamples ? b->nsamples : 1) * size);
+  if (!entries)
+    *rc = -ENOMEM;
+  return entries;
+}
+
+/* The end of a legacy text: text, its columns lined up, into out. */
+static int finish(const cprof__buf_t *text, cprof__buf_t *out) {
+  return text->failed ? -ENOMEM : tabify(text->data, text->len, out);
+}
+
 /* A stack's "@" line. pprof's parser (parseGoCount in
  * profile/legacy_profile.go, and the heap parser alike) takes every address
  * on it for a return address and subtracts one, as Go's own profiles hold
@@ -272,13 +290,11 @@ int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof
   cprof__buf_t keys, text;
   cprof__buf_init(&keys);
   cprof__buf_init(&text);
-  entry_t *entries = NULL;
-  int rc = cprof__builder_resolve(b, &r);
-  if (rc != 0)
+  int rc;
+  entry_t *entries = begin(b, &r, sizeof *entries, &rc);
+  if (!entries)
     goto out;
   rc = -ENOMEM;
-  if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
-    goto out;
 
   /* The key of a stack is its "@" line, plus its labels as Go prints them. */
   for (size_t i = 0; i < b->nsamples; i++) {
@@ -307,9 +323,7 @@ int cprof__builder_write_count_text(cprof__builder_t *b, const char *name, cprof
     cprof__buf_printf(&text, "%lld %s\n", (long long)entries[i].count, entries[i].key);
     append_frames(b, &r, entries[i].sample, &text);
   }
-  if (text.failed)
-    goto out;
-  rc = tabify(text.data, text.len, out);
+  rc = finish(&text, out);
 out:
   free(entries);
   cprof__buf_free(&keys);
@@ -343,12 +357,9 @@ static int write_by_value(cprof__builder_t *b, int key, const char *head,
   cprof__resolved_t r;
   cprof__buf_t text;
   cprof__buf_init(&text);
-  value_entry_t *entries = NULL;
-  int rc = cprof__builder_resolve(b, &r);
-  if (rc != 0)
-    goto out;
-  rc = -ENOMEM;
-  if (!(entries = malloc((b->nsamples ? b->nsamples : 1) * sizeof *entries)))
+  int rc;
+  value_entry_t *entries = begin(b, &r, sizeof *entries, &rc);
+  if (!entries)
     goto out;
   for (size_t i = 0; i < b->nsamples; i++)
     entries[i] = (value_entry_t){b->samples[i].values[key], i};
@@ -364,9 +375,7 @@ static int write_by_value(cprof__builder_t *b, int key, const char *head,
   }
   if (trailer)
     cprof__buf_puts(&text, trailer);
-  if (text.failed)
-    goto out;
-  rc = tabify(text.data, text.len, out);
+  rc = finish(&text, out);
 out:
   free(entries);
   cprof__buf_free(&text);

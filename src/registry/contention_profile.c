@@ -49,8 +49,7 @@ int cprof__contention_profile_write(cprof__contention_kind_t kind,
     if (count <= 0 && delay <= 0) /* nothing happened here (in the delta) */
       continue;
     int64_t v[2] = {llround(count) * scale, delay * scale};
-    rc = r->depth ? cprof__builder_add(b, r->pcs, r->depth, v, NULL, 0)
-                  : cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, NULL, 0);
+    rc = cprof__builtin_add_record(b, r->pcs, r->depth, v, NULL, 0);
   }
   if (rc == 0) {
     if (!debug) {
@@ -83,16 +82,7 @@ static long count(const cprof__profile_t *p) { return (long)cprof__contention_re
 
 static int snapshot(const cprof__profile_t *p, void **out) {
   cprof__contention_snapshot_t *s = calloc(1, sizeof *s);
-  if (!s)
-    return -ENOMEM;
-  int err = cprof__contention_snapshot(kind_of(p), s);
-  if (err) {
-    cprof__contention_snapshot_free(s);
-    free(s);
-    return err;
-  }
-  *out = s;
-  return 0;
+  return cprof__snapshot_done(p, s, s ? cprof__contention_snapshot(kind_of(p), s) : -ENOMEM, out);
 }
 
 static void release(const cprof__profile_t *p, void *snap) {

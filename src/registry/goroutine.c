@@ -149,16 +149,8 @@ static int snapshot(const cprof__profile_t *p, void **out) {
   cprof__config_t cfg;
   cprof__config_get(&cfg);
   cprof__thread_dump_t *d = calloc(1, sizeof *d);
-  if (!d)
-    return -ENOMEM;
-  int err = cprof__threads_capture(cfg.unwind, CAPTURE_TIMEOUT_MS, d);
-  if (err) {
-    cprof__threads_dump_free(d);
-    free(d);
-    return err;
-  }
-  *out = d;
-  return 0;
+  return cprof__snapshot_done(
+      p, d, d ? cprof__threads_capture(cfg.unwind, CAPTURE_TIMEOUT_MS, d) : -ENOMEM, out);
 }
 
 static void release(const cprof__profile_t *p, void *snap) {

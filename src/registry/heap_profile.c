@@ -112,11 +112,7 @@ int cprof__heap_profile_write(const cprof__heap_snapshot_t *now, const cprof__he
     cprof__heap_values(r, was, !debug, v);
     /* Go's label: the block size, where the slot holds one size. */
     cprof__label_t size = {.key = "bytes", .num = (int64_t)r->size};
-    int nlabels = r->mixed ? 0 : 1;
-    if (r->depth == 0)
-      rc = cprof__builder_add_pseudo(b, CPROF_STACKS_OVER_LIMIT, v, &size, nlabels);
-    else
-      rc = cprof__builder_add(b, r->pcs, r->depth, v, &size, nlabels);
+    rc = cprof__builtin_add_record(b, r->pcs, r->depth, v, &size, r->mixed ? 0 : 1);
   }
   if (rc == 0 && debug) {
     cprof__buf_t trailer;
@@ -140,16 +136,7 @@ static long heap_count(const cprof__profile_t *p) { return (long)cprof__heap_rec
 
 static int heap_snapshot(const cprof__profile_t *p, void **out) {
   cprof__heap_snapshot_t *s = calloc(1, sizeof *s);
-  if (!s)
-    return -ENOMEM;
-  int err = cprof__heap_snapshot(s);
-  if (err) {
-    cprof__heap_snapshot_free(s);
-    free(s);
-    return err;
-  }
-  *out = s;
-  return 0;
+  return cprof__snapshot_done(p, s, s ? cprof__heap_snapshot(s) : -ENOMEM, out);
 }
 
 static void heap_release(const cprof__profile_t *p, void *snap) {

@@ -85,6 +85,17 @@ int cprof__registry_list(const cprof__profile_t **out, int max) {
   return n;
 }
 
+int cprof__snapshot_done(const cprof__profile_t *p, void *s, int err, void **out) {
+  if (!s)
+    return -ENOMEM;
+  if (err) {
+    p->ops->release(p, s);
+    return err;
+  }
+  *out = s;
+  return 0;
+}
+
 static int plain_wait(void *ctx, long ms) {
   (void)ctx;
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -82,6 +82,12 @@ typedef struct cprof__collect {
 int cprof__profile_collect(const cprof__profile_t *p, const cprof__collect_t *c,
                            cprof__buf_t *out);
 
+/* The end of a snapshot operation whose snapshot s is a struct on the
+ * heap (NULL when it could not be allocated) that the operation filled
+ * with the result err: 0 with *out = s, or the error, s then released
+ * through p's own release operation. */
+int cprof__snapshot_done(const cprof__profile_t *p, void *s, int err, void **out);
+
 /* The built-in profiles (builtin.c), registered once, before the first
  * lookup, through cprof__registry_add_builtin: cprof__registry_add waits
  * for that once. */

@@ -133,7 +133,6 @@ static void *record_apart(void *arg) {
 }
 
 static int snapshot(const cprof__profile_t *p, void **out) {
-  (void)p;
   cprof__config_t cfg;
   cprof__config_get(&cfg);
   recorded_t *r = calloc(1, sizeof *r);
@@ -157,14 +156,7 @@ static int snapshot(const cprof__profile_t *p, void **out) {
     else
       pthread_join(t, NULL);
   }
-  int err = r->err ? r->err : r->out.failed ? -ENOMEM : 0;
-  if (err) {
-    cprof__buf_free(&r->out);
-    free(r);
-    return err;
-  }
-  *out = r;
-  return 0;
+  return cprof__snapshot_done(p, r, r->err ? r->err : r->out.failed ? -ENOMEM : 0, out);
 }
 
 static void release(const cprof__profile_t *p, void *snap) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/search.h"
 #include "sample/threads_internal.h"
 
 /* One thread's entry in the dump, from how its stack was got. */
@@ -76,14 +77,8 @@ cprof__thread_stack_t *cprof__threads_new_dump(int n, int depth, int answers) {
 
 int cprof__threads_find_tid(const void *v, int n, size_t size, pid_t tid) {
   const char *base = v;
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (*(const pid_t *)(const void *)(base + (size_t)mid * size) < tid)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(
+      n, mid, *(const pid_t *)(const void *)(base + (size_t)mid * size) < tid);
   return lo < n && *(const pid_t *)(const void *)(base + (size_t)lo * size) == tid ? lo : -1;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/search.h"
 #include "sample/trace_internal.h"
 #include "unwind/pc.h"
 
@@ -78,14 +79,7 @@ static size_t index_samples(unsigned char *store, size_t used, cprof__trace_cpu_
 
 /* The samples of thread tid in the sorted index, not yet handed out. */
 static samples_t samples_of(cprof__trace_cpu_rec_t **idx, size_t n, pid_t tid) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (idx[mid]->tid < tid)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = CPROF__PARTITION_POINT(n, mid, idx[mid]->tid < tid);
   size_t end = lo;
   while (end < n && idx[end]->tid == tid)
     end++;

@@ -37,6 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/search.h"
+#include "symbol/ptr_table.h"
+
 /* The children of a scope, in DWARF's order, which is by offset. */
 struct cprof__die_kids {
   const void *key; /* the scope DIE's address in libdw's data */
@@ -103,63 +107,18 @@ static int is_class(int tag) {
 
 /* ---- the cache ------------------------------------------------------------ */
 
-/* Both caches are open-addressing tables on a pointer into libdw's data:
- * arrays of entries whose first member is that pointer (NULL: an empty
- * slot), at most half full. */
-
-static size_t slot_of(const void *key, size_t cap) { return ((uintptr_t)key >> 3) & (cap - 1); }
-
-static const void *key_at(const void *v, size_t esize, size_t k) {
-  return *(const void *const *)((const char *)v + k * esize);
-}
-
-/* The entry for key, or NULL. */
-static void *table_find(void *v, size_t cap, size_t esize, const void *key) {
-  if (!cap)
-    return NULL;
-  for (size_t k = slot_of(key, cap); key_at(v, esize, k); k = (k + 1) & (cap - 1))
-    if (key_at(v, esize, k) == key)
-      return (char *)v + k * esize;
-  return NULL;
-}
-
-/* The empty slot key goes in, the table grown first if one more entry
- * would fill it past half; NULL without memory. The caller fills the
- * slot, key first, and counts it in *len. */
-static void *table_slot(void **v, size_t *cap, size_t len, size_t esize, const void *key) {
-  if ((len + 1) * 2 > *cap) {
-    size_t ncap = *cap ? *cap * 2 : 64;
-    char *nv = calloc(ncap, esize);
-    if (!nv)
-      return NULL;
-    for (size_t i = 0; i < *cap; i++) {
-      const void *ik = key_at(*v, esize, i);
-      if (!ik)
-        continue;
-      size_t k = slot_of(ik, ncap);
-      while (key_at(nv, esize, k))
-        k = (k + 1) & (ncap - 1);
-      memcpy(nv + k * esize, (char *)*v + i * esize, esize);
-    }
-    free(*v);
-    *v = nv;
-    *cap = ncap;
-  }
-  size_t k = slot_of(key, *cap);
-  while (key_at(*v, esize, k))
-    k = (k + 1) & (*cap - 1);
-  return (char *)*v + k * esize;
-}
+/* Both caches are tables of symbol/ptr_table.h, on pointers into libdw's data. */
 
 static const struct cprof__die_name *find(const cprof__die_names_t *t, const void *key) {
-  return table_find(t->v, t->cap, sizeof *t->v, key);
+  return cprof__ptr_table_find(t->v, t->cap, sizeof *t->v, key);
 }
 
 /* Keeps name and system (malloc'd, or NULL) for key. Returns the entry,
  * or NULL without room for it, having freed both. */
 static const struct cprof__die_name *remember(cprof__die_names_t *t, const void *key, char *name,
                                               char *system) {
-  struct cprof__die_name *e = table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
+  struct cprof__die_name *e =
+      cprof__ptr_table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
   if (!e) {
     free(name);
     free(system);
@@ -243,68 +202,40 @@ static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const c
 
 /* ---- 2: the name made from DWARF parents --------------------------------- */
 
-typedef struct text {
-  char *s;
-  size_t len, cap;
-  int failed;
-} text_t;
-
-static void put(text_t *b, const char *s, size_t n) {
-  if (b->failed)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p) {
-      b->failed = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void puts_(text_t *b, const char *s) { put(b, s, strlen(s)); }
-
 /* An unnamed class: a lambda's closure (the class of an operator() with no
  * name), or another unnamed type, told apart by where it is written. */
-static void put_unnamed(text_t *b, Dwarf_Die *cls, int closure) {
+static void put_unnamed(cprof__buf_t *b, Dwarf_Die *cls, int closure) {
   const char *file = dwarf_decl_file(cls);
   int line = 0;
-  puts_(b, closure ? "{lambda" : "{unnamed type");
+  cprof__buf_puts(b, closure ? "{lambda" : "{unnamed type");
   if (file && dwarf_decl_line(cls, &line) == 0) {
     const char *base = strrchr(file, '/');
     char num[24];
     snprintf(num, sizeof num, ":%d", line);
-    puts_(b, " at ");
-    puts_(b, base ? base + 1 : file);
-    puts_(b, num);
+    cprof__buf_puts(b, " at ");
+    cprof__buf_puts(b, base ? base + 1 : file);
+    cprof__buf_puts(b, num);
   }
-  puts_(b, "}");
+  cprof__buf_puts(b, "}");
 }
 
 /* One scope of a member function's name: a namespace, a class, or the
  * function it is written in, whose own name is already whole. */
-static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, text_t *b,
+static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, cprof__buf_t *b,
                       Dwarf_Die *scope, int closure, int depth) {
   int tag = dwarf_tag(scope);
   const char *name = dwarf_diename(scope);
   if (tag == DW_TAG_namespace) {
-    puts_(b, name ? name : "(anonymous namespace)");
+    cprof__buf_puts(b, name ? name : "(anonymous namespace)");
   } else if (is_class(tag)) {
     if (name)
-      puts_(b, name);
+      cprof__buf_puts(b, name);
     else
       put_unnamed(b, scope, closure);
   } else {
     const char *system;
     const char *fn = depth < MAX_DEPTH ? name_of(t, c, scope, &system, depth + 1) : NULL;
-    puts_(b, fn ? fn : "?");
+    cprof__buf_puts(b, fn ? fn : "?");
   }
 }
 
@@ -316,11 +247,12 @@ static void put_scope(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, tex
  * them (parents_of): a list to search halves the work once and makes the
  * rest a binary search. NULL on failure or for a scope without children. */
 static const struct cprof__die_kids *kids_of(cprof__die_names_t *t, Dwarf_Die *scope) {
-  struct cprof__die_kids *known = table_find(t->kids, t->kcap, sizeof *t->kids, scope->addr);
+  struct cprof__die_kids *known =
+      cprof__ptr_table_find(t->kids, t->kcap, sizeof *t->kids, scope->addr);
   if (known)
     return known->v ? known : NULL;
   struct cprof__die_kids *slot =
-      table_slot((void **)&t->kids, &t->kcap, t->klen, sizeof *t->kids, scope->addr);
+      cprof__ptr_table_slot((void **)&t->kids, &t->kcap, t->klen, sizeof *t->kids, scope->addr);
   if (!slot)
     return NULL;
   struct cprof__die_kids l = {.key = scope->addr};
@@ -359,14 +291,8 @@ static int parents_of(cprof__die_names_t *t, Dwarf_Die *die, Dwarf_Die *out, int
     const struct cprof__die_kids *kids = kids_of(t, &scope);
     if (!kids)
       return -1;
-    int lo = 0, hi = kids->n; /* lo: how many children start at or before want */
-    while (lo < hi) {
-      int mid = lo + (hi - lo) / 2;
-      if (dwarf_dieoffset(&kids->v[mid]) <= want)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    /* How many children start at or before want. */
+    int lo = (int)CPROF__PARTITION_POINT(kids->n, mid, dwarf_dieoffset(&kids->v[mid]) <= want);
     if (lo == 0)
       return -1;
     if (dwarf_dieoffset(&kids->v[lo - 1]) == want) {
@@ -407,20 +333,21 @@ static char *qualified(cprof__die_names_t *t, const cprof__die_name_ctx_t *c, Dw
       break;
   }
   int closure = strncmp(plain, "operator()", 10) == 0;
-  text_t b = {0};
+  cprof__buf_t b;
+  cprof__buf_init(&b);
   for (int i = last; i >= first; i--) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag != DW_TAG_namespace && !is_class(tag) && tag != DW_TAG_subprogram)
       continue;
     put_scope(t, c, &b, &scopes[i], closure && i == first, depth);
-    puts_(&b, "::");
+    cprof__buf_puts(&b, "::");
   }
-  puts_(&b, plain);
+  cprof__buf_puts(&b, plain);
   if (b.failed) {
-    free(b.s);
+    cprof__buf_free(&b);
     return NULL;
   }
-  return b.s;
+  return cprof__buf_take(&b, NULL);
 }
 
 /* ---- the name -------------------------------------------------------------- */

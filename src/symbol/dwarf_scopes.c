@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/search.h"
+#include "symbol/module_table.h"
+#include "symbol/ptr_table.h"
+
 /* One address range of a subprogram (a function's concrete code). */
 typedef struct sub_range {
   Dwarf_Addr low, high; /* [low, high), in the module's DWARF addresses */
@@ -114,34 +118,14 @@ static int sub_cmp(const void *pa, const void *pb) {
   return oa > ob ? -1 : oa < ob;
 }
 
-static int grow(cprof__dwarf_scopes_t *t) {
-  size_t cap = t->cap ? t->cap * 2 : 64;
-  struct cprof__cu_index *v = calloc(cap, sizeof *v);
-  if (!v)
-    return -ENOMEM;
-  for (size_t i = 0; i < t->cap; i++) {
-    if (!t->v[i].key)
-      continue;
-    size_t k = ((uintptr_t)t->v[i].key >> 4) & (cap - 1);
-    while (v[k].key)
-      k = (k + 1) & (cap - 1);
-    v[k] = t->v[i];
-  }
-  free(t->v);
-  t->v = v;
-  t->cap = cap;
-  return 0;
-}
-
 static struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie) {
   const void *key = cudie->addr;
-  if (t->cap) {
-    size_t mask = t->cap - 1;
-    for (size_t k = ((uintptr_t)key >> 4) & mask; t->v[k].key; k = (k + 1) & mask)
-      if (t->v[k].key == key)
-        return &t->v[k];
-  }
-  if ((t->len + 1) * 2 > t->cap && grow(t) != 0)
+  struct cprof__cu_index *known = cprof__ptr_table_find(t->v, t->cap, sizeof *t->v, key);
+  if (known)
+    return known;
+  struct cprof__cu_index *slot =
+      cprof__ptr_table_slot((void **)&t->v, &t->cap, t->len, sizeof *t->v, key);
+  if (!slot)
     return NULL;
   sub_list_t l = {0};
   index_scope(cudie, &l, 0, 0);
@@ -151,12 +135,9 @@ static struct cprof__cu_index *cu_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cud
   }
   if (l.n > 1)
     qsort(l.v, (size_t)l.n, sizeof *l.v, sub_cmp);
-  size_t mask = t->cap - 1, k = ((uintptr_t)key >> 4) & mask;
-  while (t->v[k].key)
-    k = (k + 1) & mask;
-  t->v[k] = (struct cprof__cu_index){.key = key, .v = l.v, .n = l.n};
+  *slot = (struct cprof__cu_index){.key = key, .v = l.v, .n = l.n};
   t->len++;
-  return &t->v[k];
+  return slot;
 }
 
 /* The scopes containing pc, innermost first, ending with the subprogram:
@@ -172,14 +153,7 @@ static int scopes_by_index(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Add
   const struct cprof__cu_index *ci = cu_index(t, cudie);
   if (!ci || ci->n == 0)
     return -1;
-  int lo = 0, hi = ci->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (ci->v[mid].low <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(ci->n, mid, ci->v[mid].low <= pc);
   /* Nested functions lie inside their parent's range: the latest start
    * that still covers pc is the innermost. */
   const sub_range_t *sub = NULL;
@@ -261,7 +235,8 @@ static int unit_cmp(const void *pa, const void *pb) {
 }
 
 /* Collects the ranges of every unit of mod. Returns 0 or -ENOMEM. */
-static int index_units(Dwfl_Module *mod, struct cprof__module_units *mu) {
+static int index_units(Dwfl_Module *mod, void *entry) {
+  struct cprof__module_units *mu = entry;
   memset(mu, 0, sizeof *mu);
   mu->mod = mod;
   int cap = 0;
@@ -295,20 +270,8 @@ static int index_units(Dwfl_Module *mod, struct cprof__module_units *mu) {
 
 static const struct cprof__module_units *module_units(cprof__dwarf_scopes_t *t,
                                                       Dwfl_Module *mod) {
-  for (int i = 0; i < t->nmods; i++)
-    if (t->mods[i].mod == mod)
-      return &t->mods[i];
-  if (t->nmods == t->capmods) {
-    int cap = t->capmods ? t->capmods * 2 : 16;
-    struct cprof__module_units *m = realloc(t->mods, (size_t)cap * sizeof *m);
-    if (!m)
-      return NULL;
-    t->mods = m;
-    t->capmods = cap;
-  }
-  if (index_units(mod, &t->mods[t->nmods]) != 0)
-    return NULL;
-  return &t->mods[t->nmods++];
+  return cprof__module_entry((void **)&t->mods, &t->nmods, &t->capmods, sizeof *t->mods, mod,
+                             index_units);
 }
 
 Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwarf_Addr addr,
@@ -320,14 +283,7 @@ Dwarf_Die *cprof__dwarf_unit_at(cprof__dwarf_scopes_t *t, Dwfl_Module *mod, Dwar
   if (!mu || mu->n == 0 || addr < mu->bias)
     return NULL;
   Dwarf_Addr pc = addr - mu->bias;
-  int lo = 0, hi = mu->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (mu->v[mid].low <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(mu->n, mid, mu->v[mid].low <= pc);
   if (lo == 0 || pc >= mu->v[lo - 1].high)
     return NULL;
   *bias = mu->bias;
@@ -386,14 +342,9 @@ int cprof__dwarf_copy_entry(cprof__dwarf_scopes_t *t, Dwarf_Die *cudie, Dwarf_Di
     return -1;
   if (!ci->copies_built)
     build_copies(ci);
-  int lo = 0, hi = ci->ncopies;
-  while (lo < hi) { /* the first copy at or after origin */
-    int mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)ci->copies[mid].origin < (uintptr_t)origin->addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The first copy at or after origin. */
+  int lo = (int)CPROF__PARTITION_POINT(ci->ncopies, mid,
+                                       (uintptr_t)ci->copies[mid].origin < (uintptr_t)origin->addr);
   if (lo == ci->ncopies || ci->copies[lo].origin != origin->addr)
     return -1;
   *entry = ci->copies[lo].entry;

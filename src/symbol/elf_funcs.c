@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/search.h"
+#include "symbol/module_table.h"
+
 struct cprof__module_funcs {
   Dwfl_Module *mod;
   cprof__elf_func_t *v; /* sorted by start, one per address */
@@ -47,7 +50,8 @@ static int sort_cmp(const void *pa, const void *pb) {
 
 /* Collects the module's code symbols. Returns 0 or -ENOMEM; a module
  * without symbols gets an empty list. */
-static int collect(Dwfl_Module *mod, struct cprof__module_funcs *mf) {
+static int collect(Dwfl_Module *mod, void *entry) {
+  struct cprof__module_funcs *mf = entry;
   mf->mod = mod;
   mf->v = NULL;
   mf->n = 0;
@@ -98,20 +102,7 @@ static int collect(Dwfl_Module *mod, struct cprof__module_funcs *mf) {
 }
 
 static const struct cprof__module_funcs *module(cprof__elf_funcs_t *t, Dwfl_Module *mod) {
-  for (int i = 0; i < t->n; i++)
-    if (t->v[i].mod == mod)
-      return &t->v[i];
-  if (t->n == t->cap) {
-    int cap = t->cap ? t->cap * 2 : 16;
-    struct cprof__module_funcs *v = realloc(t->v, (size_t)cap * sizeof *v);
-    if (!v)
-      return NULL;
-    t->v = v;
-    t->cap = cap;
-  }
-  if (collect(mod, &t->v[t->n]) != 0)
-    return NULL;
-  return &t->v[t->n++];
+  return cprof__module_entry((void **)&t->v, &t->n, &t->cap, sizeof *t->v, mod, collect);
 }
 
 const cprof__elf_func_t *cprof__elf_funcs_find(cprof__elf_funcs_t *t, Dwfl_Module *mod,
@@ -119,14 +110,8 @@ const cprof__elf_func_t *cprof__elf_funcs_find(cprof__elf_funcs_t *t, Dwfl_Modul
   const struct cprof__module_funcs *mf = module(t, mod);
   if (!mf || mf->n == 0)
     return NULL;
-  int lo = 0, hi = mf->n; /* lo becomes the count of symbols at or below addr */
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (mf->v[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The count of symbols at or below addr. */
+  int lo = (int)CPROF__PARTITION_POINT(mf->n, mid, mf->v[mid].start <= addr);
   if (lo == 0)
     return NULL;
   /* A symbol may nest inside a larger one (assembly again); look back a

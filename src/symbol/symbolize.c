@@ -31,6 +31,7 @@
 
 #include "core/fds.h"
 #include "core/hex.h"
+#include "core/search.h"
 #include "symbol/debuginfod.h"
 #include "symbol/die_names.h"
 #include "symbol/dwarf_scopes.h"
@@ -345,14 +346,8 @@ int cprof__symbolizer_mappings(cprof__symbolizer_t *s, const cprof__mapping_t **
 }
 
 int cprof__symbolizer_mapping_of(cprof__symbolizer_t *s, uintptr_t addr) {
-  int lo = 0, hi = s->nlive;
-  while (lo < hi) { /* the last mapping (in address order) with start <= addr */
-    int mid = lo + (hi - lo) / 2;
-    if (s->mappings[s->by_addr[mid]].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The answer, if any, is the last mapping (in address order) with start <= addr. */
+  int lo = (int)CPROF__PARTITION_POINT(s->nlive, mid, s->mappings[s->by_addr[mid]].start <= addr);
   if (lo == 0)
     return -1;
   int i = s->by_addr[lo - 1];

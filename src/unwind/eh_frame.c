@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/search.h"
 #include "unwind/cfa_rule.h"
 
 /* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
@@ -54,6 +55,13 @@ static int64_t sleb(const uint8_t **pp, const uint8_t *end) {
     v |= ~(uint64_t)0 << shift;
   *pp = p;
   return (int64_t)v;
+}
+
+/* The 4-byte signed word at p, which may be unaligned. */
+static inline int32_t s32_at(const uint8_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
 }
 
 #define READ(type, p)                                                                              \
@@ -482,20 +490,9 @@ uint64_t cprof__cfa_find_rule(uintptr_t pc, uintptr_t *start) {
   if (hdr[0] != 1 || hdr[3] != 0x3b || !read_encoded(&p, end, hdr[1], base, &ignored) ||
       !read_encoded(&p, end, hdr[2], base, &count) || count == 0)
     return CPROF__RULE_UNSUPPORTED;
-  size_t lo = 0, hi = count;
-  while (hi - lo > 1) { /* the last entry whose first pc is <= pc */
-    size_t mid = lo + (hi - lo) / 2;
-    int32_t first;
-    memcpy(&first, p + mid * 8, sizeof first);
-    if (base + (intptr_t)first <= pc)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  int32_t first, fde;
-  memcpy(&first, p + lo * 8, sizeof first);
-  memcpy(&fde, p + lo * 8 + 4, sizeof fde);
-  if (base + (intptr_t)first > pc)
+  /* The entry is the last whose first pc is <= pc. */
+  size_t n = CPROF__PARTITION_POINT(count, i, base + (intptr_t)s32_at(p + i * 8) <= pc);
+  if (n == 0)
     return CPROF__RULE_NOT_FOUND;
-  return rule_in_fde((const uint8_t *)(base + (intptr_t)fde), pc, start);
+  return rule_in_fde((const uint8_t *)(base + (intptr_t)s32_at(p + (n - 1) * 8 + 4)), pc, start);
 }

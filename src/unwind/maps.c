@@ -9,6 +9,7 @@
  * contain spaces; it is absent for anonymous mappings; the kernel appends
  * " (deleted)" when the file has been unlinked. */
 #include "core/hex.h"
+#include "core/search.h"
 #include "unwind/maps.h"
 
 #include <errno.h>
@@ -195,14 +196,8 @@ const cprof__map_entry_t *cprof__maps_find_sigsafe(const cprof__maps_t *m, uintp
   /* Plain loads and compares only: this runs in signal handlers. */
   if (!m || !m->v || m->n <= 0)
     return NULL;
-  int lo = 0, hi = m->n; /* the answer, if any, is the last entry with start <= addr */
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (m->v[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* The answer, if any, is the last entry with start <= addr. */
+  int lo = (int)CPROF__PARTITION_POINT(m->n, mid, m->v[mid].start <= addr);
   if (lo == 0)
     return NULL;
   const cprof__map_entry_t *e = &m->v[lo - 1];

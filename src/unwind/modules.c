@@ -11,6 +11,7 @@
 
 #include "core/hex.h"
 #include "core/pages.h"
+#include "core/search.h"
 
 uint32_t cprof__modules_generation;
 
@@ -303,14 +304,7 @@ static void cover_update(void) {
 }
 
 static int covered_sigsafe(const cover_t *c, uintptr_t pc) {
-  int lo = 0, hi = c->n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (c->v[mid].end <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  int lo = (int)CPROF__PARTITION_POINT(c->n, mid, c->v[mid].end <= pc);
   return lo < c->n && c->v[lo].start <= pc;
 }
 
