@@ -1,7 +1,7 @@
 /* The embedded server's limits, apart from libmicrohttpd: which connections
  * are admitted, the deadline by which each must have sent its request, and
  * how many expensive requests (profiles being built) run at once. Beyond a
- * cap the answer is a 503 with Retry-After. server.c is the glue that calls
+ * cap the answer is a 503 with Retry-After. callbacks.c is the glue that calls
  * these from libmicrohttpd's callbacks. */
 #ifndef CPROF_HTTP_LIMITS_H
 #define CPROF_HTTP_LIMITS_H

@@ -151,102 +151,98 @@ static int is_post(const cprof_request_t *req) {
   return req->method && strcmp(req->method, "POST") == 0;
 }
 
-static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
-  const char *path = req->path ? req->path : "";
+/* path without the prefix, or NULL (a 404 written) when it is not under
+ * the prefix. */
+static const char *strip_prefix(const char *path, const cprof__config_t *cfg,
+                                cprof_response_t *resp) {
   size_t plen = strlen(cfg->prefix);
   if (plen) {
     if (strncmp(path, cfg->prefix, plen) != 0 || (path[plen] != '/' && path[plen] != '\0')) {
       cprof__resp_error(resp, 404, "404 page not found");
-      return;
+      return NULL;
     }
     path += plen;
   }
-  /* Before anything else under the prefix: without credentials a client
-   * learns nothing, not even which paths exist (the redirect, the 404s). */
+  return path;
+}
+
+/* Whether the request's credentials let it go on; if not, the 401 is
+ * written. */
+static int authorized(const cprof_request_t *req, const cprof__config_t *cfg,
+                      cprof_response_t *resp) {
   int auth = cprof__auth_check(cfg, req->authorization);
-  if (auth != CPROF_AUTH_OK) {
-    cprof__resp_error(resp, 401, "401 unauthorized: this cprof server requires credentials");
-    /* A challenge per scheme configured (RFC 9110 11.6.1), as separate
-     * headers: clients read the first challenge of a combined one only. */
-    if (cfg->auth[0])
-      cprof__resp_header_add(resp, "WWW-Authenticate", "Basic realm=\"cprof\"");
-    if (cfg->token[0])
-      cprof__resp_header_add(resp, "WWW-Authenticate", "Bearer realm=\"cprof\"");
-    if (auth == CPROF_AUTH_WRONG)
-      cprof__auth_refused(req->path);
-    return;
-  }
-  /* Where Prometheus looks by default, under the prefix as the rest. */
-  if (strcmp(path, "/metrics") == 0) {
+  if (auth == CPROF_AUTH_OK)
+    return 1;
+  cprof__resp_error(resp, 401, "401 unauthorized: this cprof server requires credentials");
+  /* A challenge per scheme configured (RFC 9110 11.6.1), as separate
+   * headers: clients read the first challenge of a combined one only. */
+  if (cfg->auth[0])
+    cprof__resp_header_add(resp, "WWW-Authenticate", "Basic realm=\"cprof\"");
+  if (cfg->token[0])
+    cprof__resp_header_add(resp, "WWW-Authenticate", "Bearer realm=\"cprof\"");
+  if (auth == CPROF_AUTH_WRONG)
+    cprof__auth_refused(req->path);
+  return 0;
+}
+
+/* 301 to loc. */
+static void moved(cprof_response_t *resp, const char *loc) {
+  cprof__resp_error(resp, 301, "Moved Permanently");
+  cprof__resp_header(resp, "Location", loc);
+}
+
+/* 301 to dir (a path from the root) under the prefix: as Go's ServeMux,
+ * a directory's name without its slash redirects to the directory. */
+static void moved_to_dir(cprof_response_t *resp, const cprof__config_t *cfg, const char *dir) {
+  char loc[300];
+  snprintf(loc, sizeof loc, "%s%s", cfg->prefix, dir);
+  moved(resp, loc);
+}
+
+/* The paths beside /debug/pprof/: /metrics (where Prometheus looks by
+ * default, under the prefix as the rest) and the charts, and the
+ * directories' redirects. Returns 1 when path was one of them (served). */
+static int serve_beside(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp) {
+  if (strcmp(path, "/metrics") == 0)
     dispatch(NULL, cprof__serve_metrics, req, cfg, resp);
-    return;
-  }
-  if (strcmp(path, "/debug/charts/data") == 0) {
+  else if (strcmp(path, "/debug/charts/data") == 0)
     dispatch(cprof__params_since, cprof__serve_charts_data, req, cfg, resp);
-    return;
-  }
-  static const char root[] = "/debug/pprof/";
-  if (strcmp(path, "/debug/pprof") == 0) { /* as Go's ServeMux: redirect to the directory */
-    char loc[300];
-    snprintf(loc, sizeof loc, "%s/debug/pprof/", cfg->prefix);
-    cprof__resp_error(resp, 301, "Moved Permanently");
-    cprof__resp_header(resp, "Location", loc);
-    return;
-  }
-  if (strcmp(path, "/debug/charts/") == 0) {
+  else if (strcmp(path, "/debug/pprof") == 0)
+    moved_to_dir(resp, cfg, "/debug/pprof/");
+  else if (strcmp(path, "/debug/charts/") == 0)
     serve_charts(resp);
-    return;
-  }
-  if (strcmp(path, "/debug/charts") == 0) {
-    char loc[300];
-    snprintf(loc, sizeof loc, "%s/debug/charts/", cfg->prefix);
-    cprof__resp_error(resp, 301, "Moved Permanently");
-    cprof__resp_header(resp, "Location", loc);
-    return;
-  }
-  if (strncmp(path, root, sizeof root - 1) != 0) {
-    cprof__resp_error(resp, 404, "404 page not found");
-    return;
-  }
-  const char *name = path + sizeof root - 1;
-  if (name[0] == '\0') {
-    serve_index(resp);
-    return;
-  }
-  if (strcmp(name, "ui") == 0) { /* the viewer's links are relative to ui/ */
-    cprof__resp_error(resp, 301, "Moved Permanently");
-    cprof__resp_header(resp, "Location", "ui/");
-    return;
-  }
-  if (strncmp(name, "ui/", 3) == 0) {
-    for (size_t i = 0; i < sizeof ui_pages / sizeof ui_pages[0]; i++) {
-      if (strcmp(name + 3, ui_pages[i].rest) == 0) {
-        dispatch(ui_pages[i].params, ui_pages[i].handle, req, cfg, resp);
-        return;
-      }
-    }
-    cprof__resp_error(resp, 404, "404 page not found");
-    return;
-  }
-  for (int i = 0; i < NENDPOINTS; i++) {
-    const struct endpoint *x = &endpoints[i];
-    if (strcmp(name, x->name) == 0) {
-      if (x->serve)
-        x->serve(req, cfg, resp);
-      else
-        dispatch(x->params, x->handle, req, cfg, resp);
+  else if (strcmp(path, "/debug/charts") == 0)
+    moved_to_dir(resp, cfg, "/debug/charts/");
+  else
+    return 0;
+  return 1;
+}
+
+/* /debug/pprof/ui/REST: one of the viewer's pages, or 404. */
+static void serve_ui(const char *rest, const cprof_request_t *req, const cprof__config_t *cfg,
+                     cprof_response_t *resp) {
+  for (size_t i = 0; i < sizeof ui_pages / sizeof ui_pages[0]; i++) {
+    if (strcmp(rest, ui_pages[i].rest) == 0) {
+      dispatch(ui_pages[i].params, ui_pages[i].handle, req, cfg, resp);
       return;
     }
   }
-  if (is_post(req) && strcmp(name, "block") == 0) {
-    cprof__serve_block_rate(req, resp);
-    return;
-  }
-  if (is_post(req) && strcmp(name, "mutex") == 0) {
-    cprof__serve_mutex_fraction(req, resp);
-    return;
-  }
-  const cprof__profile_t *prof = cprof__registry_lookup(name); /* "threads" too */
+  cprof__resp_error(resp, 404, "404 page not found");
+}
+
+/* The endpoint of that name (endpoints[]), or NULL. */
+static const struct endpoint *endpoint_named(const char *name) {
+  for (int i = 0; i < NENDPOINTS; i++)
+    if (strcmp(name, endpoints[i].name) == 0)
+      return &endpoints[i];
+  return NULL;
+}
+
+/* A profile of the registry by name ("threads" too), or 404. */
+static void serve_named_profile(const char *name, const cprof_request_t *req,
+                                cprof_response_t *resp) {
+  const cprof__profile_t *prof = cprof__registry_lookup(name);
   if (!prof) {
     cprof__resp_error(resp, 404, "Unknown profile");
     return;
@@ -255,6 +251,42 @@ static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_
   cprof__params_init(&p, req, cprof__accept_encoding);
   if (cprof__params_delta(req, resp, &p) == 0)
     serve_registered(prof, &p, resp);
+}
+
+/* /debug/pprof/NAME: the index, the viewer, an endpoint, a rate set by
+ * POST, or a profile of the registry. */
+static void serve_pprof(const char *name, const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp) {
+  const struct endpoint *x = endpoint_named(name);
+  if (name[0] == '\0')
+    serve_index(resp);
+  else if (strcmp(name, "ui") == 0) /* the viewer's links are relative to ui/ */
+    moved(resp, "ui/");
+  else if (strncmp(name, "ui/", 3) == 0)
+    serve_ui(name + 3, req, cfg, resp);
+  else if (x && x->serve)
+    x->serve(req, cfg, resp);
+  else if (x)
+    dispatch(x->params, x->handle, req, cfg, resp);
+  else if (is_post(req) && strcmp(name, "block") == 0)
+    cprof__serve_block_rate(req, resp);
+  else if (is_post(req) && strcmp(name, "mutex") == 0)
+    cprof__serve_mutex_fraction(req, resp);
+  else
+    serve_named_profile(name, req, resp);
+}
+
+static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
+  const char *path = strip_prefix(req->path ? req->path : "", cfg, resp);
+  /* Before anything else under the prefix: without credentials a client
+   * learns nothing, not even which paths exist (the redirect, the 404s). */
+  if (!path || !authorized(req, cfg, resp) || serve_beside(path, req, cfg, resp))
+    return;
+  static const char root[] = "/debug/pprof/";
+  if (strncmp(path, root, sizeof root - 1) != 0)
+    cprof__resp_error(resp, 404, "404 page not found");
+  else
+    serve_pprof(path + sizeof root - 1, req, cfg, resp);
 }
 
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {

@@ -31,4 +31,11 @@ void cprof__server_atfork_prepare(void);
 void cprof__server_atfork_parent(void);
 void cprof__server_atfork_child(void);
 
+/* For the server's own threads (callbacks.c, accept_retry.c): the
+ * keeper's descriptor table, which they share and say they joined
+ * (core/fds.h), and whether the server is stopping (a wait of theirs then
+ * ends). */
+unsigned cprof__server_table(void);
+int cprof__server_stopping(void);
+
 #endif

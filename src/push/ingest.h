@@ -69,7 +69,7 @@ char *cprof__ingest_sample_type_config(const char *kind, int delta,
 long cprof__ingest_sample_rate(const cprof__value_type_t *period_type, int64_t period);
 
 /* The request. libcurl's functions come in a table, so that the library,
- * which loads libcurl only when it pushes (push/push.c), and the cprof
+ * which loads libcurl only when it pushes (push/libcurl.c), and the cprof
  * command, which links it, send the same request. */
 typedef struct cprof__curl {
   CURL *(*easy_init)(void);

@@ -17,8 +17,9 @@
  *   of its own (core/fds.c), so that libcurl's sockets are out of the
  *   program's reach and the program's descriptors out of libcurl's. Each
  *   request has a handle of its own: no connection or cache outlives it.
- * - libcurl is loaded there (dlopen), the first time: a program that does
- *   not push never loads it, nor the libraries it brings.
+ * - libcurl is loaded there (dlopen, libcurl.c), the first time: a
+ *   program that does not push never loads it, nor the libraries it
+ *   brings.
  * - A failure to connect, a 5xx or a 429 is retried after a pause that
  *   doubles from 0.5 s to 30 s, the profiles cut meanwhile queued; the
  *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s),
@@ -47,7 +48,6 @@
  * the thread's alone while it runs. */
 #include "push/push.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -63,6 +63,7 @@
 #include "core/log.h"
 #include "cprof.h"
 #include "push/ingest.h"
+#include "push/libcurl.h"
 #include "registry/cpu.h"
 #include "registry/registry.h"
 #include "core/guard.h"
@@ -124,72 +125,6 @@ static void init_once(void) {
 }
 
 static int64_t mono_ms(void) { return cprof__now_ms(CLOCK_MONOTONIC); }
-
-/* ---- libcurl, loaded when first needed ---- */
-
-static cprof__curl_t api;
-static int api_state; /* 0 not tried, 1 loaded, -1 failed */
-
-/* On the push's thread, in its table. 0, or -ENOENT with a line in why. */
-static int load_curl(char *why, size_t whylen) {
-  if (api_state)
-    return api_state > 0 ? 0 : -ENOENT;
-  api_state = -1;
-  /* Debian's libcurl3-gnutls (the GnuTLS libcurl the server's TLS already
-   * brings the TLS of), else the OpenSSL one: the same ABI. */
-  void *h = dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(why, whylen, "cannot load libcurl (libcurl-gnutls.so.4 or libcurl.so.4): %s",
-             dlerror());
-    return -ENOENT;
-  }
-  CURLcode (*global_init)(long) = (CURLcode(*)(long))dlsym(h, "curl_global_init");
-#define SYM(field, name)                                                                           \
-  if (!(*(void **)&api.field = dlsym(h, name)))                                                    \
-    goto missing;
-  SYM(easy_init, "curl_easy_init")
-  SYM(easy_setopt, "curl_easy_setopt")
-  SYM(easy_perform, "curl_easy_perform")
-  SYM(easy_getinfo, "curl_easy_getinfo")
-  SYM(easy_cleanup, "curl_easy_cleanup")
-  SYM(easy_reset, "curl_easy_reset")
-  SYM(easy_strerror, "curl_easy_strerror")
-  SYM(mime_init, "curl_mime_init")
-  SYM(mime_addpart, "curl_mime_addpart")
-  SYM(mime_name, "curl_mime_name")
-  SYM(mime_filename, "curl_mime_filename")
-  SYM(mime_type, "curl_mime_type")
-  SYM(mime_data, "curl_mime_data")
-  SYM(mime_free, "curl_mime_free")
-#undef SYM
-  /* Optional: without them (before 7.66) an abort waits for libcurl's
-   * next progress call. */
-#define OPT(field, name) *(void **)&api.field = dlsym(h, name);
-  OPT(multi_init, "curl_multi_init")
-  OPT(multi_add_handle, "curl_multi_add_handle")
-  OPT(multi_remove_handle, "curl_multi_remove_handle")
-  OPT(multi_perform, "curl_multi_perform")
-  OPT(multi_poll, "curl_multi_poll")
-  OPT(multi_info_read, "curl_multi_info_read")
-  OPT(multi_cleanup, "curl_multi_cleanup")
-#undef OPT
-  if (!api.multi_init || !api.multi_add_handle || !api.multi_remove_handle || !api.multi_perform ||
-      !api.multi_info_read || !api.multi_cleanup)
-    api.multi_poll = NULL; /* ingest.c looks at multi_init and multi_poll */
-  /* Thread-safe from libcurl 7.84 (CURL_VERSION_THREADSAFE), and counted:
-   * a program of its own with libcurl keeps its own init and cleanup. */
-  if (!global_init || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    snprintf(why, whylen, "libcurl would not initialize");
-    return -ENOENT; /* the library stays loaded: its constructors have run */
-  }
-  api_state = 1;
-  return 0;
-missing:
-  snprintf(why, whylen, "the libcurl found lacks a function cprof needs (7.56 or later)");
-  return -ENOENT;
-}
 
 /* ---- The queue (the thread's) ---- */
 
@@ -303,7 +238,7 @@ static int send_oldest_locked(long timeout_ms) {
   pthread_mutex_unlock(&ps.lock);
   char why[300] = "";
   int r = CPROF_INGEST_RETRY;
-  CURL *c = api.easy_init();
+  CURL *c = cprof__libcurl.easy_init();
   if (c) {
     cprof__ingest_request_t req = {.url = it->url,
                                    .profile = it->body.data,
@@ -312,8 +247,8 @@ static int send_oldest_locked(long timeout_ms) {
                                    .user_agent = "cprof/" CPROF_VERSION_STRING,
                                    .timeout_ms = timeout_ms,
                                    .abort = aborted};
-    r = cprof__ingest_post(&api, c, &req, why, sizeof why);
-    api.easy_cleanup(c);
+    r = cprof__ingest_post(&cprof__libcurl, c, &req, why, sizeof why);
+    cprof__libcurl.easy_cleanup(c);
   } else {
     snprintf(why, sizeof why, "out of memory");
   }
@@ -360,7 +295,7 @@ static void *pusher(void *unused) {
   if (table != 0)
     snprintf(why, sizeof why, "no descriptor table of cprof's own: %s", strerror(-table));
   else
-    load_curl(why, sizeof why);
+    cprof__libcurl_load(why, sizeof why);
   pthread_mutex_lock(&ps.lock);
   ps.started = 1;
   pthread_cond_broadcast(&ps.cond);

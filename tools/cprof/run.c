@@ -1,6 +1,6 @@
 /* cprof run [OPTIONS] -- PROGRAM ARGS...: runs PROGRAM with libcprof
  * preloaded and its settings in cprof's environment variables (the
- * library's constructor reads them: src/core/config.c), then ends as
+ * library's constructor reads them: src/core/config_load.c), then ends as
  * PROGRAM ended: the same exit status, or the same signal.
  *
  * Preloading is the dynamic loader's work (ld.so(8)), so it cannot reach a
