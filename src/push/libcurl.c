@@ -7,10 +7,18 @@
 
 cprof__curl_t cprof__libcurl;
 static int state; /* 0 not tried, 1 loaded, -1 failed */
+/* Why it failed, said again at each later start: a push started again
+ * (cprof_stop, then cprof_start) must be told, not go on without libcurl. */
+static char failure[300];
+
+static int failed(char *why, size_t whylen) {
+  snprintf(why, whylen, "%s", failure);
+  return -ENOENT;
+}
 
 int cprof__libcurl_load(char *why, size_t whylen) {
   if (state)
-    return state > 0 ? 0 : -ENOENT;
+    return state > 0 ? 0 : failed(why, whylen);
   state = -1;
   /* Debian's libcurl3-gnutls (the GnuTLS libcurl the server's TLS already
    * brings the TLS of), else the OpenSSL one: the same ABI. */
@@ -18,9 +26,9 @@ int cprof__libcurl_load(char *why, size_t whylen) {
   if (!h)
     h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    snprintf(why, whylen, "cannot load libcurl (libcurl-gnutls.so.4 or libcurl.so.4): %s",
-             dlerror());
-    return -ENOENT;
+    snprintf(failure, sizeof failure,
+             "cannot load libcurl (libcurl-gnutls.so.4 or libcurl.so.4): %s", dlerror());
+    return failed(why, whylen);
   }
   CURLcode (*global_init)(long) = (CURLcode(*)(long))dlsym(h, "curl_global_init");
 #define SYM(field, name)                                                                           \
@@ -59,12 +67,13 @@ int cprof__libcurl_load(char *why, size_t whylen) {
   /* Thread-safe from libcurl 7.84 (CURL_VERSION_THREADSAFE), and counted:
    * a program of its own with libcurl keeps its own init and cleanup. */
   if (!global_init || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    snprintf(why, whylen, "libcurl would not initialize");
-    return -ENOENT; /* the library stays loaded: its constructors have run */
+    snprintf(failure, sizeof failure, "libcurl would not initialize");
+    return failed(why, whylen); /* the library stays loaded: its constructors have run */
   }
   state = 1;
   return 0;
 missing:
-  snprintf(why, whylen, "the libcurl found lacks a function cprof needs (7.56 or later)");
-  return -ENOENT;
+  snprintf(failure, sizeof failure,
+           "the libcurl found lacks a function cprof needs (7.56 or later)");
+  return failed(why, whylen);
 }
