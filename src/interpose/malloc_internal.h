@@ -100,7 +100,7 @@ typedef struct functions {
    * before. */
   size_t (*nallocx)(size_t, int);
   void *(*mallocx)(size_t, int); /* jemalloc's, for the sampled blocks rallocx moves into */
-  int glibc; /* the allocator is glibc's (its chunk layout is known) */
+  int glibc;                     /* the allocator is glibc's (its chunk layout is known) */
 } functions_t;
 
 extern functions_t cprof__malloc_real __attribute__((visibility("hidden")));

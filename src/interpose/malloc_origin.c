@@ -54,8 +54,7 @@ static int in_executable(void *addr) {
 static int is_plt_stub(void *addr) {
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
-  return dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-         sym->st_shndx == SHN_UNDEF;
+  return dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_shndx == SHN_UNDEF;
 }
 
 /* The first library after the executable, in the loader's order (that of

@@ -34,8 +34,8 @@ static void *boot_alloc(size_t size, size_t align) {
     end = start + size;
     if (size > sizeof cprof__malloc_boot || end > sizeof cprof__malloc_boot)
       return NULL;
-  } while (!__atomic_compare_exchange_n(&boot_used, &used, end, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED));
+  } while (
+      !__atomic_compare_exchange_n(&boot_used, &used, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   put_header(cprof__malloc_boot + start, size);
   return cprof__malloc_boot + start;
 }
@@ -50,11 +50,19 @@ static void *first_aligned_alloc(size_t align, size_t size);
 static void *first_valloc(size_t size);
 static void *first_pvalloc(size_t size);
 
-functions_t cprof__malloc_real = {first_malloc,      first_calloc,         first_realloc,
-                                 first_free,        first_posix_memalign, first_usable_size,
-                                 first_memalign,    first_aligned_alloc,  first_valloc,
-                                 first_pvalloc,     NULL,                 NULL,
-                                 0};
+functions_t cprof__malloc_real = {first_malloc,
+                                  first_calloc,
+                                  first_realloc,
+                                  first_free,
+                                  first_posix_memalign,
+                                  first_usable_size,
+                                  first_memalign,
+                                  first_aligned_alloc,
+                                  first_valloc,
+                                  first_pvalloc,
+                                  NULL,
+                                  NULL,
+                                  0};
 static __thread int resolving __attribute__((tls_model("initial-exec")));
 
 static void die(const char *what) {
@@ -65,10 +73,10 @@ static void die(const char *what) {
   abort();
 }
 
-#define RESOLVE(name)                                                                             \
-  do {                                                                                            \
-    if (!(found.name = (__typeof__(found.name))dlsym(RTLD_NEXT, #name)))                         \
-      die(#name);                                                                                 \
+#define RESOLVE(name)                                                                              \
+  do {                                                                                             \
+    if (!(found.name = (__typeof__(found.name))dlsym(RTLD_NEXT, #name)))                           \
+      die(#name);                                                                                  \
   } while (0)
 
 /* The object that defines f, or NULL. */
@@ -90,8 +98,8 @@ static void find_sizes(functions_t *found) {
   Dl_info info;
   const char *slash;
   found->glibc = home && dladdr((void *)found->malloc, &info) && info.dli_fname &&
-                 (slash = strrchr(info.dli_fname, '/'), strncmp(slash ? slash + 1 : info.dli_fname,
-                                                                "libc.so", 7) == 0);
+                 (slash = strrchr(info.dli_fname, '/'),
+                  strncmp(slash ? slash + 1 : info.dli_fname, "libc.so", 7) == 0);
 }
 
 /* All are found before any is used: while this thread is in dlsym, its
@@ -124,7 +132,8 @@ static void resolve(void) {
   __atomic_store_n(&cprof__malloc_real.realloc, found.realloc, __ATOMIC_RELAXED);
   __atomic_store_n(&cprof__malloc_real.free, found.free, __ATOMIC_RELAXED);
   __atomic_store_n(&cprof__malloc_real.posix_memalign, found.posix_memalign, __ATOMIC_RELAXED);
-  __atomic_store_n(&cprof__malloc_real.malloc_usable_size, found.malloc_usable_size, __ATOMIC_RELAXED);
+  __atomic_store_n(&cprof__malloc_real.malloc_usable_size, found.malloc_usable_size,
+                   __ATOMIC_RELAXED);
   __atomic_store_n(&cprof__malloc_real.memalign, found.memalign, __ATOMIC_RELAXED);
   __atomic_store_n(&cprof__malloc_real.aligned_alloc, found.aligned_alloc, __ATOMIC_RELAXED);
   __atomic_store_n(&cprof__malloc_real.valloc, found.valloc, __ATOMIC_RELAXED);
