@@ -2,7 +2,7 @@
  * sigaction, signal): the one that comes after libcprof in the lookup
  * order, found with dlsym(RTLD_NEXT) at the first call and kept in *cache.
  * (The malloc family resolves its own, with a bootstrap arena for the
- * allocations dlsym makes meanwhile: src/interpose/malloc.c.) */
+ * allocations dlsym makes meanwhile: src/interpose/malloc_real.c.) */
 #ifndef CPROF_CORE_NEXT_H
 #define CPROF_CORE_NEXT_H
 

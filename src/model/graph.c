@@ -8,50 +8,20 @@
  * value to the cum of each node on its stack once, to the flat of its leaf,
  * and to each caller->callee edge once. Trimming rebuilds the graph from
  * the samples with only the kept nodes, as pprof does, so that the calls
- * through dropped nodes become residual edges. */
+ * through dropped nodes become residual edges.
+ *
+ * This file builds the graph; the nodes' names are made in graph_names.c,
+ * pprof's sort orders are graph_order.c's and trimming graph_trim.c's
+ * (graph_internal.h is what they share). */
 #include <errno.h>
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
-#include "profile/table.h"
-
-/* An edge as the graph keeps it: the public part, and whether trimming
- * removed it. */
-typedef struct edge {
-  cprof__pf_edge_t e;
-  int dead;
-  size_t stamp; /* the last sample that added to it, plus one */
-} edge_t;
-
-/* A node and what building needs of it. */
-typedef struct node {
-  cprof__pf_node_t n;
-  const char *key; /* identity: every NodeInfo field */
-  size_t key_len;
-  int64_t start_line; /* kept in the identity when the name is unknown */
-  const char *objfile;
-  size_t stamp;
-  int64_t score; /* the sort's, for CumNameOrder and EntropyOrder */
-  size_t id;     /* the index in g->nodes, while removing redundant edges */
-} node_t;
+#include "model/graph_internal.h"
 
 /* ---- lookups ------------------------------------------------------------- */
 
-/* Nodes are found by their identity, the bytes key_put writes, and edges
- * by their two nodes, in the profile library's one hash table (profile/table.h),
- * whose values index the builder's arrays. */
-typedef struct bytes {
-  const char *p;
-  size_t len;
-} bytes_t;
-
-static uint64_t key_hash(const bytes_t *k) {
-  return cprof__hash_bytes(CPROF_HASH_SEED, k->p, k->len);
-}
-
+/* Whether node x's identity is the key k (graph_internal.h). */
 static int key_is(const node_t *x, const bytes_t *k) {
   return x->key_len == k->len && memcmp(x->key, k->p, k->len) == 0;
 }
@@ -64,134 +34,6 @@ static int list_key_eq(const void *ctx, uint32_t v, const void *key) {
 /* ctx: a graph's nodes, whose node_t each cprof__pf_node_t begins. */
 static int graph_key_eq(const void *ctx, uint32_t v, const void *key) {
   return key_is((const node_t *)((cprof__pf_node_t *const *)ctx)[v], key);
-}
-
-/* The nodes a rebuilt graph keeps: the keys of nodes[] in index. */
-typedef struct keyset {
-  cprof__table_t index;
-  cprof__pf_node_t *const *nodes;
-} keyset_t;
-
-/* ---- names --------------------------------------------------------------- */
-
-/* Go's filepath.Clean: the shortest equivalent path, lexically. */
-static char *clean_path(cprof__arena_t *a, const char *p) {
-  size_t n = strlen(p);
-  char *out = cprof__arena_alloc(a, n + 2);
-  if (!out)
-    return NULL;
-  int rooted = p[0] == '/';
-  size_t w = 0, r = 0, dotdot = 0;
-  if (rooted) {
-    out[w++] = '/';
-    r = 1;
-    dotdot = 1;
-  }
-  while (r < n) {
-    if (p[r] == '/') {
-      r++;
-    } else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
-      r++;
-    } else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
-      r += 2;
-      if (w > dotdot) {
-        w--;
-        while (w > dotdot && out[w] != '/')
-          w--;
-      } else if (!rooted) {
-        if (w > 0)
-          out[w++] = '/';
-        out[w++] = '.';
-        out[w++] = '.';
-        dotdot = w;
-      }
-    } else {
-      if ((rooted && w != 1) || (!rooted && w != 0))
-        out[w++] = '/';
-      for (; r < n && p[r] != '/'; r++)
-        out[w++] = p[r];
-    }
-  }
-  if (w == 0)
-    out[w++] = '.';
-  out[w] = '\0';
-  return out;
-}
-
-/* report.newGraph's trimPath with no -trim_path or -source_path: only the
- * prefixes Bazel and friends leave. */
-static const char *trim_path(const char *p) {
-  static const char *const prefixes[] = {"/proc/self/cwd/./", "/proc/self/cwd/"};
-  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-    if (strncmp(p, prefixes[i], strlen(prefixes[i])) == 0)
-      return p + strlen(prefixes[i]);
-  return p;
-}
-
-static const char *base_name(const char *p) {
-  /* Go's filepath.Base: trailing slashes go, then what follows the last. */
-  size_t n = strlen(p);
-  while (n > 1 && p[n - 1] == '/')
-    n--;
-  size_t s = n;
-  while (s > 0 && p[s - 1] != '/')
-    s--;
-  (void)s;
-  return p + s;
-}
-
-/* NodeInfo.PrintableName: the address as %016x, the function, then
- * file:line, the file, or the object file's base name in brackets, and
- * "<unknown>" when there is nothing at all. */
-static char *printable_name(cprof__arena_t *a, const node_t *x) {
-  const cprof__pf_node_t *n = &x->n;
-  char addr[24] = "";
-  if (n->address)
-    snprintf(addr, sizeof addr, "%016llx", (unsigned long long)n->address);
-  const char *obj = "";
-  size_t objlen = 0;
-  if (x->objfile && x->objfile[0]) {
-    obj = base_name(x->objfile);
-    objlen = strlen(obj);
-    /* base_name may stop before trailing slashes. */
-    const char *end = obj;
-    while (*end && *end != '/')
-      end++;
-    objlen = (size_t)(end - obj);
-  }
-  size_t cap = strlen(addr) + strlen(n->function) + strlen(n->file) + objlen + 48;
-  char *s = cprof__arena_alloc(a, cap);
-  if (!s)
-    return NULL;
-  size_t w = 0;
-#define PART(str)                                                                                  \
-  do {                                                                                             \
-    if (w)                                                                                         \
-      s[w++] = ' ';                                                                                \
-    w += (size_t)snprintf(s + w, cap - w, "%s", (str));                                            \
-  } while (0)
-  if (addr[0])
-    PART(addr);
-  if (n->function[0])
-    PART(n->function);
-  if (n->line != 0) {
-    if (w)
-      s[w++] = ' ';
-    w += (size_t)snprintf(s + w, cap - w, "%s:%lld", n->file, (long long)n->line);
-  } else if (n->file[0]) {
-    PART(n->file);
-  } else if (n->function[0]) {
-    /* The name alone. */
-  } else if (objlen) {
-    if (w)
-      s[w++] = ' ';
-    w += (size_t)snprintf(s + w, cap - w, "[%.*s]", (int)objlen, obj);
-  } else {
-    PART("<unknown>");
-  }
-#undef PART
-  s[w] = '\0';
-  return s;
 }
 
 /* ---- building ------------------------------------------------------------- */
@@ -245,7 +87,7 @@ static int frame_identity(cprof__arena_t *a, cprof__pf_granularity_t gr,
   if (li && li->function) {
     const cprof__pf_function_t *f = li->function;
     x->n.function = keep_name ? f->name : "";
-    if (keep_file && f->filename[0] && !(x->n.file = clean_path(a, trim_path(f->filename))))
+    if (keep_file && f->filename[0] && !(x->n.file = cprof__graph_file_name(a, f->filename)))
       return -ENOMEM;
     x->n.line = keep_line ? li->line : 0;
     if (!x->n.function[0]) {
@@ -263,7 +105,7 @@ static int frame_identity(cprof__arena_t *a, cprof__pf_granularity_t gr,
 const char *cprof__pf_frame_name(cprof__arena_t *a, const cprof__pf_location_t *l,
                                  const cprof__pf_line_t *li, cprof__pf_granularity_t g) {
   node_t x;
-  return frame_identity(a, g, l, li, &x) == 0 ? printable_name(a, &x) : NULL;
+  return frame_identity(a, g, l, li, &x) == 0 ? cprof__graph_printable_name(a, &x) : NULL;
 }
 
 static int node_for(builder_t *b, const cprof__pf_location_t *l, const cprof__pf_line_t *li,
@@ -301,7 +143,7 @@ static int node_for(builder_t *b, const cprof__pf_location_t *l, const cprof__pf
   memcpy(key, b->keybuf, w);
   x->key = key;
   x->key_len = w;
-  if (!(x->n.name = printable_name(b->arena, x)) ||
+  if (!(x->n.name = cprof__graph_printable_name(b->arena, x)) ||
       cprof__table_insert(&b->nodes, h, (uint32_t)b->n_list) != 0)
     return -ENOMEM;
   b->list[b->n_list++] = x;
@@ -350,9 +192,6 @@ static int add_edge(builder_t *b, node_t *from, node_t *to, int64_t dw, int64_t 
   e->stamp = stamp;
   return 0;
 }
-
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
 /* sample.DiffBaseSample: the label pprof's -diff_base puts on BASE's
  * samples. */
 static int diff_base_sample(const cprof__pf_sample_t *s) {
@@ -446,118 +285,12 @@ out:
   return rc;
 }
 
-/* ---- order ----------------------------------------------------------------- */
-
-/* graph.compareNodes: fmt.Sprint of the NodeInfo, which for nodes that
- * print alike comes down to these fields in this order. */
-static int compare_info(const node_t *l, const node_t *r) {
-  int c;
-  if ((c = strcmp(l->n.function, r->n.function)))
-    return c;
-  if (l->n.address != r->n.address)
-    return l->n.address < r->n.address ? -1 : 1;
-  if ((c = strcmp(l->n.file, r->n.file)))
-    return c;
-  if (l->start_line != r->start_line)
-    return l->start_line < r->start_line ? -1 : 1;
-  if (l->n.line != r->n.line)
-    return l->n.line < r->n.line ? -1 : 1;
-  return strcmp(l->objfile, r->objfile);
-}
-
-/* FlatNameOrder: flat (absolute) down, name up, cum down. */
-static int flat_name_order(const void *a, const void *b) {
-  const node_t *l = *(node_t *const *)a, *r = *(node_t *const *)b;
-  int64_t lv = abs64(l->n.flat), rv = abs64(r->n.flat);
-  if (lv != rv)
-    return lv > rv ? -1 : 1;
-  int c = strcmp(l->n.name, r->n.name);
-  if (c)
-    return c;
-  lv = abs64(l->n.cum);
-  rv = abs64(r->n.cum);
-  if (lv != rv)
-    return lv > rv ? -1 : 1;
-  return compare_info(l, r);
-}
-
-/* CumNameOrder and EntropyOrder: a score down, name up, flat down. */
-static int score_order(const void *a, const void *b) {
-  const node_t *l = *(node_t *const *)a, *r = *(node_t *const *)b;
-  int64_t lv = abs64(l->score), rv = abs64(r->score);
-  if (lv != rv)
-    return lv > rv ? -1 : 1;
-  int c = strcmp(l->n.name, r->n.name);
-  if (c)
-    return c;
-  lv = abs64(l->n.flat);
-  rv = abs64(r->n.flat);
-  if (lv != rv)
-    return lv > rv ? -1 : 1;
-  return compare_info(l, r);
-}
-
-/* edgeList.Less: weight (absolute) down, then the caller's and callee's
- * names. */
-static int edge_order(const void *a, const void *b) {
-  const cprof__pf_edge_t *l = *(cprof__pf_edge_t *const *)a, *r = *(cprof__pf_edge_t *const *)b;
-  if (l->weight != r->weight) {
-    int64_t lv = abs64(l->weight), rv = abs64(r->weight);
-    if (lv != rv)
-      return lv > rv ? -1 : 1;
-  }
-  int c = strcmp(l->from->name, r->from->name);
-  return c ? c : strcmp(l->to->name, r->to->name);
-}
-
-/* edgeEntropyScore over a node's live edges, in or out. */
-static double edge_entropy(cprof__pf_edge_t **edges, size_t n, int64_t self) {
-  double score = 0;
-  int64_t total = self;
-  for (size_t i = 0; i < n; i++)
-    if (edges[i]->weight > 0)
-      total += abs64(edges[i]->weight);
-  if (total != 0) {
-    for (size_t i = 0; i < n; i++) {
-      double frac = (double)abs64(edges[i]->weight) / (double)total;
-      score += -frac * log2(frac);
-    }
-    if (self > 0) {
-      double frac = (double)abs64(self) / (double)total;
-      score += -frac * log2(frac);
-    }
-  }
-  return score;
-}
-
-static int64_t entropy_score(const cprof__pf_node_t *n) {
-  double score = 0;
-  score += n->n_in == 0 ? 1 : edge_entropy(n->in, n->n_in, 0);
-  score += n->n_out == 0 ? 1 : edge_entropy(n->out, n->n_out, n->flat);
-  return (int64_t)(score * (double)n->cum) + n->flat;
-}
-
-/* The private part of a graph: what trimming needs to build it again, and
- * the edges into its nodes from nodes that are no part of it: a sample can
- * reach a node and leave it nothing (a diff's +1 and -1, a value of 0
- * with -mean's counts), and selectNodesForGraph leaves such a node out.
- * pprof still keeps its edges in their callee's In, where they count for
- * the callee's "(inline)"; here they count for that alone, and trimming
- * drops them as it drops the others. */
-typedef struct graph_priv {
-  cprof__pf_graph_t g;
-  const cprof__pf_t *p;
-  cprof__pf_graph_options_t o;
-  edge_t **ghosts;
-  size_t n_ghosts;
-} graph_priv_t;
-
 /* Whether node n is part of the graph. */
 static int in_graph(const cprof__pf_node_t *n) { return n->cum || n->flat; }
 
 /* Makes every node's in and out lists anew from the live edges, heaviest
  * first, and g->edges the same way. */
-static int link_edges(cprof__pf_graph_t *g) {
+int cprof__graph_link_edges(cprof__pf_graph_t *g) {
   for (size_t i = 0; i < g->n_nodes; i++)
     g->nodes[i]->n_in = g->nodes[i]->n_out = 0;
   size_t live = 0;
@@ -600,18 +333,18 @@ static int link_edges(cprof__pf_graph_t *g) {
     /* A node without callers or callees has NULL lists, which qsort
      * must not be given, even with no elements (UBSan says so). */
     if (n->n_in > 1)
-      qsort(n->in, n->n_in, sizeof *n->in, edge_order);
+      qsort(n->in, n->n_in, sizeof *n->in, cprof__graph_edge_order);
     if (n->n_out > 1)
-      qsort(n->out, n->n_out, sizeof *n->out, edge_order);
+      qsort(n->out, n->n_out, sizeof *n->out, cprof__graph_edge_order);
   }
-  qsort(g->edges, g->n_edges, sizeof *g->edges, edge_order);
+  qsort(g->edges, g->n_edges, sizeof *g->edges, cprof__graph_edge_order);
   return 0;
 }
 
 /* graph.newGraph with report.newGraph's options, kept NULL or a set of
  * node keys. */
-static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const keyset_t *kept,
-                 cprof__pf_graph_t **out) {
+int cprof__graph_build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,
+                       const keyset_t *kept, cprof__pf_graph_t **out) {
   *out = NULL;
   if (!p || !o || (p->n_sample_types && o->sample_index >= p->n_sample_types) ||
       (!p->n_sample_types && p->n_samples))
@@ -650,8 +383,8 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
       else if (in_graph(e->to))
         gp->ghosts[gp->n_ghosts++] = b.elist[i];
     }
-    qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
-    rc = link_edges(g);
+    qsort(g->nodes, g->n_nodes, sizeof *g->nodes, cprof__graph_flat_name_order);
+    rc = cprof__graph_link_edges(g);
   }
   cprof__table_free(&b.nodes);
   cprof__table_free(&b.edges);
@@ -669,7 +402,7 @@ static int build(const cprof__pf_t *p, const cprof__pf_graph_options_t *o, const
 
 int cprof__pf_graph(const cprof__pf_t *p, const cprof__pf_graph_options_t *o,
                     cprof__pf_graph_t **out) {
-  return build(p, o, NULL, out);
+  return cprof__graph_build(p, o, NULL, out);
 }
 
 void cprof__pf_graph_free(cprof__pf_graph_t *g) {
@@ -677,160 +410,4 @@ void cprof__pf_graph_free(cprof__pf_graph_t *g) {
     cprof__arena_free(g->arena);
     free(g); /* the graph_priv_t it begins */
   }
-}
-
-/* ---- trimming ---------------------------------------------------------------- */
-
-/* The set of g's first n nodes with cum at least cutoff (the nodes live in
- * g's arena, which outlives the set). Keys are distinct: one per node. */
-static int keep_set(const cprof__pf_graph_t *g, size_t n, int64_t cutoff, keyset_t *t) {
-  cprof__table_init(&t->index);
-  t->nodes = g->nodes;
-  for (size_t i = 0; i < n; i++) {
-    const node_t *x = (const node_t *)g->nodes[i];
-    bytes_t k = {x->key, x->key_len};
-    if (abs64(x->n.cum) >= cutoff && cprof__table_insert(&t->index, key_hash(&k), (uint32_t)i) != 0)
-      return -ENOMEM;
-  }
-  return 0;
-}
-
-/* Builds g again with only the nodes in kept, putting the new graph's
- * contents in g's place. */
-static int rebuild(cprof__pf_graph_t *g, const keyset_t *kept) {
-  graph_priv_t *gp = (graph_priv_t *)g;
-  cprof__pf_graph_t *ng;
-  int rc = build(gp->p, &gp->o, kept, &ng);
-  if (rc < 0)
-    return rc;
-  cprof__arena_t *old = g->arena;
-  *gp = *(graph_priv_t *)ng;
-  free(ng);
-  cprof__arena_free(old);
-  return 0;
-}
-
-/* pprof's SortNodes: EntropyOrder for a graph to draw, CumNameOrder for
- * -cum (the same comparison on cum), FlatNameOrder otherwise. */
-static void sort_nodes(cprof__pf_graph_t *g, int visual, int cum) {
-  if (!visual && !cum) {
-    qsort(g->nodes, g->n_nodes, sizeof *g->nodes, flat_name_order);
-    return;
-  }
-  for (size_t i = 0; i < g->n_nodes; i++)
-    ((node_t *)g->nodes[i])->score = visual ? entropy_score(g->nodes[i]) : g->nodes[i]->cum;
-  qsort(g->nodes, g->n_nodes, sizeof *g->nodes, score_order);
-}
-
-/* TrimLowFrequencyEdges. */
-static size_t trim_edges(cprof__pf_graph_t *g, int64_t cutoff) {
-  const graph_priv_t *gp = (const graph_priv_t *)g;
-  size_t dropped = 0;
-  for (size_t i = 0; i < g->n_edges + gp->n_ghosts; i++) {
-    edge_t *e = i < g->n_edges ? (edge_t *)g->edges[i] : gp->ghosts[i - g->n_edges];
-    if (!e->dead && abs64(e->e.weight) < cutoff) {
-      e->dead = 1;
-      dropped++;
-    }
-  }
-  return dropped;
-}
-
-/* isRedundantEdge: another path leads from e's caller to its callee. */
-static int redundant(const cprof__pf_graph_t *g, const cprof__pf_edge_t *e,
-                     cprof__pf_node_t **queue, unsigned char *seen) {
-  (void)g;
-  size_t head = 0, tail = 0;
-  queue[tail++] = e->to;
-  seen[((const node_t *)e->to)->id] = 1;
-  while (head < tail) {
-    const cprof__pf_node_t *n = queue[head++];
-    for (size_t i = 0; i < n->n_in; i++) {
-      const cprof__pf_edge_t *ie = n->in[i];
-      if (ie == e || ((const edge_t *)ie)->dead || seen[((const node_t *)ie->from)->id])
-        continue;
-      if (ie->from == e->from)
-        return 1;
-      seen[((const node_t *)ie->from)->id] = 1;
-      queue[tail++] = ie->from;
-    }
-  }
-  return 0;
-}
-
-/* RemoveRedundantEdges: from the last node up and each node's lightest
- * calls first, residual edges whose callee another path reaches go. */
-static int remove_redundant(cprof__pf_graph_t *g) {
-  cprof__pf_node_t **queue = malloc((g->n_nodes + 1) * sizeof *queue);
-  unsigned char *seen = malloc(g->n_nodes + 1);
-  if (!queue || !seen) {
-    free(queue);
-    free(seen);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < g->n_nodes; i++)
-    ((node_t *)g->nodes[i])->id = i;
-  for (size_t i = g->n_nodes; i > 0; i--) {
-    cprof__pf_node_t *n = g->nodes[i - 1];
-    for (size_t j = n->n_in; j > 0; j--) {
-      edge_t *e = (edge_t *)n->in[j - 1];
-      if (e->dead)
-        continue;
-      if (!e->e.residual)
-        break;
-      memset(seen, 0, g->n_nodes);
-      if (redundant(g, &e->e, queue, seen))
-        e->dead = 1;
-    }
-  }
-  free(queue);
-  free(seen);
-  return 0;
-}
-
-int cprof__pf_graph_trim(cprof__pf_graph_t *g, const cprof__pf_trim_t *t, cprof__pf_trimmed_t *r) {
-  memset(r, 0, sizeof *r);
-  int64_t total_value = 0;
-  for (size_t i = 0; i < g->n_nodes; i++)
-    total_value += g->nodes[i]->flat;
-  int64_t node_cutoff = abs64((int64_t)((double)total_value * t->nodefraction));
-  int64_t edge_cutoff = abs64((int64_t)((double)total_value * t->edgefraction));
-  int rc;
-  if (node_cutoff > 0) {
-    keyset_t kept;
-    rc = keep_set(g, g->n_nodes, node_cutoff, &kept);
-    if (rc == 0 && kept.index.n != g->n_nodes) {
-      r->dropped_nodes = g->n_nodes - kept.index.n;
-      rc = rebuild(g, &kept);
-    }
-    cprof__table_free(&kept.index);
-    if (rc < 0)
-      return rc;
-  }
-  r->orig_count = g->n_nodes;
-  sort_nodes(g, t->visual, t->cum_sort);
-  if (t->nodecount > 0) {
-    trim_edges(g, edge_cutoff);
-    if ((rc = link_edges(g)) < 0)
-      return rc;
-    size_t n = t->nodecount < g->n_nodes ? t->nodecount : g->n_nodes;
-    if (n != g->n_nodes) {
-      keyset_t kept;
-      rc = keep_set(g, n, 0, &kept);
-      if (rc == 0)
-        rc = rebuild(g, &kept);
-      cprof__table_free(&kept.index);
-      if (rc < 0)
-        return rc;
-      sort_nodes(g, t->visual, t->cum_sort);
-    }
-  }
-  r->dropped_edges = trim_edges(g, edge_cutoff);
-  if ((rc = link_edges(g)) < 0)
-    return rc;
-  if (t->visual) {
-    if ((rc = remove_redundant(g)) < 0 || (rc = link_edges(g)) < 0)
-      return rc;
-  }
-  return 0;
 }

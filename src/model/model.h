@@ -12,10 +12,15 @@
  * internal/graph), so that what `cprof top` prints equals what
  * `go tool pprof -top` prints for the same profile:
  *   decode.c   profile.proto (gzip or not) -> model, bounded, one-line errors
- *   merge.c    merge profiles of one type; diff (NEW minus BASE)
+ *              (the wire format in decode_wire.c, the messages in
+ *              decode_message.c)
+ *   merge.c    merge profiles of one type; diff (NEW minus BASE) (each
+ *              object mapped in merge_map.c)
  *   filter.c   focus, ignore, hide, show, tagfocus, tagignore
  *   tagroot.c  labels as frames: tagroot, tagleaf
  *   graph.c    nodes (flat/cum by function, file, line or address) and edges
+ *              (names in graph_names.c, orders in graph_order.c, trimming
+ *              in graph_trim.c)
  *   tree.c     the call tree, root first, for flame graphs and folded stacks
  * and, with headers of their own, units as pprof prints them (measure.h)
  * and names as pprof's symbolizer leaves them (demangle.h).

@@ -1,9 +1,10 @@
 /* The profile builder: samples in, profile.proto out.
  *
  * Samples are merged as they are added; symbolization waits until the
- * profile is written (cprof__builder_resolve), when every distinct address
- * becomes a Location, every distinct (name, file) a Function and every
- * executable mapping a Mapping, as Go's runtime/pprof profileBuilder does.
+ * profile is written (cprof__builder_resolve, in builder_resolve.c), when
+ * every distinct address becomes a Location, every distinct (name, file) a
+ * Function and every executable mapping a Mapping, as Go's runtime/pprof
+ * profileBuilder does.
  * Field numbers are profile.proto's (github.com/google/pprof/proto). */
 #include "profile/builder.h"
 
@@ -15,20 +16,15 @@
 #include "profile/builder_internal.h"
 #include "profile/fields.h"
 #include "profile/gzip.h"
-#include "profile/marks.h"
 #include "profile/protobuf.h"
-#include "symbol/symbolize.h"
 #include "unwind/pc.h"
-
-/* The most source frames one address can expand to (inlining depth). */
-#define MAX_INLINE 32
 
 /* Adds without signed-overflow undefined behaviour: totals of a long-lived
  * profile wrap rather than trap. */
 static int64_t add_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
 /* Grows *v (of *cap elements of size `size`) to hold at least `need`. */
-static int grow(void **v, size_t *cap, size_t need, size_t size) {
+int cprof__builder_grow(void **v, size_t *cap, size_t need, size_t size) {
   if (need <= *cap)
     return 0;
   size_t cap2 = *cap ? *cap : 16;
@@ -53,7 +49,7 @@ static int str_eq(const void *ctx, uint32_t value, const void *key) {
 
 /* The index of s in the table, adding a copy of it if new; NULL is "".
  * Returns the index or -ENOMEM. */
-static int64_t intern(cprof__strtab_t *st, const char *s) {
+int64_t cprof__strtab_intern(cprof__strtab_t *st, const char *s) {
   if (!s)
     s = "";
   size_t len = strlen(s);
@@ -61,7 +57,7 @@ static int64_t intern(cprof__strtab_t *st, const char *s) {
   int64_t i = cprof__table_find(&st->index, h, str_eq, st, s);
   if (i >= 0)
     return i;
-  if (grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v) != 0)
+  if (cprof__builder_grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v) != 0)
     return -ENOMEM;
   char *copy = malloc(len + 1);
   if (!copy)
@@ -100,18 +96,19 @@ cprof__builder_t *cprof__builder_new(const cprof__profile_desc_t *desc) {
   b->default_sample_type = -1;
   /* The description's strings are interned now, which copies them and puts
    * string 0, "", first. */
-  if (intern(&b->strings, "") != 0)
+  if (cprof__strtab_intern(&b->strings, "") != 0)
     goto fail;
   for (int i = 0; i < desc->n_sample_types; i++) {
-    if ((b->sample_type[i][0] = intern(&b->strings, desc->sample_types[i].type)) < 0 ||
-        (b->sample_type[i][1] = intern(&b->strings, desc->sample_types[i].unit)) < 0)
+    if ((b->sample_type[i][0] = cprof__strtab_intern(&b->strings, desc->sample_types[i].type)) <
+            0 ||
+        (b->sample_type[i][1] = cprof__strtab_intern(&b->strings, desc->sample_types[i].unit)) < 0)
       goto fail;
   }
-  if ((b->period_type[0] = intern(&b->strings, desc->period_type.type)) < 0 ||
-      (b->period_type[1] = intern(&b->strings, desc->period_type.unit)) < 0)
+  if ((b->period_type[0] = cprof__strtab_intern(&b->strings, desc->period_type.type)) < 0 ||
+      (b->period_type[1] = cprof__strtab_intern(&b->strings, desc->period_type.unit)) < 0)
     goto fail;
   if (desc->default_sample_type &&
-      (b->default_sample_type = intern(&b->strings, desc->default_sample_type)) < 0)
+      (b->default_sample_type = cprof__strtab_intern(&b->strings, desc->default_sample_type)) < 0)
     goto fail;
   return b;
 fail:
@@ -189,7 +186,8 @@ static int merge(cprof__builder_t *b, const sample_key_t *k, const int64_t *valu
   uint64_t h = sample_hash(k);
   int64_t i = cprof__table_find(&b->sample_index, h, sample_eq, b, k);
   if (i < 0) {
-    if (grow((void **)&b->samples, &b->capsamples, b->nsamples + 1, sizeof *b->samples) != 0)
+    if (cprof__builder_grow((void **)&b->samples, &b->capsamples, b->nsamples + 1,
+                            sizeof *b->samples) != 0)
       return -ENOMEM;
     /* The labels and the pcs share one block (labels first, for the
      * alignment of their int64_t fields). */
@@ -243,18 +241,18 @@ static int add(cprof__builder_t *b, const uintptr_t *pcs, int depth, const char 
     k.modules = cprof__pc_mark_number(pcs[depth - 1]);
     k.depth--;
   }
-  if (pseudo && (k.pseudo = intern(&b->strings, pseudo)) < 0)
+  if (pseudo && (k.pseudo = cprof__strtab_intern(&b->strings, pseudo)) < 0)
     goto out;
   /* An empty name would look like a real stack (pseudo == 0): give it one. */
-  if (pseudo && k.pseudo == 0 && (k.pseudo = intern(&b->strings, "[unknown]")) < 0)
+  if (pseudo && k.pseudo == 0 && (k.pseudo = cprof__strtab_intern(&b->strings, "[unknown]")) < 0)
     goto out;
   for (int i = 0; i < nlabels; i++) {
     const cprof__label_t *l = &labels[i];
     /* profile.proto: a Label has either str or num; num_unit goes with num. */
-    lr[i].key = intern(&b->strings, l->key);
-    lr[i].str = l->str ? intern(&b->strings, l->str) : 0;
+    lr[i].key = cprof__strtab_intern(&b->strings, l->key);
+    lr[i].str = l->str ? cprof__strtab_intern(&b->strings, l->str) : 0;
     lr[i].num = l->str ? 0 : l->num;
-    lr[i].num_unit = !l->str && l->num_unit ? intern(&b->strings, l->num_unit) : 0;
+    lr[i].num_unit = !l->str && l->num_unit ? cprof__strtab_intern(&b->strings, l->num_unit) : 0;
     if (lr[i].key < 0 || lr[i].str < 0 || lr[i].num_unit < 0)
       goto out;
   }
@@ -292,293 +290,6 @@ int64_t cprof__builder_total(const cprof__builder_t *b, int index) {
 
 int64_t cprof__builder_count(const cprof__builder_t *b) { return b ? b->count : 0; }
 
-/* ---- symbolizing ---- */
-
-/* A location is an address in one mapping: after a dlclose the same
- * address may be in two (unwind/modules.h). */
-typedef struct loc_key {
-  uint64_t address;
-  int64_t pseudo;
-  int mapping;
-} loc_key_t;
-
-static int loc_eq(const void *ctx, uint32_t value, const void *key) {
-  const cprof__res_location_t *l = &((const cprof__resolved_t *)ctx)->locations[value];
-  const loc_key_t *k = key;
-  return l->address == k->address && l->pseudo == k->pseudo && l->mapping == k->mapping;
-}
-
-static int func_eq(const void *ctx, uint32_t value, const void *key) {
-  const cprof__res_function_t *f = &((const cprof__resolved_t *)ctx)->functions[value];
-  const cprof__res_function_t *k = key;
-  return f->name == k->name && f->file == k->file;
-}
-
-/* The index of the Function (name, file), added if new with system_name;
- * or -ENOMEM. */
-static int64_t function_for(cprof__resolved_t *r, int64_t name, int64_t file,
-                            int64_t system_name) {
-  cprof__res_function_t k = {.name = name, .file = file, .system_name = system_name};
-  uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, (uint64_t)name), (uint64_t)file);
-  int64_t i = cprof__table_find(&r->function_index, h, func_eq, r, &k);
-  if (i >= 0)
-    return i;
-  if (grow((void **)&r->functions, &r->capfunctions, r->nfunctions + 1, sizeof *r->functions) != 0 ||
-      cprof__table_insert(&r->function_index, h, (uint32_t)r->nfunctions) != 0)
-    return -ENOMEM;
-  r->functions[r->nfunctions] = k;
-  return (int64_t)r->nfunctions++;
-}
-
-static int add_line(cprof__resolved_t *r, int64_t function, int64_t line) {
-  if (grow((void **)&r->lines, &r->caplines, r->nlines + 1, sizeof *r->lines) != 0)
-    return -ENOMEM;
-  r->lines[r->nlines].function = (uint32_t)function;
-  r->lines[r->nlines].line = line;
-  r->nlines++;
-  return 0;
-}
-
-/* Per-mapping tallies for has_functions: how many of our locations fall in
- * the mapping and how many of those did not get a function name. */
-typedef struct tally {
-  size_t located, unnamed;
-} tally_t;
-
-/* The index of the Location for `address` (or for pseudo frame `pseudo`),
- * symbolized and added if new; or -ENOMEM. */
-static int64_t location_new(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
-                            tally_t *tallies, uint64_t address, int64_t pseudo, uint32_t modules) {
-  int m = pseudo ? -1 : cprof__symbolizer_mapping_then(sym, (uintptr_t)address, modules);
-  if (m >= 0 && (size_t)m >= r->nmappings)
-    m = -1;
-  loc_key_t k = {.address = address, .pseudo = pseudo, .mapping = m};
-  uint64_t h = cprof__hash_u64(cprof__hash_u64(CPROF_HASH_SEED, address), (uint64_t)pseudo);
-  h = cprof__hash_u64(h, (uint64_t)(int64_t)m);
-  int64_t i = cprof__table_find(&r->location_index, h, loc_eq, r, &k);
-  if (i >= 0)
-    return i;
-  if (grow((void **)&r->locations, &r->caplocations, r->nlocations + 1, sizeof *r->locations) != 0)
-    return -ENOMEM;
-  cprof__res_location_t loc = {.address = address, .pseudo = pseudo, .mapping = m,
-                               .first_line = (uint32_t)r->nlines};
-  if (pseudo) {
-    /* Go attributes lost samples to a function of their own
-     * (runtime/pprof's lostProfileEvent); ours has no mapping and no
-     * address, just one Line naming it. */
-    int64_t f = function_for(r, pseudo, 0, pseudo);
-    if (f < 0 || add_line(r, f, 0) != 0)
-      return -ENOMEM;
-  } else {
-    cprof__frame_t frames[MAX_INLINE];
-    uintptr_t offset = 0;
-    int nf = cprof__symbolize_in(sym, m, (uintptr_t)address, frames, MAX_INLINE, &offset);
-    if (nf < 0)
-      nf = 0;
-    if (nf > MAX_INLINE)
-      nf = MAX_INLINE;
-    int named = nf > 0;
-    /* profile.proto: Location.line is innermost first, the last Line being
-     * the caller into which the others were inlined: the symbolizer's
-     * order. A frame without a name cannot be a Line (a Line needs a
-     * Function), and its location then counts as unnamed. */
-    for (int j = 0; j < nf; j++) {
-      if (!frames[j].function) {
-        named = 0;
-        continue;
-      }
-      int64_t name = intern(&b->strings, frames[j].function);
-      int64_t file = name < 0 ? name : intern(&b->strings, frames[j].file);
-      int64_t sys = file < 0 || !frames[j].system_name ? file
-                                                       : intern(&b->strings, frames[j].system_name);
-      int64_t f = sys < 0 ? sys : function_for(r, name, file, frames[j].system_name ? sys : name);
-      if (f < 0 || add_line(r, f, frames[j].line > 0 ? frames[j].line : 0) != 0)
-        return -ENOMEM;
-    }
-    loc.sym_offset = named ? offset : 0;
-    if (loc.mapping >= 0) {
-      tallies[loc.mapping].located++;
-      tallies[loc.mapping].unnamed += !named;
-    }
-  }
-  loc.nlines = (uint32_t)(r->nlines - loc.first_line);
-  if (cprof__table_insert(&r->location_index, h, (uint32_t)r->nlocations) != 0)
-    return -ENOMEM;
-  r->locations[r->nlocations] = loc;
-  return (int64_t)r->nlocations++;
-}
-
-/* A direct-mapped cache of address -> location in front of the location
- * table. Every pc of every sample is looked up, and the same few hundred
- * addresses recur: a large heap profile makes millions of lookups for a
- * few thousand locations, and a hit here costs a multiply and a compare
- * instead of two hash rounds, a probe and a call through the table. */
-#define RECENT_BITS 12
-
-struct cprof__recent_loc {
-  uint64_t address;
-  uint32_t modules;
-  uint32_t loc_plus_1; /* 0: empty */
-};
-
-/* location_new, through the cache. */
-static int64_t location_for(cprof__builder_t *b, cprof__resolved_t *r, cprof__symbolizer_t *sym,
-                            tally_t *tallies, uint64_t address, int64_t pseudo, uint32_t modules) {
-  struct cprof__recent_loc *slot = NULL;
-  if (!pseudo && r->recent) {
-    slot = &r->recent[((address ^ modules) * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - RECENT_BITS)];
-    if (slot->loc_plus_1 && slot->address == address && slot->modules == modules)
-      return slot->loc_plus_1 - 1;
-  }
-  int64_t i = location_new(b, r, sym, tallies, address, pseudo, modules);
-  if (slot && i >= 0)
-    *slot = (struct cprof__recent_loc){
-        .address = address, .modules = modules, .loc_plus_1 = (uint32_t)i + 1};
-  return i;
-}
-
-void cprof__resolved_free(cprof__resolved_t *r) {
-  free(r->recent);
-  free(r->mappings);
-  free(r->locations);
-  cprof__table_free(&r->location_index);
-  free(r->lines);
-  free(r->functions);
-  cprof__table_free(&r->function_index);
-  free(r->stack_locs);
-  free(r->stack_start);
-  memset(r, 0, sizeof *r);
-}
-
-/* Modules unloaded since are Mappings only where a location is theirs: a
- * program that reloads plugins would otherwise list every one it ever had
- * in every profile. Mapped ones are listed all, as always. */
-static void drop_unused_retired(cprof__resolved_t *r, const cprof__mapping_t *maps,
-                                const tally_t *tallies) {
-  size_t kept = 0;
-  int *moved = malloc((r->nmappings ? r->nmappings : 1) * sizeof *moved);
-  if (!moved)
-    return; /* all kept: true, only longer */
-  for (size_t m = 0; m < r->nmappings; m++) {
-    moved[m] = -1;
-    if (!maps[m].retired || tallies[m].located > 0) {
-      moved[m] = (int)kept;
-      r->mappings[kept++] = r->mappings[m];
-    }
-  }
-  for (size_t i = 0; i < r->nlocations; i++)
-    if (r->locations[i].mapping >= 0)
-      r->locations[i].mapping = moved[r->locations[i].mapping];
-  r->nmappings = kept;
-  free(moved);
-}
-
-int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r) {
-  memset(r, 0, sizeof *r);
-  cprof__table_init(&r->location_index);
-  cprof__table_init(&r->function_index);
-  size_t nlocs = 0;
-  for (size_t i = 0; i < b->nsamples; i++)
-    nlocs += (size_t)cprof__sample_nlocs(&b->samples[i]);
-  r->stack_locs = malloc((nlocs ? nlocs : 1) * sizeof *r->stack_locs);
-  r->stack_start = malloc((b->nsamples ? b->nsamples : 1) * sizeof *r->stack_start);
-  /* The cache pays for its 64 KiB only on profiles of some size. */
-  if (nlocs > 4096)
-    r->recent = calloc((size_t)1 << RECENT_BITS, sizeof *r->recent);
-  if (!r->stack_locs || !r->stack_start)
-    return -ENOMEM;
-
-  int rc = -ENOMEM;
-  tally_t *tallies = NULL;
-  cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
-  const cprof__mapping_t *maps = NULL;
-  int nmaps = cprof__symbolizer_mappings(sym, &maps);
-  if (nmaps < 0 || !maps)
-    nmaps = 0;
-  /* Every mapping the symbolizer knows becomes a Mapping, in its order: the
-   * main program first, which is what pprof names in its "File:" line. */
-  if (nmaps > 0 && (!(r->mappings = calloc((size_t)nmaps, sizeof *r->mappings)) ||
-                    !(tallies = calloc((size_t)nmaps, sizeof *tallies))))
-    goto out;
-  r->nmappings = (size_t)nmaps;
-  for (int m = 0; m < nmaps; m++) {
-    cprof__res_mapping_t *rm = &r->mappings[m];
-    rm->start = maps[m].start;
-    rm->limit = maps[m].limit;
-    rm->offset = maps[m].offset;
-    if ((rm->file = intern(&b->strings, maps[m].path)) < 0 ||
-        (rm->build_id = intern(&b->strings, maps[m].build_id)) < 0)
-      goto out;
-  }
-
-  size_t pos = 0;
-  for (size_t i = 0; i < b->nsamples; i++) {
-    const cprof__sample_rec_t *s = &b->samples[i];
-    r->stack_start[i] = pos;
-    if (s->pseudo) {
-      int64_t l = location_for(b, r, sym, tallies, 0, s->pseudo, 0);
-      if (l < 0)
-        goto out;
-      r->stack_locs[pos++] = (uint32_t)l;
-      continue;
-    }
-    for (int j = 0; j < s->depth; j++) {
-      /* pcs[0] is the exact pc; the others are return addresses, which
-       * point after the call: one byte back lands inside the call
-       * instruction, so file:line and inlining are the call site's. */
-      uint64_t address = j == 0 ? s->pcs[0] : s->pcs[j] - 1;
-      int64_t cut = 0;
-      /* Where the unwinder had to stop short, or why the time went
-       * unsampled (unwind/pc.h): a frame that says so, as Go's
-       * lost-samples frame does, not a bare address. */
-      char text[128];
-      const char *mark = cprof__mark_name(s->pcs[j], text, sizeof text);
-      if (mark && (cut = intern(&b->strings, mark)) < 0)
-        goto out;
-      int64_t l = cut ? location_for(b, r, sym, tallies, 0, cut, 0)
-                      : location_for(b, r, sym, tallies, address, 0, s->modules);
-      if (l < 0)
-        goto out;
-      r->stack_locs[pos++] = (uint32_t)l;
-    }
-  }
-
-  /* Truthful flags: `go tool pprof` asks the server's /debug/pprof/symbol
-   * about every mapping without has_functions, and trusts the others.
-   * A mapping whose DWARF the symbolizer's quick mode left out (a profile
-   * written at exit) has names but no files or lines, so it claims none of
-   * the four, and pprof tries to symbolize it again from the file when it
-   * can open it (internal/symbolizer: newMapping skips only mappings with
-   * has_functions, has_filenames or has_line_numbers). Upstream pprof,
-   * through addr2line or llvm-symbolizer, then finds the separate debug
-   * file and its files, lines and inlined frames; `go tool pprof`, whose
-   * own ELF reader does not look for separate debug files, and any pprof
-   * on another machine keep our names. */
-  for (int m = 0; m < nmaps; m++) {
-    cprof__res_mapping_t *rm = &r->mappings[m];
-    int deferred = maps[m].has_dwarf && !cprof__symbolizer_uses_dwarf(sym, m);
-    rm->has_functions = maps[m].has_symbols && tallies[m].unnamed == 0 && !deferred;
-    rm->has_filenames = rm->has_line_numbers = rm->has_inline_frames =
-        maps[m].has_dwarf && !deferred;
-  }
-  /* A module that left addresses without names for want of debug
-   * information says so, and what would give them, in a comment: pprof
-   * prints comments in its report's header (-top, graphs) and with
-   * -comments. */
-  for (int m = 0; m < nmaps; m++) {
-    char why[1024];
-    if (tallies[m].unnamed && cprof__symbolizer_no_symbols(sym, m, why, sizeof why) &&
-        (r->mappings[m].no_symbols = intern(&b->strings, why)) < 0)
-      goto out;
-  }
-  drop_unused_retired(r, maps, tallies);
-  rc = 0;
-out:
-  cprof__symbolizer_release(sym);
-  free(tallies);
-  return rc;
-}
-
 /* ---- encoding ---- */
 
 static void encode_value_type(cprof__buf_t *pb, int field, const int64_t vt[2]) {
@@ -598,10 +309,9 @@ static int all_zero(const cprof__builder_t *b, const cprof__sample_rec_t *s) {
   return 1;
 }
 
-static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof__buf_t *pb) {
-  for (int i = 0; i < b->n_sample_types; i++)
-    encode_value_type(pb, PROFILE_SAMPLE_TYPE, b->sample_type[i]);
-
+/* The samples, each with its location IDs, values and labels. */
+static void encode_samples(const cprof__builder_t *b, const cprof__resolved_t *r,
+                           cprof__buf_t *pb) {
   for (size_t i = 0; i < b->nsamples; i++) {
     const cprof__sample_rec_t *s = &b->samples[i];
     if (all_zero(b, s))
@@ -625,7 +335,9 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     }
     cprof__pb_end(pb, PROFILE_SAMPLE, start);
   }
+}
 
+static void encode_mappings(const cprof__resolved_t *r, cprof__buf_t *pb) {
   for (size_t i = 0; i < r->nmappings; i++) {
     const cprof__res_mapping_t *m = &r->mappings[i];
     size_t start = cprof__pb_start(pb);
@@ -641,7 +353,9 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     cprof__pb_bool_opt(pb, MAPPING_HAS_INLINE_FRAMES, m->has_inline_frames);
     cprof__pb_end(pb, PROFILE_MAPPING, start);
   }
+}
 
+static void encode_locations(const cprof__resolved_t *r, cprof__buf_t *pb) {
   for (size_t i = 0; i < r->nlocations; i++) {
     const cprof__res_location_t *l = &r->locations[i];
     size_t start = cprof__pb_start(pb);
@@ -658,7 +372,9 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     }
     cprof__pb_end(pb, PROFILE_LOCATION, start);
   }
+}
 
+static void encode_functions(const cprof__resolved_t *r, cprof__buf_t *pb) {
   for (size_t i = 0; i < r->nfunctions; i++) {
     const cprof__res_function_t *f = &r->functions[i];
     size_t start = cprof__pb_start(pb);
@@ -673,6 +389,17 @@ static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof_
     cprof__pb_int64_opt(pb, FUNCTION_FILENAME, f->file);
     cprof__pb_end(pb, PROFILE_FUNCTION, start);
   }
+}
+
+/* The whole Profile message. */
+static void encode(const cprof__builder_t *b, const cprof__resolved_t *r, cprof__buf_t *pb) {
+  for (int i = 0; i < b->n_sample_types; i++)
+    encode_value_type(pb, PROFILE_SAMPLE_TYPE, b->sample_type[i]);
+
+  encode_samples(b, r, pb);
+  encode_mappings(r, pb);
+  encode_locations(r, pb);
+  encode_functions(r, pb);
 
   /* Every string was interned before this point (description, labels,
    * symbols, mapping files), so the table is complete; string 0 is "". */

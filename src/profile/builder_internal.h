@@ -1,6 +1,7 @@
 /* What builder.c (the samples and the protobuf encoding) shares with
- * text.c (Go's legacy text formats): the builder's fields, and the
- * symbolized view of its samples that both encodings are written from. */
+ * builder_resolve.c (symbolizing them) and text.c (Go's legacy text
+ * formats): the builder's fields, and the symbolized view of its samples
+ * that both encodings are written from. */
 #ifndef CPROF_PROFILE_BUILDER_INTERNAL_H
 #define CPROF_PROFILE_BUILDER_INTERNAL_H
 
@@ -98,11 +99,20 @@ typedef struct cprof__resolved {
    * stack_start[i] + depth), leaf first (one entry for a pseudo sample). */
   uint32_t *stack_locs;
   size_t *stack_start;
-  /* builder.c's cache of recent address lookups; NULL for small profiles. */
+  /* builder_resolve.c's cache of recent address lookups; NULL for small
+   * profiles. */
   struct cprof__recent_loc *recent;
 } cprof__resolved_t;
 
-/* Symbolizes every sample of b. 0 or -ENOMEM; r is always safe to free. */
+/* Grows *v (of *cap elements of size `size`) to hold at least `need`.
+ * 0 or -ENOMEM. */
+int cprof__builder_grow(void **v, size_t *cap, size_t need, size_t size);
+
+/* The index of s in the table, adding a copy of it if new; NULL is "".
+ * Returns the index or -ENOMEM. */
+int64_t cprof__strtab_intern(cprof__strtab_t *st, const char *s);
+
+/* Symbolizes every sample of b (builder_resolve.c). 0 or -ENOMEM; r is always safe to free. */
 int cprof__builder_resolve(cprof__builder_t *b, cprof__resolved_t *r);
 void cprof__resolved_free(cprof__resolved_t *r);
 

@@ -248,84 +248,111 @@ static void cpu_sample(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
   cprof__buf_puts(j->out, "}}");
 }
 
+/* A new thread's events begin with its name, and how many of its events
+ * were dropped. */
+static void thread_name(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  close_open(j);
+  j->tid = r->tid;
+  event_start(j, "M", "thread_name", r->tid, j->start_ns);
+  cprof__buf_puts(j->out, ",\"args\":{\"name\":");
+  put_string(j->out, r->thread && r->thread[0] ? r->thread : "?");
+  cprof__buf_printf(j->out, ",\"dropped\":%llu}}", (unsigned long long)r->thread_dropped);
+}
+
+static void region_begin(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  if (grow((void **)&j->open, &j->capopen, j->nopen, sizeof *j->open) != 0) {
+    j->failed = 1;
+    return;
+  }
+  j->open[j->nopen].ts = r->ts;
+  copy_name(j->open[j->nopen].name, r->s1, "region");
+  j->nopen++;
+}
+
+static void region_end(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  if (j->nopen > 0) {
+    j->nopen--;
+    complete(j, j->open[j->nopen].name, "region", r->tid, j->open[j->nopen].ts, r->ts);
+    cprof__buf_puts(j->out, "}");
+  } else {
+    /* Begun before the trace: from the trace's start. */
+    complete(j, r->s1 && r->s1[0] ? r->s1 : "region", "region", r->tid, j->start_ns, r->ts);
+    cprof__buf_puts(j->out, ",\"args\":{\"begun_before\":true}}");
+  }
+}
+
+static void task_begin(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  if (grow((void **)&j->tasks, &j->captasks, j->ntasks, sizeof *j->tasks) != 0) {
+    j->failed = 1;
+    return;
+  }
+  j->tasks[j->ntasks].id = r->id;
+  copy_name(j->tasks[j->ntasks].name, r->s1, "task");
+  task_event(j, "b", j->tasks[j->ntasks].name, r->id, r->tid, r->ts);
+  j->ntasks++;
+}
+
+static void task_end(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  const char *name = task_name(j, r->id);
+  if (name) {
+    task_event(j, "e", name, r->id, r->tid, r->ts);
+  } else if (grow((void **)&j->ends, &j->capends, j->nends, sizeof *j->ends) == 0) {
+    j->ends[j->nends++] = (cprof__trace_json_end_t){r->id, r->ts, r->tid};
+  } else {
+    j->failed = 1;
+  }
+}
+
+static void log_event(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  event_start(j, "i", r->s2 && r->s2[0] ? r->s2 : r->s1 && r->s1[0] ? r->s1 : "log", r->tid, r->ts);
+  cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"log\",\"args\":{\"category\":");
+  put_string(j->out, r->s1 ? r->s1 : "");
+  cprof__buf_puts(j->out, ",\"message\":");
+  put_string(j->out, r->s2 ? r->s2 : "");
+  cprof__buf_puts(j->out, "}}");
+}
+
+static void lock_wait(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  char name[CPROF_MAX_TRACE_NAME + 16];
+  snprintf(name, sizeof name, "%s wait", r->s1 && r->s1[0] ? r->s1 : "lock");
+  complete(j, name, "lock", r->tid, r->ts, r->ts + (int64_t)r->dur);
+  cprof__buf_printf(j->out, ",\"args\":{\"lock\":\"0x%llx\"}}", (unsigned long long)r->id);
+}
+
+static void thread_event(cprof__trace_json_t *j, const cprof__trace_rec_t *r) {
+  event_start(j, "i", r->kind == CPROF__TRACE_THREAD_START ? "thread start" : "thread exit", r->tid,
+              r->ts < j->start_ns ? j->start_ns : r->ts);
+  cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"thread\",\"args\":{\"name\":");
+  put_string(j->out, r->s1 && r->s1[0] ? r->s1 : r->thread ? r->thread : "");
+  cprof__buf_puts(j->out, "}}");
+}
+
 void cprof__trace_json_add(const cprof__trace_rec_t *r, void *ctx) {
   cprof__trace_json_t *j = ctx;
-  if (r->tid != j->tid) {
-    close_open(j);
-    j->tid = r->tid;
-    event_start(j, "M", "thread_name", r->tid, j->start_ns);
-    cprof__buf_puts(j->out, ",\"args\":{\"name\":");
-    put_string(j->out, r->thread && r->thread[0] ? r->thread : "?");
-    cprof__buf_printf(j->out, ",\"dropped\":%llu}}", (unsigned long long)r->thread_dropped);
-  }
+  if (r->tid != j->tid)
+    thread_name(j, r);
   switch (r->kind) {
   case CPROF__TRACE_REGION_BEGIN:
-    if (grow((void **)&j->open, &j->capopen, j->nopen, sizeof *j->open) != 0) {
-      j->failed = 1;
-      return;
-    }
-    j->open[j->nopen].ts = r->ts;
-    copy_name(j->open[j->nopen].name, r->s1, "region");
-    j->nopen++;
+    region_begin(j, r);
     break;
   case CPROF__TRACE_REGION_END:
-    if (j->nopen > 0) {
-      j->nopen--;
-      complete(j, j->open[j->nopen].name, "region", r->tid, j->open[j->nopen].ts, r->ts);
-      cprof__buf_puts(j->out, "}");
-    } else {
-      /* Begun before the trace: from the trace's start. */
-      complete(j, r->s1 && r->s1[0] ? r->s1 : "region", "region", r->tid, j->start_ns, r->ts);
-      cprof__buf_puts(j->out, ",\"args\":{\"begun_before\":true}}");
-    }
+    region_end(j, r);
     break;
   case CPROF__TRACE_TASK_BEGIN:
-    if (grow((void **)&j->tasks, &j->captasks, j->ntasks, sizeof *j->tasks) != 0) {
-      j->failed = 1;
-      return;
-    }
-    j->tasks[j->ntasks].id = r->id;
-    copy_name(j->tasks[j->ntasks].name, r->s1, "task");
-    task_event(j, "b", j->tasks[j->ntasks].name, r->id, r->tid, r->ts);
-    j->ntasks++;
+    task_begin(j, r);
     break;
-  case CPROF__TRACE_TASK_END: {
-    const char *name = task_name(j, r->id);
-    if (name) {
-      task_event(j, "e", name, r->id, r->tid, r->ts);
-    } else if (grow((void **)&j->ends, &j->capends, j->nends, sizeof *j->ends) == 0) {
-      j->ends[j->nends++] = (cprof__trace_json_end_t){r->id, r->ts, r->tid};
-    } else {
-      j->failed = 1;
-    }
+  case CPROF__TRACE_TASK_END:
+    task_end(j, r);
     break;
-  }
   case CPROF__TRACE_LOG:
-    event_start(j, "i",
-                r->s2 && r->s2[0]   ? r->s2
-                : r->s1 && r->s1[0] ? r->s1
-                                    : "log",
-                r->tid, r->ts);
-    cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"log\",\"args\":{\"category\":");
-    put_string(j->out, r->s1 ? r->s1 : "");
-    cprof__buf_puts(j->out, ",\"message\":");
-    put_string(j->out, r->s2 ? r->s2 : "");
-    cprof__buf_puts(j->out, "}}");
+    log_event(j, r);
     break;
-  case CPROF__TRACE_LOCK_WAIT: {
-    char name[CPROF_MAX_TRACE_NAME + 16];
-    snprintf(name, sizeof name, "%s wait", r->s1 && r->s1[0] ? r->s1 : "lock");
-    complete(j, name, "lock", r->tid, r->ts, r->ts + (int64_t)r->dur);
-    cprof__buf_printf(j->out, ",\"args\":{\"lock\":\"0x%llx\"}}", (unsigned long long)r->id);
+  case CPROF__TRACE_LOCK_WAIT:
+    lock_wait(j, r);
     break;
-  }
   case CPROF__TRACE_THREAD_START:
   case CPROF__TRACE_THREAD_EXIT:
-    event_start(j, "i", r->kind == CPROF__TRACE_THREAD_START ? "thread start" : "thread exit",
-                r->tid, r->ts < j->start_ns ? j->start_ns : r->ts);
-    cprof__buf_puts(j->out, ",\"s\":\"t\",\"cat\":\"thread\",\"args\":{\"name\":");
-    put_string(j->out, r->s1 && r->s1[0] ? r->s1 : r->thread ? r->thread : "");
-    cprof__buf_puts(j->out, "}}");
+    thread_event(j, r);
     break;
   case CPROF__TRACE_CPU_SAMPLE:
     cpu_sample(j, r);

@@ -50,7 +50,7 @@ static void unmap(cprof__stack_table_t *t, void *p, size_t bytes) {
  * every number of frames elided (unwind/frames.h). A recursion that
  * allocates at many depths has the same innermost and outermost frames at
  * each, and would otherwise make one entry per depth, where the profiles
- * show one frame for all (profile/builder.c). */
+ * show one frame for all (profile/builder_resolve.c). */
 static inline uintptr_t kept(uintptr_t pc) {
   return cprof__pc_is_elided(pc) ? CPROF_PC_ELIDED(0) : pc;
 }

@@ -69,7 +69,8 @@ int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint3
  * distributions ship libc's) are symbolized from their symbol tables alone:
  * function names without files, lines or inlined frames. For writing
  * profiles at exit, where the program is waiting: a reader of the profile
- * on the same machine gets the rest from the files (see builder.c). */
+ * on the same machine gets the rest from the files (see
+ * profile/builder_resolve.c). */
 void cprof__symbolizer_quick(int on);
 
 /* For the calling thread: while on, an instance that comes to hold
