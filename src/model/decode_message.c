@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "core/search.h"
 #include "model/decode_internal.h"
 #include "profile/fields.h"
 
@@ -81,14 +82,7 @@ int cprof__decode_mapping(decoder_t *d, reader_t r, cprof__pf_mapping_t *m) {
   static type *name(type *v, size_t n, uint64_t want, int dense) {                                 \
     if (dense)                                                                                     \
       return want >= 1 && want <= n ? &v[want - 1] : NULL;                                         \
-    size_t lo = 0, hi = n;                                                                         \
-    while (lo < hi) {                                                                              \
-      size_t mid = lo + (hi - lo) / 2;                                                             \
-      if (v[mid].id < want)                                                                        \
-        lo = mid + 1;                                                                              \
-      else                                                                                         \
-        hi = mid;                                                                                  \
-    }                                                                                              \
+    size_t lo = CPROF__PARTITION_POINT(n, mid, v[mid].id < want);                                 \
     return lo < n && v[lo].id == want ? &v[lo] : NULL;                                             \
   }
 DEFINE_FIND(find_function, cprof__pf_function_t)

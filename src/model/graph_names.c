@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/path.h"
 #include "model/graph_internal.h"
 
 /* Go's filepath.Clean: the shortest equivalent path, lexically. */
@@ -59,18 +60,6 @@ static const char *trim_path(const char *p) {
   return p;
 }
 
-static const char *base_name(const char *p) {
-  /* Go's filepath.Base: trailing slashes go, then what follows the last. */
-  size_t n = strlen(p);
-  while (n > 1 && p[n - 1] == '/')
-    n--;
-  size_t s = n;
-  while (s > 0 && p[s - 1] != '/')
-    s--;
-  (void)s;
-  return p + s;
-}
-
 /* NodeInfo.PrintableName: the address as %016x, the function, then
  * file:line, the file, or the object file's base name in brackets, and
  * "<unknown>" when there is nothing at all. */
@@ -82,13 +71,7 @@ char *cprof__graph_printable_name(cprof__arena_t *a, const node_t *x) {
   const char *obj = "";
   size_t objlen = 0;
   if (x->objfile && x->objfile[0]) {
-    obj = base_name(x->objfile);
-    objlen = strlen(obj);
-    /* base_name may stop before trailing slashes. */
-    const char *end = obj;
-    while (*end && *end != '/')
-      end++;
-    objlen = (size_t)(end - obj);
+    obj = cprof__path_base(x->objfile, &objlen);
   }
   size_t cap = strlen(addr) + strlen(n->function) + strlen(n->file) + objlen + 48;
   char *s = cprof__arena_alloc(a, cap);
