@@ -26,18 +26,26 @@ int cprof__decode_value_type(decoder_t *d, reader_t r, cprof__value_type_t *vt, 
   return 0;
 }
 
-int cprof__decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
+/* Reads the fields of a message numbered first..last, each a varint, into
+ * v[number]; other fields are passed over, as unknown ones are. 0, or -1
+ * on a fault (said in d). */
+static int varint_fields(decoder_t *d, reader_t r, const char *msg, int first, int last,
+                         uint64_t *v) {
   field_t f;
   int rc;
-  uint64_t v[FUNCTION_START_LINE + 1] = {0};
-  while ((rc = cprof__decode_next_field(d, &r, &f, "Function")) > 0) {
-    if (f.number >= FUNCTION_ID && f.number <= FUNCTION_START_LINE) {
-      if (cprof__decode_want_varint(d, &f, "Function") != 0)
+  while ((rc = cprof__decode_next_field(d, &r, &f, msg)) > 0) {
+    if (f.number >= first && f.number <= last) {
+      if (cprof__decode_want_varint(d, &f, msg) != 0)
         return -1;
       v[f.number] = f.value;
     }
   }
-  if (rc < 0)
+  return rc < 0 ? -1 : 0;
+}
+
+int cprof__decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
+  uint64_t v[FUNCTION_START_LINE + 1] = {0};
+  if (varint_fields(d, r, "Function", FUNCTION_ID, FUNCTION_START_LINE, v) != 0)
     return -1;
   fn->id = v[FUNCTION_ID];
   fn->start_line = (int64_t)v[FUNCTION_START_LINE];
@@ -50,17 +58,8 @@ int cprof__decode_function(decoder_t *d, reader_t r, cprof__pf_function_t *fn) {
 }
 
 int cprof__decode_mapping(decoder_t *d, reader_t r, cprof__pf_mapping_t *m) {
-  field_t f;
-  int rc;
   uint64_t v[MAPPING_HAS_INLINE_FRAMES + 1] = {0};
-  while ((rc = cprof__decode_next_field(d, &r, &f, "Mapping")) > 0) {
-    if (f.number >= MAPPING_ID && f.number <= MAPPING_HAS_INLINE_FRAMES) {
-      if (cprof__decode_want_varint(d, &f, "Mapping") != 0)
-        return -1;
-      v[f.number] = f.value;
-    }
-  }
-  if (rc < 0)
+  if (varint_fields(d, r, "Mapping", MAPPING_ID, MAPPING_HAS_INLINE_FRAMES, v) != 0)
     return -1;
   m->id = v[MAPPING_ID];
   m->start = v[MAPPING_MEMORY_START];
@@ -91,17 +90,8 @@ DEFINE_FIND(find_location, cprof__pf_location_t)
 
 static int decode_line(decoder_t *d, reader_t r, cprof__pf_line_t *ln, const ids_t *ids,
                        uint64_t loc_id) {
-  field_t f;
-  int rc;
   uint64_t v[LINE_COLUMN + 1] = {0};
-  while ((rc = cprof__decode_next_field(d, &r, &f, "Line")) > 0) {
-    if (f.number >= LINE_FUNCTION_ID && f.number <= LINE_COLUMN) {
-      if (cprof__decode_want_varint(d, &f, "Line") != 0)
-        return -1;
-      v[f.number] = f.value;
-    }
-  }
-  if (rc < 0)
+  if (varint_fields(d, r, "Line", LINE_FUNCTION_ID, LINE_COLUMN, v) != 0)
     return -1;
   ln->line = (int64_t)v[LINE_LINE];
   ln->column = (int64_t)v[LINE_COLUMN];
@@ -177,17 +167,9 @@ int cprof__decode_location(decoder_t *d, reader_t r, cprof__pf_location_t *loc, 
 /* 0 with *l, 1 for a label pprof drops (neither a string nor a number),
  * -1 on a fault. */
 static int decode_label(decoder_t *d, reader_t r, cprof__label_t *l) {
-  field_t f;
-  int rc;
   uint64_t v[LABEL_NUM_UNIT + 1] = {0};
-  while ((rc = cprof__decode_next_field(d, &r, &f, "Label")) > 0) {
-    if (f.number >= LABEL_KEY && f.number <= LABEL_NUM_UNIT) {
-      if (cprof__decode_want_varint(d, &f, "Label") != 0)
-        return -1;
-      v[f.number] = f.value;
-    }
-  }
-  if (rc < 0 || cprof__decode_string_at(d, v[LABEL_KEY], &l->key, "Label.key") != 0)
+  if (varint_fields(d, r, "Label", LABEL_KEY, LABEL_NUM_UNIT, v) != 0 ||
+      cprof__decode_string_at(d, v[LABEL_KEY], &l->key, "Label.key") != 0)
     return -1;
   /* As pprof's postDecode: a string makes a string label, else a number
    * or a unit a numeric one, else there is no label. */
