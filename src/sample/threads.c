@@ -468,12 +468,9 @@ static void capture_collect(capture_t *w, cprof__thread_dump_t *out) {
     const cprof__threads_cached_t *prev = cprof__threads_cache_find(w->c, w->tids[i]);
     int fd = w->fds ? w->fds[i] : -1;
     int mode = w->mode[i];
-    if (prev) { /* a thread seen before keeps its name; its state is what we saw */
+    if (prev) { /* a thread seen before keeps its name */
       memcpy(t->name, prev->name, sizeof t->name);
-      t->state = mode == CPROF__HOW_ASK || mode == CPROF__HOW_SELF || mode == CPROF__HOW_DEFERRED
-                     ? 'R'
-                 : mode == CPROF__HOW_OUTSIDE ? 'S'
-                                              : '?';
+      t->state = '?';
     }
     if (mode == CPROF__HOW_GONE ||
         (!prev && cprof__thread_info(w->tids[i], t->name, &t->state) != 0)) {
@@ -485,6 +482,15 @@ static void capture_collect(capture_t *w, cprof__thread_dump_t *out) {
       }
       continue;
     }
+    /* Running or asleep is what we saw, not what the letter of /proc, read
+     * after, says of a thread new to the cache: a thread unwound asleep may
+     * run by then (one asleep at a wall profile's first tick, read as
+     * running, gave the time it ran over the first 350 ms to where it
+     * slept: 102 ms of its 1.8 s). Its kind of sleep (D, T, ...) stays. */
+    if (mode == CPROF__HOW_ASK || mode == CPROF__HOW_SELF || mode == CPROF__HOW_DEFERRED)
+      t->state = 'R';
+    else if (mode == CPROF__HOW_OUTSIDE && (t->state == 'R' || t->state == '?'))
+      t->state = 'S';
     t->tid = w->tids[i];
     int answered = res[i].answered, answer_depth = res[i].answer_depth;
     if (t != &res[i] && answered > 0)

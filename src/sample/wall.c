@@ -32,11 +32,12 @@
  *
  * The budget. The sampling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID)
  * is read around each tick. The next tick comes when the budget (2 % of
- * one core by default) pays for all the sampling so far, the first tick
- * (which unwinds every thread) included, and for one more tick at what
- * ticks cost lately, and no sooner than the rate asked: a process of many
- * threads is sampled less often rather than slowed. The average rate is
- * the profile's period. */
+ * one core by default) pays for all the sampling so far and for one more
+ * tick at what ticks cost lately, and no sooner than the rate asked: a
+ * process of many threads is sampled less often rather than slowed. The
+ * first tick, which unwinds every thread, is paid for evenly over the
+ * whole profile, so that the ticks after it come at the rate asked, not
+ * after a pause. The average rate is the profile's period. */
 #include "sample/wall.h"
 
 #include <errno.h>
@@ -344,12 +345,28 @@ static int tick(recorder_t *r, cprof__threads_cache_t *cache, cprof__thread_dump
   return err;
 }
 
-/* When the tick after the one at `at` comes, with ticks costing `recent`
- * ns of CPU lately: no sooner than the budget allows (o->budget of the
- * time since `start` for the sampling thread's CPU since `cpu_start`),
- * and not in the past. */
-static int64_t next_tick(const cprof__wall_opts_t *o, int64_t at, int64_t period, int64_t start,
-                         int64_t cpu_start, double recent, uint64_t *seed) {
+/* What the budget goes by: the profile's start and end (CLOCK_MONOTONIC
+ * ns), the sampling thread's CPU time at the start, what the first tick
+ * cost, and what the ticks after it cost lately. */
+typedef struct pace {
+  int64_t start, end, cpu_start;
+  int64_t first;  /* ns of CPU */
+  double recent;  /* ns of CPU a tick, a moving average */
+} pace_t;
+
+/* Notes what tick number `ticks` (from 1) cost: one tick's cost, which
+ * depends on what it found, moves the average but little. */
+static void pace_note(pace_t *p, int64_t ticks, int64_t cost) {
+  if (ticks == 1)
+    p->first = cost;
+  else
+    p->recent = ticks == 2 ? (double)cost : p->recent + 0.2 * ((double)cost - p->recent);
+}
+
+/* When the tick after the one at `at` comes: no sooner than the budget
+ * allows, and not in the past. */
+static int64_t next_tick(const cprof__wall_opts_t *o, const pace_t *p, int64_t at, int64_t period,
+                         uint64_t *seed) {
   /* Each interval drawn uniformly from half to one and a half periods:
    * ticks at a fixed period lock onto a thread whose cycle divides it (a
    * loop of 3 ms on, 7 ms off under 50 Hz ticks is found at the same
@@ -358,14 +375,21 @@ static int64_t next_tick(const cprof__wall_opts_t *o, int64_t at, int64_t period
    * time in compute_part where it computed 30 %, in 2 runs of 5). */
   int64_t next = at + period / 2 + (int64_t)(draw(seed) % (uint64_t)period);
   if (o->budget > 0) {
-    int64_t afford = (int64_t)(recent / o->budget);
-    /* The time by which the budget pays for what was spent and for the
-     * next tick, at what ticks cost lately. */
-    int64_t paid = (int64_t)(((double)(thread_cpu_ns() - cpu_start) + recent) / o->budget);
+    /* The time by which the budget pays for the ticks so far and the
+     * next, at what ticks cost lately, and for the first tick's share of
+     * the profile's time so far: the first, which unwinds every thread,
+     * is paid for over the whole profile, not at once (paid at once, it
+     * kept the next ticks 350, 144 and 118 ms apart, and a thread's
+     * running over those went to one stack each). */
+    double rate = o->budget - (double)p->first / (double)(p->end - p->start);
+    double owed = (double)(thread_cpu_ns() - p->cpu_start - p->first) + p->recent;
+    if (rate <= 0)
+      return p->end;
+    int64_t afford = (int64_t)(p->recent / o->budget), paid = (int64_t)(owed / rate);
     if (at + afford > next)
       next = at + afford;
-    if (start + paid > next)
-      next = start + paid;
+    if (p->start + paid > next)
+      next = p->start + paid;
   }
   int64_t now = cprof__now_ns(CLOCK_MONOTONIC);
   if (next < now) /* late (the machine is busy): no catching up */
@@ -384,10 +408,9 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   recorder_t r = {.o = o};
   cprof__trace_listen(CPROF__LISTEN_WALL, 1); /* regions are tracked from now */
   int err = 0;
-  int64_t cpu_start = thread_cpu_ns();
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
+  pace_t pace = {.start = start, .end = end > start ? end : start + 1, .cpu_start = thread_cpu_ns()};
   int64_t period = 1000000000LL / o->hz, asked = start;
-  double recent = 0; /* ns of CPU a tick, lately */
   uint64_t seed = (uint64_t)start ^ (uint64_t)(uintptr_t)&seed;
   cprof__thread_dump_t prev = {0};
   int64_t prev_at = start, at = start;
@@ -396,15 +419,8 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     err = tick(&r, cache, &prev, &prev_at, at, res);
     if (err)
       break;
-    int64_t cost = thread_cpu_ns() - cpu0;
-    /* The budget: the next tick comes when the sampling thread's CPU time
-     * so far (the first tick, which unwinds every thread, included) is
-     * within the budget of the time since the start, and at the rate asked
-     * at most. What a tick costs lately (a moving average) sets the
-     * interval, so that one tick's cost, which depends on what it found,
-     * moves the next tick but little. */
-    recent = res->ticks == 1 ? (double)cost : recent + 0.2 * ((double)cost - recent);
-    int64_t next = next_tick(o, at, period, start, cpu_start, recent, &seed);
+    pace_note(&pace, res->ticks, thread_cpu_ns() - cpu0);
+    int64_t next = next_tick(o, &pace, at, period, &seed);
     if (next >= end)
       break;
     if (sleep_until(o, cache, next, &asked) != 0) {
@@ -432,7 +448,7 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   if (!err)
     err = answer(&r, 0, NULL, -1); /* never answered: not known */
   free(r.w);
-  res->cpu_ns = thread_cpu_ns() - cpu_start;
+  res->cpu_ns = thread_cpu_ns() - pace.cpu_start;
   res->wall_ns = (stop > end ? stop : end) - start;
   /* The rate the profile was sampled at, on average. */
   int64_t hz = res->wall_ns > 0 ? (res->ticks * 1000000000LL + res->wall_ns / 2) / res->wall_ns : 0;
