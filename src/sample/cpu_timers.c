@@ -291,14 +291,14 @@ static cprof__cpu_slot_t *mine(void) {
  * the first expiry not yet due; its CPU while paused is counted as "CPU
  * time no timer samples" says. */
 
-/* The CPU, in ns, of the expiries of s's timer due by its thread's clock
- * `now` and not delivered, with that used before it was armed. */
 /* The expiries of s's timer due by its thread's clock `now`. */
 static int64_t due_by(const cprof__cpu_slot_t *s, int64_t now) {
   int64_t run = now - s->armed_at;
   return run >= s->first_ns ? (run - s->first_ns) / cprof__cpu_period_ns + 1 : 0;
 }
 
+/* The CPU, in ns, of the expiries of s's timer due by its thread's clock
+ * `now` and not delivered, with that used before it was armed. */
 static int64_t undelivered_ns(const cprof__cpu_slot_t *s, int64_t now) {
   if (s->due_off || s->state != CPROF__CPU_SLOT_ARMED || now <= 0)
     return 0;
