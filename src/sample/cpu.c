@@ -597,14 +597,14 @@ static void count_delivered_sigsafe(pid_t tid, int periods) {
   __atomic_add_fetch(&s->delivered, (uint64_t)periods, __ATOMIC_RELAXED);
 }
 
-/* The CPU, in ns, of the expiries of s's timer due by its thread's clock
- * `now` and not delivered, with that used before it was armed. */
 /* The expiries of s's timer due by its thread's clock `now`. */
 static int64_t due_by(const timer_slot_t *s, int64_t now) {
   int64_t run = now - s->armed_at;
   return run >= s->first_ns ? (run - s->first_ns) / period_ns + 1 : 0;
 }
 
+/* The CPU, in ns, of the expiries of s's timer due by its thread's clock
+ * `now` and not delivered, with that used before it was armed. */
 static int64_t undelivered_ns(const timer_slot_t *s, int64_t now) {
   if (s->due_off || s->state != SLOT_ARMED || now <= 0)
     return 0;
