@@ -7,7 +7,9 @@
  *
  *   timed_waits SECONDS
  *
- * Prints "ready" once every thread waits, and after SECONDS one line per
+ * Prints "ready" once every thread waits, and after SECONDS, or at
+ * SIGUSR1 if that comes first (only main takes it: the other threads
+ * block it, so no wait of theirs is cut by it), one line per
  * kind, "KIND waits N eintr E other O" (E: the waits that failed with
  * EINTR; O: those that failed otherwise, or ended before their time), and
  * "eintr TOTAL". Without a handler of anyone's, E is 0. Each kind waits in
@@ -38,6 +40,8 @@ static const char *names[KINDS] = {"poll",  "select",       "epoll_wait", "nanos
                                    "futex", "sigtimedwait", "recv",       "sem_timedwait"};
 static atomic_long waits[KINDS], eintrs[KINDS], others[KINDS];
 static atomic_int stop, started;
+
+static void wake_main(int sig) { (void)sig; }
 static int pipefd[2], sockfd[2], epfd;
 static sem_t sem;
 static int futex_word;
@@ -178,6 +182,13 @@ int main(int argc, char **argv) {
   if (epoll_ctl(epfd, EPOLL_CTL_ADD, pipefd[0], &ev) != 0 ||
       setsockopt(sockfd[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
     return 1;
+  /* SIGUSR1 blocked in the threads made from here, and taken by main. */
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  struct sigaction sa = {.sa_handler = wake_main};
+  sigemptyset(&sa.sa_mask);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL);
   pthread_t t[KINDS * THREADS + 2];
   int n = 0;
   for (int k = 0; k < KINDS; k++)
@@ -187,9 +198,11 @@ int main(int argc, char **argv) {
     pthread_create(&t[n++], NULL, burner, NULL);
   while (started < KINDS * THREADS)
     usleep(1000);
+  sigaction(SIGUSR1, &sa, NULL);
+  pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
   printf("ready\n");
   fflush(stdout);
-  sleep((unsigned)seconds);
+  sleep((unsigned)seconds); /* ends early at SIGUSR1 */
   stop = 1;
   for (int i = 0; i < n; i++)
     pthread_join(t[i], NULL);
