@@ -350,8 +350,8 @@ static int tick(recorder_t *r, cprof__threads_cache_t *cache, cprof__thread_dump
  * cost, and what the ticks after it cost lately. */
 typedef struct pace {
   int64_t start, end, cpu_start;
-  int64_t first;  /* ns of CPU */
-  double recent;  /* ns of CPU a tick, a moving average */
+  int64_t first; /* ns of CPU */
+  double recent; /* ns of CPU a tick, a moving average */
 } pace_t;
 
 /* Notes what tick number `ticks` (from 1) cost: one tick's cost, which
@@ -409,7 +409,8 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   cprof__trace_listen(CPROF__LISTEN_WALL, 1); /* regions are tracked from now */
   int err = 0;
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
-  pace_t pace = {.start = start, .end = end > start ? end : start + 1, .cpu_start = thread_cpu_ns()};
+  pace_t pace = {
+      .start = start, .end = end > start ? end : start + 1, .cpu_start = thread_cpu_ns()};
   int64_t period = 1000000000LL / o->hz, asked = start;
   uint64_t seed = (uint64_t)start ^ (uint64_t)(uintptr_t)&seed;
   cprof__thread_dump_t prev = {0};
