@@ -347,20 +347,27 @@ static int tick(recorder_t *r, cprof__threads_cache_t *cache, cprof__thread_dump
 
 /* What the budget goes by: the profile's start and end (CLOCK_MONOTONIC
  * ns), the sampling thread's CPU time at the start, what the first tick
- * cost, and what the ticks after it cost lately. */
+ * cost, and what the ticks after it cost and took lately. */
 typedef struct pace {
   int64_t start, end, cpu_start;
   int64_t first; /* ns of CPU */
   double recent; /* ns of CPU a tick, a moving average */
+  double took;   /* ns a tick lasted, a moving average */
 } pace_t;
 
-/* Notes what tick number `ticks` (from 1) cost: one tick's cost, which
- * depends on what it found, moves the average but little. */
-static void pace_note(pace_t *p, int64_t ticks, int64_t cost) {
-  if (ticks == 1)
+/* Notes what tick number `ticks` (from 1) cost and how long it lasted:
+ * one tick, which depends on what it found, moves the averages but
+ * little. */
+static void pace_note(pace_t *p, int64_t ticks, int64_t cost, int64_t took) {
+  if (ticks == 1) {
     p->first = cost;
-  else
-    p->recent = ticks == 2 ? (double)cost : p->recent + 0.2 * ((double)cost - p->recent);
+  } else if (ticks == 2) {
+    p->recent = (double)cost;
+    p->took = (double)took;
+  } else {
+    p->recent += 0.2 * ((double)cost - p->recent);
+    p->took += 0.2 * ((double)took - p->took);
+  }
 }
 
 /* When the tick after the one at `at` comes: no sooner than the budget
@@ -420,9 +427,12 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     err = tick(&r, cache, &prev, &prev_at, at, res);
     if (err)
       break;
-    pace_note(&pace, res->ticks, thread_cpu_ns() - cpu0);
+    pace_note(&pace, res->ticks, thread_cpu_ns() - cpu0, cprof__now_ns(CLOCK_MONOTONIC) - at);
     int64_t next = next_tick(o, &pace, at, period, &seed);
-    if (next >= end)
+    /* No tick begun that would likely end past the end: the profile
+     * would stand for more than the time asked (with 1,000 threads, a
+     * tick begun just before the end made a 6 s profile's Duration 6.14 s). */
+    if (next + 2 * (int64_t)pace.took >= end)
       break;
     if (sleep_until(o, cache, next, &asked) != 0) {
       err = -ECANCELED;
