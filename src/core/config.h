@@ -35,6 +35,9 @@ typedef struct cprof__addr {
   int enabled;    /* 0: no server ("0" or "") */
   char host[256]; /* "" for all interfaces (":port") */
   int port;       /* 0: the kernel picks one */
+  /* A Unix socket at this path instead (a process of a tree serving its
+   * owner: src/tree/tree.h); "" for TCP. Never from CPROF_ADDR. */
+  char unix_path[108];
 } cprof__addr_t;
 
 typedef struct cprof__config {

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +25,11 @@ static void describe(int fd, int port, char *bound, size_t boundlen) {
   char host[INET6_ADDRSTRLEN] = "?";
   int p = port;
   ss.ss_family = AF_UNSPEC;
+  if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX) {
+    snprintf(bound, boundlen, "unix:%s", ((struct sockaddr_un *)&ss)->sun_path);
+    return;
+  }
+  sl = sizeof ss;
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
     if (ss.ss_family == AF_INET) {
       struct sockaddr_in *in = (struct sockaddr_in *)&ss;
@@ -37,7 +44,33 @@ static void describe(int fd, int port, char *bound, size_t boundlen) {
   snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, p);
 }
 
+/* A Unix socket at path, readable and writable by its owner only (the
+ * directory is the tree's, mode 0700: tree/dir.c). */
+static int open_unix(const char *path) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sun.sun_path)
+    return -ENAMETOOLONG;
+  strcpy(sun.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  unlink(path); /* a process of the same number, gone */
+  if (bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 || chmod(path, 0600) != 0 ||
+      listen(fd, 64) != 0) {
+    int err = -errno;
+    close(fd);
+    return err;
+  }
+  return fd;
+}
+
 int cprof__listener_open(const cprof__addr_t *a, char *bound, size_t boundlen) {
+  if (a->unix_path[0]) {
+    int fd = open_unix(a->unix_path);
+    if (fd >= 0)
+      describe(fd, 0, bound, boundlen);
+    return fd;
+  }
   char port[8];
   snprintf(port, sizeof port, "%d", a->port);
   struct addrinfo hints = {

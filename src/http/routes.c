@@ -10,6 +10,7 @@
 #include "http/metrics.h"
 #include "http/rates.h"
 #include "http/response.h"
+#include "http/tree.h"
 #include "metrics/sampler.h"
 #include "registry/registry.h"
 #include "registry/wall_profile.h"
@@ -276,17 +277,27 @@ static void serve_pprof(const char *name, const cprof_request_t *req, const cpro
     serve_named_profile(name, req, resp);
 }
 
-static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
-  const char *path = strip_prefix(req->path ? req->path : "", cfg, resp);
-  /* Before anything else under the prefix: without credentials a client
-   * learns nothing, not even which paths exist (the redirect, the 404s). */
-  if (!path || !authorized(req, cfg, resp) || serve_beside(path, req, cfg, resp))
+/* A path (the prefix taken off) as this process alone serves it. */
+static void serve_local(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp) {
+  if (serve_beside(path, req, cfg, resp))
     return;
   static const char root[] = "/debug/pprof/";
   if (strncmp(path, root, sizeof root - 1) != 0)
     cprof__resp_error(resp, 404, "404 page not found");
   else
     serve_pprof(path + sizeof root - 1, req, cfg, resp);
+}
+
+static void route(const cprof_request_t *req, const cprof__config_t *cfg, cprof_response_t *resp) {
+  const char *path = strip_prefix(req->path ? req->path : "", cfg, resp);
+  /* Before anything else under the prefix: without credentials a client
+   * learns nothing, not even which paths exist (the redirect, the 404s). */
+  if (!path || !authorized(req, cfg, resp))
+    return;
+  /* A process tree's: ?pid=N, the list, the merged profiles (tree.c). */
+  if (!cprof__serve_tree(path, req, cfg, resp, serve_local))
+    serve_local(path, req, cfg, resp);
 }
 
 int cprof_handle_request(const cprof_request_t *req, cprof_response_t *resp) {

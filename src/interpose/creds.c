@@ -24,6 +24,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <grp.h>
+#include <sys/types.h>
 
 #include <errno.h>
 
@@ -34,6 +36,16 @@
 #include "core/guard.h"
 
 void (*cprof__follow_credentials_hook)(void);
+void (*cprof__before_credentials_hook)(void);
+
+static void before_credentials(void) {
+  void (*hook)(void) = __atomic_load_n(&cprof__before_credentials_hook, __ATOMIC_ACQUIRE);
+  if (!hook || cprof__guarded())
+    return;
+  int saved = errno;
+  hook();
+  errno = saved;
+}
 
 void cprof__creds_follow(void) {
   void (*hook)(void) = __atomic_load_n(&cprof__follow_credentials_hook, __ATOMIC_ACQUIRE);
@@ -97,5 +109,27 @@ CPROF_EXTERN int prctl(int option, ...) {
     cprof__prctl_done(option, a2);
   return rc;
 }
+
+/* The calls that change a process's user or groups: glibc changes every
+ * thread's (cprof's too, by its setxid signal), so nothing follows them;
+ * but before the first, a forked process of a tree joins it, while its
+ * socket can still be made (before_credentials). */
+#define CHANGES_IDS(name, params, args)                                                            \
+  typedef int(*name##_fn) params;                                                                  \
+  CPROF_EXTERN int name params {                                                                   \
+    static void *real;                                                                             \
+    before_credentials();                                                                          \
+    return ((name##_fn)cprof__next(&real, #name))args;                                             \
+  }
+CHANGES_IDS(setuid, (uid_t u), (u))
+CHANGES_IDS(setgid, (gid_t g), (g))
+CHANGES_IDS(seteuid, (uid_t u), (u))
+CHANGES_IDS(setegid, (gid_t g), (g))
+CHANGES_IDS(setreuid, (uid_t r, uid_t e), (r, e))
+CHANGES_IDS(setregid, (gid_t r, gid_t e), (r, e))
+CHANGES_IDS(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+CHANGES_IDS(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CHANGES_IDS(setgroups, (size_t n, const gid_t *list), (n, list))
+CHANGES_IDS(initgroups, (const char *user, gid_t g), (user, g))
 
 #endif

@@ -7,6 +7,10 @@
  * linking creds.c, which defines prctl, does not pull in all of cprof.) */
 extern void (*cprof__follow_credentials_hook)(void);
 
+/* Set by start.c: called before the program changes its user or groups
+ * (a process of a tree that has not joined it joins now: tree/tree.h). */
+extern void (*cprof__before_credentials_hook)(void);
+
 /* After a program's thread changed its credentials: cprof's threads made
  * again from it (nothing when the caller is cprof's). Keeps errno. */
 void cprof__creds_follow(void);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "life/output.h"
@@ -33,6 +34,7 @@
 #include "sample/threads.h"
 #include "symbol/debuginfod.h"
 #include "symbol/symbolize.h"
+#include "tree/tree.h"
 #include "unwind/unwind.h"
 
 static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +59,26 @@ static long metrics_interval_ms, metrics_window_s;
 static int metrics_on, metrics_parked;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+/* A forked child of a process tree joins it (serves on its socket in the
+ * tree's directory) JOIN_DELAY_MS after the fork, from a thread of ours,
+ * the joiner; or at once when it is about to change its credentials
+ * (a server's worker dropping root: the socket is made while the
+ * directory still lets it). A child that execs before then never serves:
+ * a shell's commands, a fork-and-exec helper. */
+#define JOIN_DELAY_MS 100
+static int join_pending;  /* a member that has not joined yet */
+static int joiner_running; /* the joiner thread exists (to join) */
+static pthread_t joiner;
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+  int cancel;
+} joiner_wait = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+static void start_joiner(void);
+static void stop_joiner(void);
+static int join_locked(void);
+static int in_vfork_child(void);
+
 /* fork: every lock of cprof's is held across it, so that the child finds
  * each consistent and its own, to release, never to re-initialise under a
  * thread that may hold it. Taken outer to inner, in the order cprof takes
@@ -72,6 +94,10 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * tables (own_lock.c). */
 static void atfork_prepare(void) {
   pthread_mutex_lock(&life_lock);
+  /* A forked child serves its owner on a socket in the tree's directory
+   * (tree/tree.h), made before the first fork. */
+  if (serving && cprof__tree_role() == CPROF_TREE_NONE)
+    cprof__tree_own();
   cprof__output_atfork_prepare();
   cprof__push_atfork_prepare();
   cprof__threads_atfork_prepare();
@@ -114,6 +140,12 @@ static void atfork_child(void) {
   metrics_interval_ms = metrics_window_s = 0;
   metrics_on = metrics_parked = 0;
   bound[0] = '\0';
+  joiner_running = 0;
+  join_pending = cprof__tree_join_child();
+  if (join_pending) {
+    life_pid = getpid();
+    start_joiner();
+  }
   pthread_mutex_unlock(&life_lock);
 }
 
@@ -122,6 +154,100 @@ static void register_atfork(void) {
    * prepare handlers run after ours. */
   cprof__cpu_api_atfork_register();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* The joiner: waits JOIN_DELAY_MS (or until stop_joiner), then joins
+ * under life_lock, which it only tries for: stop_joiner, which holds it,
+ * waits for this thread to end. */
+static void *joiner_main(void *unused) {
+  (void)unused;
+  struct timespec deadline = cprof__deadline_ms(CLOCK_MONOTONIC, JOIN_DELAY_MS);
+  pthread_mutex_lock(&joiner_wait.lock);
+  while (!joiner_wait.cancel &&
+         pthread_cond_timedwait(&joiner_wait.cond, &joiner_wait.lock, &deadline) != ETIMEDOUT)
+    ;
+  for (;;) {
+    if (joiner_wait.cancel) {
+      pthread_mutex_unlock(&joiner_wait.lock);
+      return NULL;
+    }
+    if (pthread_mutex_trylock(&life_lock) == 0)
+      break;
+    deadline = cprof__deadline_ms(CLOCK_MONOTONIC, 1);
+    pthread_cond_timedwait(&joiner_wait.cond, &joiner_wait.lock, &deadline);
+  }
+  pthread_mutex_unlock(&joiner_wait.lock);
+  if (join_pending && !running)
+    join_locked();
+  pthread_mutex_unlock(&life_lock);
+  return NULL;
+}
+
+/* In the fork handler, life_lock held. */
+static void start_joiner(void) {
+  cprof__cond_init_monotonic(&joiner_wait.cond);
+  pthread_mutex_init(&joiner_wait.lock, NULL);
+  joiner_wait.cancel = 0;
+  cprof__guard_enter(); /* a thread of cprof's: see thread_start.c */
+  joiner_running = pthread_create(&joiner, NULL, joiner_main, NULL) == 0;
+  cprof__guard_leave();
+}
+
+/* life_lock held: the joiner, if there is one, ends without joining. */
+static void stop_joiner(void) {
+  if (!joiner_running)
+    return;
+  pthread_mutex_lock(&joiner_wait.lock);
+  joiner_wait.cancel = 1;
+  pthread_cond_signal(&joiner_wait.cond);
+  pthread_mutex_unlock(&joiner_wait.lock);
+  pthread_join(joiner, NULL);
+  joiner_running = 0;
+}
+
+/* life_lock held, in a member not yet serving: serves the tree's owner
+ * on the member's socket, with the settings the parent had but those of
+ * the address (no credentials asked: the directory keeps others out; no
+ * TLS), and without what is the owner's alone: the exit files, the push,
+ * the metrics sampler. Silent unless it fails. */
+static int join_locked(void) {
+  join_pending = 0;
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  memset(&cfg.addr, 0, sizeof cfg.addr);
+  cfg.addr.enabled = 1;
+  int err = cprof__tree_socket_path(getpid(), cfg.addr.unix_path, sizeof cfg.addr.unix_path);
+  cfg.auth[0] = cfg.token[0] = cfg.tls_cert[0] = cfg.tls_key[0] = '\0';
+  cfg.output[0] = cfg.push_url[0] = '\0';
+  cfg.metrics = 0;
+  cprof__config_set(&cfg);
+  if (!err)
+    err = cprof__server_start(&cfg.addr, bound, sizeof bound);
+  if (err) {
+    cprof__log("pid %d: cannot serve this process's profiles to its tree's owner (%s): %s",
+               (int)getpid(), cfg.addr.unix_path, cprof_strerror(err));
+    return err;
+  }
+  running = serving = 1;
+  served = cfg.addr;
+  life_pid = getpid();
+  return 0;
+}
+
+/* Before the program changes its credentials (interpose/creds.c): a
+ * member that has not joined joins now, while it may still make its
+ * socket. */
+static void before_credentials(void) {
+  if (!join_pending || in_vfork_child())
+    return;
+  cprof__guard_enter();
+  pthread_mutex_lock(&life_lock);
+  if (join_pending && !running) {
+    stop_joiner();
+    join_locked();
+  }
+  pthread_mutex_unlock(&life_lock);
+  cprof__guard_leave();
 }
 
 static void follow_credentials(void);
@@ -170,6 +296,7 @@ static int start(const cprof_options_t *opts) {
   cprof__mutex_set_fraction(cfg.mutex_fraction);
   cprof__config_set(&cfg);
   __atomic_store_n(&cprof__follow_credentials_hook, follow_credentials, __ATOMIC_RELEASE);
+  __atomic_store_n(&cprof__before_credentials_hook, before_credentials, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__alone_hook, run_alone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__last_program_thread_hook, last_program_thread_gone, __ATOMIC_RELEASE);
   __atomic_store_n(&cprof__metrics_demand_hook, metrics_demand, __ATOMIC_RELEASE);
@@ -252,6 +379,10 @@ void cprof_stop(void) {
  * network namespace it was made in, and a port the new credentials could
  * not bind stays the server's. */
 static void park_locked(int keep) {
+  stop_joiner(); /* a member not yet serving: joins in unpark_locked */
+  /* A member's socket: its directory may no longer let it be made again
+   * (a worker that dropped root), so it is always kept. */
+  keep = keep || served.unix_path[0];
   cprof__push_park();
   /* The drainer of CPROF_OUTPUT's, the push's or the API's CPU profile. */
   cprof__cpu_recording_park();
@@ -298,6 +429,8 @@ static void unpark_locked(const char *why) {
   }
   cprof__cpu_recording_unpark();
   cprof__push_unpark();
+  if (join_pending && !running)
+    join_locked();
 }
 
 /* Whether the caller is in a child made by vfork. */
@@ -367,17 +500,22 @@ static int run_alone(long (*call)(void *), void *arg, long *rc) {
     return 0;
   cprof__guard_enter();
   pthread_mutex_lock(&life_lock);
-  int ran = running, err = 0;
+  int ran = running, waited = joiner_running, err = 0;
   if (ran) {
     park_locked(1);
     *rc = call_alone(call, arg);
     err = errno;
     unpark_locked("changed its namespaces");
+  } else if (waited) { /* a member not yet serving: it waits again after */
+    stop_joiner();
+    *rc = call_alone(call, arg);
+    err = errno;
+    start_joiner();
   }
   pthread_mutex_unlock(&life_lock);
   cprof__guard_leave();
   errno = err;
-  return ran;
+  return ran || waited;
 }
 
 /* The program's last thread is ending (main called pthread_exit, and the
@@ -467,6 +605,15 @@ static int parent_runs_cprof(void) {
   }
   close(fd);
   return found;
+}
+
+/* At exit: the owner takes its tree's directory away; a member its
+ * socket (the owner also removes those of processes gone). */
+__attribute__((destructor)) static void leave_tree(void) {
+  if (cprof__tree_role() == CPROF_TREE_OWNER)
+    cprof__tree_leave();
+  else
+    cprof__tree_member_leave();
 }
 
 __attribute__((constructor)) static void preload_start(void) {

@@ -1,0 +1,336 @@
+/* A process tree's requests (src/tree/tree.h), ahead of the router's own:
+ * - /debug/pprof/processes: the tree's processes, as JSON;
+ * - ?pid=N on any path under /debug/pprof/: the request as process N
+ *   answers it (its socket, through the owner);
+ * - without ?pid, at the owner of a tree with members: the CPU, wall and
+ *   every registry profile (heap, allocs, block, mutex, threadcreate,
+ *   goroutine, custom ones) of every process, asked at once, over the
+ *   same window, merged into one with a `pid` label on every sample
+ *   (debug=0), or one after the other under a line naming each process
+ *   (debug=1 and 2). What could not be reached is said in the profile's
+ *   comments (`go tool pprof -comments`), one line each.
+ * Everything else, and every request at a member or in a process that
+ * never forked, is the process's own. */
+#include "http/tree.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/params.h"
+#include "http/query.h"
+#include "http/response.h"
+#include "registry/registry.h"
+#include "tree/tree.h"
+
+/* The most processes a tree answers for. */
+#define MAX_PROCS 1024
+/* Beyond a request's own seconds, how long members have to answer. */
+#define SLACK_MS 30000
+
+static const char root[] = "/debug/pprof/";
+
+/* The query without its pid=... parts ("" when nothing is left). */
+static void without_pid(const char *query, char *out, size_t outlen) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (const char *p = query; p && *p;) {
+    size_t len = strcspn(p, "&");
+    if (!(len >= 4 && strncmp(p, "pid=", 4) == 0) && !(len == 3 && strncmp(p, "pid", 3) == 0) &&
+        len && n + len + 2 < outlen) {
+      if (n)
+        out[n++] = '&';
+      memcpy(out + n, p, len);
+      n += len;
+      out[n] = '\0';
+    }
+    p += len;
+    if (*p == '&')
+      p++;
+  }
+}
+
+/* What a member is asked: the same path (under the prefix) and query. */
+static int target_of(const char *path, const char *query, const cprof__config_t *cfg, char *out,
+                     size_t outlen) {
+  char q[2048];
+  without_pid(query, q, sizeof q);
+  int n = snprintf(out, outlen, "%s%s%s%s", cfg->prefix, path, q[0] ? "?" : "", q);
+  return n > 0 && (size_t)n < outlen ? 0 : -1;
+}
+
+/* How long to wait for members: the request's seconds (the CPU and wall
+ * profiles' default when it names none) and some. */
+static long timeout_for(const char *name, const char *query) {
+  char v[32];
+  long s = 0;
+  if (cprof__query_get(query, "seconds", v, sizeof v) == 1)
+    cprof__query_int(v, 0, CPROF_MAX_SECONDS, &s);
+  else if (strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0)
+    s = CPROF_DEFAULT_SECONDS;
+  return s * 1000 + SLACK_MS;
+}
+
+static void json_string(cprof__buf_t *b, const char *s) {
+  cprof__buf_putc(b, '"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      cprof__buf_printf(b, "\\%c", c);
+    else if (c < 0x20)
+      cprof__buf_printf(b, "\\u%04x", c);
+    else
+      cprof__buf_putc(b, (char)c);
+  }
+  cprof__buf_putc(b, '"');
+}
+
+static void serve_processes(cprof_response_t *resp) {
+  cprof__tree_proc_t *procs = calloc(MAX_PROCS, sizeof *procs);
+  if (!procs) {
+    cprof__resp_error(resp, 500, "out of memory");
+    return;
+  }
+  int n = cprof__tree_list(procs, MAX_PROCS);
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__buf_printf(&b, "{\"owner\":%d,\"processes\":[", (int)getpid());
+  for (int i = 0; i < n; i++) {
+    const cprof__tree_proc_t *p = &procs[i];
+    char start[32] = "";
+    time_t t = (time_t)(p->start_unix_ms / 1000);
+    struct tm tm;
+    if (p->start_unix_ms && gmtime_r(&t, &tm))
+      strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cprof__buf_printf(&b, "%s\n{\"pid\":%d,\"ppid\":%d,\"name\":", i ? "," : "", (int)p->pid,
+                      (int)p->ppid);
+    json_string(&b, p->name);
+    cprof__buf_puts(&b, ",\"cmdline\":");
+    json_string(&b, p->cmdline);
+    cprof__buf_printf(&b, ",\"state\":\"%c\",\"start\":\"%s\",\"self\":%s}", p->state, start,
+                      p->self ? "true" : "false");
+  }
+  cprof__buf_puts(&b, "\n]}\n");
+  free(procs);
+  cprof__resp_body(resp, "application/json", &b);
+}
+
+/* The member's answer as ours. */
+static void relay(cprof__tree_reply_t *r, cprof_response_t *resp) {
+  if (!r->status) {
+    cprof__resp_error(resp, 502, "pid %d: not reached: %s", (int)r->pid, r->error);
+    return;
+  }
+  cprof__resp_body(resp, r->content_type[0] ? r->content_type : "application/octet-stream",
+                   &r->body);
+  resp->status = r->status;
+  if (r->disposition[0])
+    cprof__resp_header(resp, "Content-Disposition", r->disposition);
+}
+
+static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
+                      const cprof__config_t *cfg, cprof_response_t *resp) {
+  cprof__tree_proc_t me;
+  char sock[128], target[2400];
+  if (cprof__tree_socket_path(pid, sock, sizeof sock) != 0 || access(sock, F_OK) != 0 ||
+      cprof__tree_describe(pid, &me) != 0) {
+    cprof__resp_error(resp, 404, "pid %d: not a process of this tree (see %s%sprocesses)",
+                      (int)pid, cfg->prefix, root);
+    return;
+  }
+  if (target_of(path, req->query, cfg, target, sizeof target) != 0) {
+    cprof__resp_error(resp, 400, "the query is too long");
+    return;
+  }
+  cprof__tree_reply_t r = {.pid = pid};
+  cprof__tree_fetch(&r, 1, target, timeout_for(path + sizeof root - 1, req->query),
+                    req->is_cancelled, req->ctx);
+  relay(&r, resp);
+  cprof__tree_replies_free(&r, 1);
+}
+
+typedef struct fetch_job {
+  cprof__tree_reply_t *replies;
+  int n;
+  const char *target;
+  long timeout_ms;
+  const cprof_request_t *req;
+} fetch_job_t;
+
+static void *fetch_thread(void *arg) {
+  fetch_job_t *j = arg;
+  cprof__tree_fetch(j->replies, j->n, j->target, j->timeout_ms, j->req->is_cancelled, j->req->ctx);
+  return NULL;
+}
+
+/* "pid 812 (nginx: worker process)" */
+static void describe(cprof__buf_t *b, const cprof__tree_proc_t *p) {
+  cprof__buf_printf(b, "pid %d (%s)", (int)p->pid, p->cmdline[0] ? p->cmdline : p->name);
+}
+
+/* Why a reply is not a profile to merge, or NULL when it is one. */
+static const char *unusable(const cprof__tree_reply_t *r, char *why, size_t whylen) {
+  if (!r->status)
+    return r->error;
+  if (r->status == 200)
+    return NULL;
+  int n = (int)strcspn(r->body.data ? r->body.data : "", "\n");
+  snprintf(why, whylen, "status %d: %.*s", r->status, n > 150 ? 150 : n,
+           r->body.data ? r->body.data : "");
+  return why;
+}
+
+/* debug=1 and 2: each process's text after a line that names it. */
+static void join_text(const cprof__tree_proc_t *procs, cprof__tree_reply_t *replies, int n,
+                      cprof_response_t *resp) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__buf_puts(&b, "# ");
+  describe(&b, &procs[0]);
+  cprof__buf_puts(&b, "\n");
+  cprof__buf_append(&b, resp->body, resp->body_len);
+  for (int i = 0; i < n; i++) {
+    char why[200];
+    const char *bad = unusable(&replies[i], why, sizeof why);
+    cprof__buf_puts(&b, "\n# ");
+    describe(&b, &procs[i + 1]);
+    if (bad) {
+      cprof__buf_printf(&b, ": not reached: %s\n", bad);
+      continue;
+    }
+    cprof__buf_puts(&b, "\n");
+    cprof__buf_append(&b, replies[i].body.data, replies[i].body.len);
+  }
+  if (b.failed) {
+    cprof__buf_free(&b);
+    cprof__resp_error(resp, 500, "out of memory");
+    return;
+  }
+  free(resp->body);
+  resp->body = cprof__buf_take(&b, &resp->body_len);
+}
+
+/* debug=0: one profile, every sample labelled with its pid. */
+static void merge_protos(const cprof__tree_proc_t *procs, cprof__tree_reply_t *replies, int n,
+                         cprof_response_t *resp) {
+  cprof__tree_part_t *parts = calloc((size_t)n + 1, sizeof *parts);
+  char **missing = calloc((size_t)n + 1, sizeof *missing);
+  int nparts = 0, nmissing = 0;
+  if (!parts || !missing)
+    goto out;
+  parts[nparts++] = (cprof__tree_part_t){procs[0].pid, resp->body, resp->body_len};
+  for (int i = 0; i < n; i++) {
+    char why[200];
+    const char *bad = unusable(&replies[i], why, sizeof why);
+    if (!bad) {
+      parts[nparts++] =
+          (cprof__tree_part_t){replies[i].pid, replies[i].body.data, replies[i].body.len};
+      continue;
+    }
+    cprof__buf_t line;
+    cprof__buf_init(&line);
+    describe(&line, &procs[i + 1]);
+    cprof__buf_printf(&line, ": not reached: %s", bad);
+    cprof__buf_putc(&line, '\0');
+    if (!line.failed)
+      missing[nmissing++] = line.data;
+    else
+      cprof__buf_free(&line);
+  }
+  cprof__buf_t out;
+  cprof__buf_init(&out);
+  char err[300];
+  int rc = cprof__tree_merge(parts, nparts, (const char *const *)missing, nmissing, &out, err,
+                             sizeof err);
+  if (rc == 0 && !out.failed) {
+    free(resp->body);
+    resp->body = cprof__buf_take(&out, &resp->body_len);
+  } else {
+    cprof__buf_free(&out);
+    cprof__resp_error(resp, 500, "merging the profiles of this process tree: %s",
+                      rc ? err : "out of memory");
+  }
+out:
+  for (int i = 0; missing && i < nmissing; i++)
+    free(missing[i]);
+  free(missing);
+  free(parts);
+  if (!parts || !missing)
+    cprof__resp_error(resp, 500, "out of memory");
+}
+
+static int mergeable(const char *name) {
+  return strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0 ||
+         cprof__registry_lookup(name) != NULL;
+}
+
+/* Returns 0 when there is nothing to merge (no member): the caller serves. */
+static int serve_merged(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,
+                        cprof_response_t *resp, cprof__local_fn local) {
+  const char *name = path + sizeof root - 1;
+  cprof__tree_proc_t *procs = calloc(MAX_PROCS, sizeof *procs);
+  cprof__tree_reply_t *replies = calloc(MAX_PROCS, sizeof *replies);
+  char target[2400];
+  int n = procs && replies ? cprof__tree_list(procs, MAX_PROCS) : 0;
+  if (n <= 1 || target_of(path, req->query, cfg, target, sizeof target) != 0) {
+    free(procs);
+    free(replies);
+    return 0;
+  }
+  for (int i = 1; i < n; i++)
+    replies[i - 1].pid = procs[i].pid;
+  fetch_job_t job = {replies, n - 1, target, timeout_for(name, req->query), req};
+  pthread_t t;
+  int threaded = pthread_create(&t, NULL, fetch_thread, &job) == 0;
+  local(path, req, cfg, resp);
+  if (threaded)
+    pthread_join(t, NULL);
+  else
+    fetch_thread(&job);
+  char debug[16];
+  int text = cprof__query_get(req->query, "debug", debug, sizeof debug) == 1 &&
+             strcmp(debug, "0") != 0 && debug[0];
+  if (resp->status == 200 && text)
+    join_text(procs, replies, n - 1, resp);
+  else if (resp->status == 200)
+    merge_protos(procs, replies, n - 1, resp);
+  cprof__tree_replies_free(replies, n - 1);
+  free(procs);
+  free(replies);
+  return 1;
+}
+
+int cprof__serve_tree(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,
+                      cprof_response_t *resp, cprof__local_fn local) {
+  if (strncmp(path, root, sizeof root - 1) != 0)
+    return 0;
+  const char *name = path + sizeof root - 1;
+  if (strcmp(name, "processes") == 0) {
+    serve_processes(resp);
+    return 1;
+  }
+  char v[32];
+  int has = cprof__query_get(req->query, "pid", v, sizeof v);
+  long pid = 0;
+  if (has < 0 || (has == 1 && cprof__query_int(v, 1, 0x7fffffff, &pid) != 0)) {
+    cprof__resp_error(resp, 400, "pid: want a process id (see %s%sprocesses)", cfg->prefix, root);
+    return 1;
+  }
+  if (has == 1 && pid != getpid()) {
+    if (req->method && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+      cprof__resp_error(resp, 405, "pid: only GET is passed on to another process");
+    else if (cprof__tree_role() != CPROF_TREE_OWNER)
+      cprof__resp_error(resp, 404, "pid %ld: not this process (%d), which answers for itself only",
+                        pid, (int)getpid());
+    else
+      serve_one((pid_t)pid, path, req, cfg, resp);
+    return 1;
+  }
+  if (has == 1 || cprof__tree_role() != CPROF_TREE_OWNER || !mergeable(name))
+    return 0;
+  return serve_merged(path, req, cfg, resp, local);
+}

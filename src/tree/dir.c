@@ -1,0 +1,280 @@
+/* The tree's runtime directory and who is in it (tree.h).
+ *
+ * The directory is made by the owner at its first fork, with mkdtemp
+ * (mode 0700, a name nobody can guess) under $XDG_RUNTIME_DIR, else
+ * $TMPDIR, else /tmp. Its path is in the memory every forked process
+ * inherits; nothing else names it. A member binds PID.sock there when it
+ * joins (start.c), which works across the drop of privileges a server's
+ * workers make (nginx, Apache: root, then www-data): the member joins
+ * before its first change of credentials, still root, and keeps the
+ * listening socket after; the directory stays root's, mode 0700, and only
+ * the owner (root) connects. No other user can enter it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "tree/tree.h"
+
+static int role = CPROF_TREE_NONE;
+static char dir[80];
+static pid_t owner_pid;
+
+int cprof__tree_role(void) { return role; }
+
+/* A directory to make the tree's in: absolute, and one we may write. */
+static const char *base_dir(void) {
+  const char *names[] = {"XDG_RUNTIME_DIR", "TMPDIR"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = getenv(names[i]);
+    /* Room for "/cprof-PID-XXXXXX" and "/PID.sock" in a socket's path. */
+    if (v && v[0] == '/' && strlen(v) < sizeof dir - 32 && access(v, W_OK | X_OK) == 0)
+      return v;
+  }
+  return "/tmp";
+}
+
+int cprof__tree_own(void) {
+  if (role == CPROF_TREE_OWNER)
+    return 0;
+  static int failed;
+  if (failed)
+    return -EPERM;
+  char path[sizeof dir];
+  snprintf(path, sizeof path, "%s/cprof-%d-XXXXXX", base_dir(), (int)getpid());
+  if (!mkdtemp(path)) {
+    int err = errno;
+    failed = 1;
+    cprof__log("cannot make the directory for this program's children (%s): %s; "
+               "its forked children will not be profiled",
+               path, strerror(err));
+    return -err;
+  }
+  memcpy(dir, path, sizeof dir);
+  owner_pid = getpid();
+  role = CPROF_TREE_OWNER;
+  return 0;
+}
+
+int cprof__tree_join_child(void) {
+  if (role == CPROF_TREE_NONE)
+    return 0;
+  role = CPROF_TREE_MEMBER;
+  return 1;
+}
+
+int cprof__tree_socket_path(pid_t pid, char *out, size_t outlen) {
+  if (role == CPROF_TREE_NONE)
+    return -ENOENT;
+  int n = snprintf(out, outlen, "%s/%d.sock", dir, (int)pid);
+  return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* The pid a directory entry names ("812.sock"), or 0. */
+static pid_t entry_pid(const char *name) {
+  char *end;
+  long v = strtol(name, &end, 10);
+  return v > 0 && v <= INT_MAX && strcmp(end, ".sock") == 0 ? (pid_t)v : 0;
+}
+
+void cprof__tree_leave(void) {
+  if (role != CPROF_TREE_OWNER || getpid() != owner_pid)
+    return;
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (entry_pid(e->d_name))
+        unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+  }
+  rmdir(dir);
+  role = CPROF_TREE_NONE;
+}
+
+void cprof__tree_member_leave(void) {
+  char path[sizeof dir + 16];
+  if (role == CPROF_TREE_MEMBER && cprof__tree_socket_path(getpid(), path, sizeof path) == 0)
+    unlink(path);
+}
+
+/* Whether a process lives: signal 0, which may be refused (EPERM) for a
+ * member that dropped to another user while we did not. */
+static int alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+/* Whether someone listens on path: a connection made and closed. */
+static int listened(const char *path) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sun.sun_path)
+    return 0;
+  strcpy(sun.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return 1; /* cannot tell: keep it */
+  int ok = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0 || errno == EAGAIN;
+  close(fd);
+  return ok;
+}
+
+/* The Unix sockets that listen, as /proc/net/unix lists them: one line
+ * per socket, "Num RefCount Protocol Flags Type St Inode Path", a
+ * listening one with flags 00010000 (__SO_ACCEPTCON). Whether path is one
+ * of them; -1 when the file cannot be read. */
+static int listening_in(const char *table, const char *path) {
+  if (!table)
+    return -1;
+  size_t n = strlen(path);
+  for (const char *p = table; (p = strstr(p, path)); p += n) {
+    if (p[n] != '\n' && p[n] != '\0')
+      continue;
+    const char *line = p;
+    while (line > table && line[-1] != '\n')
+      line--;
+    unsigned long flags;
+    if (sscanf(line, "%*s %*s %*s %lx", &flags) == 1 && (flags & 0x10000))
+      return 1;
+  }
+  return 0;
+}
+
+static char *read_small(const char *path, size_t max) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    if (len == cap) {
+      char *bigger = cap < max ? realloc(buf, cap * 2 + 1) : NULL;
+      if (!bigger)
+        break;
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    len += (size_t)r;
+  }
+  close(fd);
+  if (buf)
+    buf[len] = '\0';
+  return buf;
+}
+
+/* When the machine started, Unix time in ms (/proc/stat's btime), read
+ * once; 0 unknown. */
+static long long boot_ms(void) {
+  static long long ms = -1;
+  long long v = __atomic_load_n(&ms, __ATOMIC_RELAXED);
+  if (v < 0) {
+    char *st = read_small("/proc/stat", 1 << 20);
+    const char *bt = st ? strstr(st, "\nbtime ") : NULL;
+    v = bt ? atoll(bt + 7) * 1000LL : 0;
+    free(st);
+    __atomic_store_n(&ms, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
+int cprof__tree_describe(pid_t pid, cprof__tree_proc_t *out) {
+  memset(out, 0, sizeof *out);
+  out->pid = pid;
+  out->state = '?';
+  out->self = pid == getpid();
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  char *stat = read_small(path, 4096);
+  if (!stat)
+    return alive(pid) ? 0 : -ENOENT;
+  /* "PID (COMM) S PPID ...": COMM may hold spaces and parentheses, so
+   * the fields after it are counted from the last ')'. */
+  char *open = strchr(stat, '('), *close_ = strrchr(stat, ')');
+  if (open && close_ && close_ > open) {
+    size_t n = (size_t)(close_ - open - 1);
+    if (n >= sizeof out->name)
+      n = sizeof out->name - 1;
+    memcpy(out->name, open + 1, n);
+    int ppid = 0;
+    unsigned long long start = 0;
+    char state = '?';
+    /* Fields 3 (state), 4 (ppid) and 22 (starttime, clock ticks after boot). */
+    if (sscanf(close_ + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                           "%*s %llu",
+               &state, &ppid, &start) == 3) {
+      out->state = state;
+      out->ppid = ppid;
+      long long boot = boot_ms();
+      long ticks = sysconf(_SC_CLK_TCK);
+      if (boot && ticks > 0)
+        out->start_unix_ms = boot + (long long)(start * 1000ULL / (unsigned long long)ticks);
+    }
+  }
+  free(stat);
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  char *cmd = read_small(path, 4096);
+  if (cmd) {
+    /* NUL between words; nginx and others rewrite it as one line. */
+    size_t n = 0;
+    for (char *p = cmd; n + 1 < sizeof out->cmdline; p++) {
+      if (*p == '\0' && (p[1] == '\0'))
+        break;
+      out->cmdline[n++] = *p ? *p : ' ';
+    }
+    while (n > 0 && out->cmdline[n - 1] == ' ')
+      n--;
+    out->cmdline[n] = '\0';
+    free(cmd);
+  }
+  return 0;
+}
+
+static int by_pid(const void *a, const void *b) {
+  const cprof__tree_proc_t *x = a, *y = b;
+  return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int cprof__tree_list(cprof__tree_proc_t *out, int max) {
+  if (max <= 0)
+    return 0;
+  int n = 0;
+  cprof__tree_describe(getpid(), &out[n++]);
+  if (role != CPROF_TREE_OWNER)
+    return n;
+  DIR *d = opendir(dir);
+  if (!d)
+    return n;
+  char *table = read_small("/proc/net/unix", 64 << 20);
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    pid_t pid = entry_pid(e->d_name);
+    if (!pid || pid == getpid())
+      continue;
+    char path[sizeof dir + 16];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    /* Not in the table: another network namespace's socket, or nobody's
+     * (a process gone, or exec'd into another program): ask it. */
+    int live = alive(pid) && (listening_in(table, path) == 1 || listened(path));
+    if (!live) {
+      unlinkat(dirfd(d), e->d_name, 0);
+      continue;
+    }
+    if (cprof__tree_describe(pid, &out[n]) == 0)
+      n++;
+  }
+  free(table);
+  closedir(d);
+  qsort(out + 1, (size_t)n - 1, sizeof *out, by_pid);
+  return n;
+}

@@ -1,0 +1,57 @@
+/* The tree's profiles as one (tree.h): each process's profile.proto
+ * decoded into the model, every sample labelled with its pid, merged as
+ * pprof merges, and encoded again. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "tree/tree.h"
+
+/* The comments of p with more after them, in p's arena. */
+static int add_comments(cprof__pf_t *p, const char *const *more, int n) {
+  if (n <= 0)
+    return 0;
+  const char **all = cprof__arena_array(p->arena, p->n_comments + (size_t)n, sizeof *all);
+  if (!all)
+    return -ENOMEM;
+  memcpy(all, p->comments, p->n_comments * sizeof *all);
+  for (int i = 0; i < n; i++)
+    if (!(all[p->n_comments + (size_t)i] = cprof__arena_strdup(p->arena, more[i])))
+      return -ENOMEM;
+  p->comments = all;
+  p->n_comments += (size_t)n;
+  return 0;
+}
+
+int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const *missing,
+                      int nmissing, cprof__buf_t *out, char *err, size_t errlen) {
+  cprof__pf_t **ps = calloc((size_t)(n > 0 ? n : 1), sizeof *ps);
+  if (!ps)
+    return -ENOMEM;
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    char why[200], pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)parts[i].pid);
+    rc = cprof__pf_decode(parts[i].data, parts[i].len, &ps[i], why, sizeof why);
+    if (rc == -EINVAL)
+      snprintf(err, errlen, "pid %s: %s", pid, why);
+    else if (rc == 0)
+      rc = cprof__pf_set_label(ps[i], "pid", pid);
+  }
+  cprof__pf_t *merged = NULL;
+  if (rc == 0)
+    rc = cprof__pf_merge(ps, (size_t)n, &merged, err, errlen);
+  if (rc == 0)
+    rc = add_comments(merged, missing, nmissing);
+  if (rc == 0)
+    rc = cprof__pf_encode(merged, 1, out, err, errlen);
+  if (rc == -ENOMEM)
+    snprintf(err, errlen, "out of memory");
+  cprof__pf_free(merged);
+  for (int i = 0; i < n; i++)
+    cprof__pf_free(ps[i]);
+  free(ps);
+  return rc;
+}

@@ -1,0 +1,100 @@
+/* A process tree: a forking server (nginx's master and its workers, a
+ * prefork pool) profiled through one address.
+ *
+ * The process that serves CPROF_ADDR is the tree's owner. At its first
+ * fork it makes the tree's runtime directory (dir.c: mode 0700, its own
+ * user's); every forked process that lives on (a member) serves its own
+ * endpoints on PID.sock there, and the owner answers for all: it lists
+ * them (the index, /debug/pprof/processes), hands a request with ?pid=N to
+ * N's socket, and merges the profiles of all of them into one with a `pid`
+ * label on every sample (fetch.c, merge.c). Members never merge: a request
+ * that reaches one is about that process alone. */
+#ifndef CPROF_TREE_TREE_H
+#define CPROF_TREE_TREE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/buf.h"
+
+enum { CPROF_TREE_NONE, CPROF_TREE_OWNER, CPROF_TREE_MEMBER };
+
+/* ---- dir.c ------------------------------------------------------------- */
+
+/* This process's part: none (no server, or never forked), the owner, or
+ * a member. */
+int cprof__tree_role(void);
+/* The owner, before its first fork: makes the runtime directory (once) and
+ * becomes the owner. 0 or a negative errno (said once on stderr: the
+ * children then stay unprofiled). */
+int cprof__tree_own(void);
+/* In a forked child of the owner or of a member (fork handler): the child
+ * is a member of the same tree, if there is one. Returns 1 when it is. */
+int cprof__tree_join_child(void);
+/* Where a member of the tree serves (PID.sock in the directory), into out;
+ * 0, or -ENAMETOOLONG, or -ENOENT without a tree. */
+int cprof__tree_socket_path(pid_t pid, char *out, size_t outlen);
+/* The owner ending (cprof_stop, exit): its members' sockets and the
+ * directory are removed, and the process is no tree's any more. */
+void cprof__tree_leave(void);
+/* A member ending or exec'ing as another program: its socket is removed
+ * (when the directory lets it). */
+void cprof__tree_member_leave(void);
+
+/* A process of the tree, as the index lists it. */
+typedef struct cprof__tree_proc {
+  pid_t pid, ppid;
+  char name[64];    /* /proc/PID/comm, or its command line's first word */
+  char cmdline[160]; /* its command line, spaces between words ("nginx: worker process") */
+  char state;        /* /proc/PID/stat's letter, '?' when it cannot be read */
+  long long start_unix_ms; /* when it started, Unix time in ms; 0 unknown */
+  int self;          /* the owner itself */
+} cprof__tree_proc_t;
+
+/* The owner and its members, owner first then by pid, into out[max]:
+ * how many. Sockets of processes gone (or exec'd into another program:
+ * nobody listens) are removed on the way. */
+int cprof__tree_list(cprof__tree_proc_t *out, int max);
+/* Reads what the index says of one process (from /proc). 0 or -ENOENT. */
+int cprof__tree_describe(pid_t pid, cprof__tree_proc_t *out);
+
+/* ---- fetch.c ----------------------------------------------------------- */
+
+/* One member's answer to a request the owner made on its socket. */
+typedef struct cprof__tree_reply {
+  pid_t pid;
+  int status;         /* HTTP status, 0 when none came */
+  char error[200];    /* why there is no answer: "connection refused", "timed out" */
+  char content_type[96];
+  char disposition[160]; /* Content-Disposition, "" when none */
+  cprof__buf_t body;
+} cprof__tree_reply_t;
+
+/* GETs target (path and query, "/debug/pprof/heap?debug=1") from each of
+ * the n members in replies[i].pid at once, waiting at most timeout_ms for
+ * all. Each reply's body is initialised here; the caller frees them
+ * (cprof__tree_replies_free). cancelled, when not NULL, is asked between
+ * waits: nonzero ends the wait early (the replies not in then say so). */
+void cprof__tree_fetch(cprof__tree_reply_t *replies, int n, const char *target, long timeout_ms,
+                       int (*cancelled)(void *), void *ctx);
+void cprof__tree_replies_free(cprof__tree_reply_t *replies, int n);
+
+/* ---- merge.c ----------------------------------------------------------- */
+
+/* One process's profile.proto (gzip or not), by pid. */
+typedef struct cprof__tree_part {
+  pid_t pid;
+  const void *data;
+  size_t len;
+} cprof__tree_part_t;
+
+/* The parts merged into one gzip-compressed profile.proto appended to out:
+ * every sample labelled pid=PID (a string, so that -tagfocus=pid=N and
+ * -tags work), the header as pprof's merge makes it, and a comment for
+ * each of the missing lines ("pid 812 (nginx): not reached: timed out").
+ * 0, or -EINVAL with a line in err (a part that is not a profile, parts of
+ * different types), or -ENOMEM. */
+int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const *missing,
+                      int nmissing, cprof__buf_t *out, char *err, size_t errlen);
+
+#endif
