@@ -283,6 +283,19 @@ static int round_trip_dirs(const char *const *dirs, size_t n_dirs) {
       if (read_file(path, &b) == 0 && cprof__pf_decode(b.data, b.len, &p, err, sizeof err) == 0) {
         cprof__pf_t *q = round_trip(path, p, n % 2, 1);
         cprof__pf_free(q);
+        /* As a process tree's owner does to a worker's profile: the
+         * decoded profile's arena (with its budget) takes the labels. */
+        CHECK_EQ_INT(cprof__pf_set_label(p, "pid", "12345"), 0);
+        for (size_t i = 0; i < p->n_samples; i++) {
+          const cprof__pf_sample_t *s = &p->samples[i];
+          int pids = 0;
+          for (size_t k = 0; k < s->n_labels; k++)
+            pids += !strcmp(s->labels[k].key, "pid") && s->labels[k].str &&
+                    !strcmp(s->labels[k].str, "12345");
+          if (pids != 1)
+            CHECK_EQ_INT(pids, 1);
+        }
+        cprof__pf_free(round_trip(path, p, 1, 1));
         cprof__pf_free(p);
         n++;
       }
