@@ -14,6 +14,7 @@
  *   decode.c   profile.proto (gzip or not) -> model, bounded, one-line errors
  *              (the wire format in decode_wire.c, the messages in
  *              decode_message.c)
+ *   encode.c   model -> profile.proto, and a label set on every sample
  *   merge.c    merge profiles of one type; diff (NEW minus BASE) (each
  *              object mapped in merge_map.c)
  *   filter.c   focus, ignore, hide, show, tagfocus, tagignore
@@ -42,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "profile/arena.h"
 #include "profile/builder.h" /* cprof__value_type_t, cprof__label_t */
 
@@ -136,6 +138,25 @@ int cprof__pf_decode(const void *data, size_t n, cprof__pf_t **out, char *err, s
 
 /* The decoded size cprof__pf_decode allows, inflated: more is an error. */
 #define CPROF_PF_MAX_INFLATED ((size_t)4 << 30)
+
+/* ---- encode.c ---------------------------------------------------------- */
+
+/* Appends p as profile.proto to out, gzip-compressed (RFC 1952, as pprof
+ * writes it) when gzip is not 0: every field the model holds, with its
+ * IDs as they are (unique, every reference resolving, as decode and merge
+ * leave them) and each string once in the table, string 0 being "". A
+ * decode of the bytes gives p back, but for what the format cannot say: a
+ * label whose string is "" (it reads as no label) and strings past a NUL.
+ * 0, or -ENOMEM (-EOVERFLOW for 2^32 strings) with a line in err. */
+int cprof__pf_encode(const cprof__pf_t *p, int gzip, cprof__buf_t *out, char *err, size_t errlen);
+
+/* Gives every sample the string label key=str, in place of any label of
+ * that key it has (string or number, one or several), other labels kept in
+ * their order: how a process tree's owner marks each worker's samples with
+ * its pid before merging them. The labels and strings are allocated in
+ * p->arena (whose budget, for a decoded profile, may refuse them); on
+ * failure p is unchanged. 0, -EINVAL for a NULL argument, or -ENOMEM. */
+int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str);
 
 /* ---- merge.c ----------------------------------------------------------- */
 
