@@ -43,8 +43,18 @@ int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const 
   cprof__pf_t *merged = NULL;
   if (rc == 0)
     rc = cprof__pf_merge(ps, (size_t)n, &merged, err, errlen);
-  if (rc == 0)
+  if (rc == 0) {
+    /* The processes were profiled over the same window, side by side:
+     * the merged profile covers the window, not the sum of its parts (as
+     * pprof's merge of one process's profiles, made one after another,
+     * would have it). */
+    int64_t window = 0;
+    for (int i = 0; i < n; i++)
+      if (ps[i]->duration_nanos > window)
+        window = ps[i]->duration_nanos;
+    merged->duration_nanos = window;
     rc = add_comments(merged, missing, nmissing);
+  }
   if (rc == 0)
     rc = cprof__pf_encode(merged, 1, out, err, errlen);
   if (rc == -ENOMEM)
