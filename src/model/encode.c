@@ -241,9 +241,9 @@ int cprof__pf_encode(const cprof__pf_t *p, int gzip, cprof__buf_t *out, char *er
 
 static int same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
-int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str) {
-  if (!p || !key || !str)
-    return -EINVAL;
+/* label's key and strings are copied into p's arena. */
+static int set_label(cprof__pf_t *p, cprof__label_t label) {
+  const char *key = label.key;
   /* One block for every sample's new labels, sized first, so that on
    * failure the profile is as it was. */
   size_t total = 0;
@@ -256,10 +256,12 @@ int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str) {
       return -ENOMEM;
     total += kept + 1;
   }
-  char *k_copy = cprof__arena_strdup(p->arena, key);
-  char *s_copy = cprof__arena_strdup(p->arena, str);
+  const char *str = label.str, *unit = label.num_unit;
+  label.key = cprof__arena_strdup(p->arena, key);
+  label.str = str ? cprof__arena_strdup(p->arena, str) : NULL;
+  label.num_unit = unit ? cprof__arena_strdup(p->arena, unit) : NULL;
   cprof__label_t *block = cprof__arena_array(p->arena, total ? total : 1, sizeof *block);
-  if (!k_copy || !s_copy || !block)
+  if (!label.key || (str && !label.str) || (unit && !label.num_unit) || !block)
     return -ENOMEM;
   for (size_t i = 0; i < p->n_samples; i++) {
     cprof__pf_sample_t *s = &p->samples[i];
@@ -273,15 +275,27 @@ int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str) {
       if (!same(s->labels[k].key, key)) {
         labels[n++] = s->labels[k];
       } else if (!placed) {
-        labels[n++] = (cprof__label_t){.key = k_copy, .str = s_copy};
+        labels[n++] = label;
         placed = 1;
       }
     }
     if (!placed)
-      labels[n++] = (cprof__label_t){.key = k_copy, .str = s_copy};
+      labels[n++] = label;
     s->labels = labels;
     s->n_labels = n;
     block += n;
   }
   return 0;
+}
+
+int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str) {
+  if (!p || !key || !str)
+    return -EINVAL;
+  return set_label(p, (cprof__label_t){.key = key, .str = str});
+}
+
+int cprof__pf_set_num_label(cprof__pf_t *p, const char *key, int64_t num, const char *unit) {
+  if (!p || !key)
+    return -EINVAL;
+  return set_label(p, (cprof__label_t){.key = key, .num = num, .num_unit = unit});
 }

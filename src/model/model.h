@@ -157,6 +157,9 @@ int cprof__pf_encode(const cprof__pf_t *p, int gzip, cprof__buf_t *out, char *er
  * p->arena (whose budget, for a decoded profile, may refuse them); on
  * failure p is unchanged. 0, -EINVAL for a NULL argument, or -ENOMEM. */
 int cprof__pf_set_label(cprof__pf_t *p, const char *key, const char *str);
+/* The same with a numeric label, key=num (unit NULL for none): what
+ * pprof's -tagfocus=key=N matches as a number (a process's pid). */
+int cprof__pf_set_num_label(cprof__pf_t *p, const char *key, int64_t num, const char *unit);
 
 /* ---- merge.c ----------------------------------------------------------- */
 

@@ -262,7 +262,8 @@ int cprof__tree_list(cprof__tree_proc_t *out, int max) {
     if (!pid || pid == getpid())
       continue;
     char path[sizeof dir + 16];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (cprof__tree_socket_path(pid, path, sizeof path) != 0)
+      continue;
     /* Not in the table: another network namespace's socket, or nobody's
      * (a process gone, or exec'd into another program): ask it. */
     int live = alive(pid) && (listening_in(table, path) == 1 || listened(path));

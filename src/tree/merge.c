@@ -38,7 +38,7 @@ int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const 
     if (rc == -EINVAL)
       snprintf(err, errlen, "pid %s: %s", pid, why);
     else if (rc == 0)
-      rc = cprof__pf_set_label(ps[i], "pid", pid);
+      rc = cprof__pf_set_num_label(ps[i], "pid", parts[i].pid, NULL);
   }
   cprof__pf_t *merged = NULL;
   if (rc == 0)

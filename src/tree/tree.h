@@ -89,7 +89,7 @@ typedef struct cprof__tree_part {
 } cprof__tree_part_t;
 
 /* The parts merged into one gzip-compressed profile.proto appended to out:
- * every sample labelled pid=PID (a string, so that -tagfocus=pid=N and
+ * every sample labelled pid=PID (a number, so that -tagfocus=pid=N and
  * -tags work), the header as pprof's merge makes it, and a comment for
  * each of the missing lines ("pid 812 (nginx): not reached: timed out").
  * 0, or -EINVAL with a line in err (a part that is not a profile, parts of
