@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/fds.h"
 #include "core/log.h"
 #include "life/output.h"
 #include "cprof.h"
@@ -66,6 +67,16 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * directory still lets it). A child that execs before then never serves:
  * a shell's commands, a fork-and-exec helper. */
 #define JOIN_DELAY_MS 100
+/* How often a member looks whether its tree's owner still runs, and how
+ * long one that took the owner's place tries for its port: within the
+ * second the issue asks for. */
+#define WATCH_MS 200
+#define TAKE_OVER_TRIES 10
+#define TAKE_OVER_WAIT_NS 50000000L
+/* The owner's settings, the address with the port it had (a member that
+ * takes over serves there): set when it becomes the owner, inherited by
+ * every member. */
+static cprof__config_t tree_cfg;
 static int join_pending;  /* a member that has not joined yet */
 static int joiner_running; /* the joiner thread exists (to join) */
 static pthread_t joiner;
@@ -77,6 +88,7 @@ static struct {
 static void start_joiner(void);
 static void stop_joiner(void);
 static int join_locked(void);
+static int take_over_locked(pid_t gone);
 static int in_vfork_child(void);
 
 /* fork: every lock of cprof's is held across it, so that the child finds
@@ -92,12 +104,19 @@ static int in_vfork_child(void);
  * Inner still, each with handlers of its own registered earlier, so that
  * their prepare runs after this one: cpu.c's lock, then the samplers'
  * tables (own_lock.c). */
+/* life_lock held: a process that serves becomes its tree's owner (once). */
+static void own_tree_locked(void) {
+  if (serving && cprof__tree_role() == CPROF_TREE_NONE && cprof__tree_own() == 0) {
+    cprof__config_get(&tree_cfg);
+    tree_cfg.addr = served;
+  }
+}
+
 static void atfork_prepare(void) {
   pthread_mutex_lock(&life_lock);
   /* A forked child serves its owner on a socket in the tree's directory
    * (tree/tree.h), made before the first fork. */
-  if (serving && cprof__tree_role() == CPROF_TREE_NONE)
-    cprof__tree_own();
+  own_tree_locked();
   cprof__output_atfork_prepare();
   cprof__push_atfork_prepare();
   cprof__threads_atfork_prepare();
@@ -156,34 +175,73 @@ static void register_atfork(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* The joiner: waits JOIN_DELAY_MS (or until stop_joiner), then joins
- * under life_lock, which it only tries for: stop_joiner, which holds it,
- * waits for this thread to end. */
-static void *joiner_main(void *unused) {
-  (void)unused;
-  struct timespec deadline = cprof__deadline_ms(CLOCK_MONOTONIC, JOIN_DELAY_MS);
-  pthread_mutex_lock(&joiner_wait.lock);
+/* Waits ms, or until stop_joiner; joiner_wait.lock held. Returns 1 when
+ * stopped. */
+static int joiner_wait_ms(long ms) {
+  struct timespec deadline = cprof__deadline_ms(CLOCK_MONOTONIC, ms);
   while (!joiner_wait.cancel &&
          pthread_cond_timedwait(&joiner_wait.cond, &joiner_wait.lock, &deadline) != ETIMEDOUT)
     ;
+  return joiner_wait.cancel;
+}
+
+/* Takes life_lock, which the joiner only tries for: stop_joiner, called
+ * with it held, waits for this thread to end. joiner_wait.lock held, and
+ * released. Returns 0 when stopped (life_lock not taken). */
+static int joiner_lock_life(void) {
   for (;;) {
     if (joiner_wait.cancel) {
       pthread_mutex_unlock(&joiner_wait.lock);
-      return NULL;
+      return 0;
     }
     if (pthread_mutex_trylock(&life_lock) == 0)
       break;
-    deadline = cprof__deadline_ms(CLOCK_MONOTONIC, 1);
-    pthread_cond_timedwait(&joiner_wait.cond, &joiner_wait.lock, &deadline);
+    joiner_wait_ms(1);
   }
   pthread_mutex_unlock(&joiner_wait.lock);
-  if (join_pending && !running)
+  return 1;
+}
+
+/* The joiner, a member's thread of cprof's: waits JOIN_DELAY_MS (unless
+ * the member has joined already), joins, then watches the tree's owner,
+ * every WATCH_MS; when the owner has ended (a daemon's parent, gone after
+ * its fork) the member takes its place (take_over_locked), and the thread
+ * ends. In a descriptor table of its own: the owner's pidfd is out of the
+ * program's reach. */
+static void *joiner_main(void *unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), "cprof-member");
+  cprof__fds_unshare();
+  pthread_mutex_lock(&joiner_wait.lock);
+  if (join_pending && joiner_wait_ms(JOIN_DELAY_MS)) {
+    pthread_mutex_unlock(&joiner_wait.lock);
+    return NULL;
+  }
+  if (!joiner_lock_life())
+    return NULL;
+  if (join_pending && !serving)
     join_locked();
   pthread_mutex_unlock(&life_lock);
+  cprof__tree_watch_t w = CPROF_TREE_WATCH_INIT;
+  pthread_mutex_lock(&joiner_wait.lock);
+  while (!joiner_wait_ms(WATCH_MS)) {
+    pid_t gone = cprof__tree_owner_gone(&w);
+    if (gone <= 0)
+      continue;
+    if (!joiner_lock_life())
+      break;
+    int took = take_over_locked(gone);
+    pthread_mutex_unlock(&life_lock);
+    pthread_mutex_lock(&joiner_wait.lock);
+    if (took)
+      break;
+  }
+  pthread_mutex_unlock(&joiner_wait.lock);
+  cprof__tree_watch_end(&w);
   return NULL;
 }
 
-/* In the fork handler, life_lock held. */
+/* In the fork handler, or with life_lock held. */
 static void start_joiner(void) {
   cprof__cond_init_monotonic(&joiner_wait.cond);
   pthread_mutex_init(&joiner_wait.lock, NULL);
@@ -193,7 +251,8 @@ static void start_joiner(void) {
   cprof__guard_leave();
 }
 
-/* life_lock held: the joiner, if there is one, ends without joining. */
+/* life_lock held: the joiner, if there is one, ends (without joining, if
+ * it had not). */
 static void stop_joiner(void) {
   if (!joiner_running)
     return;
@@ -242,12 +301,53 @@ static void before_credentials(void) {
     return;
   cprof__guard_enter();
   pthread_mutex_lock(&life_lock);
-  if (join_pending && !running) {
-    stop_joiner();
-    join_locked();
-  }
+  if (join_pending && !serving)
+    join_locked(); /* the joiner goes on to watch the owner */
   pthread_mutex_unlock(&life_lock);
   cprof__guard_leave();
+}
+
+/* life_lock held, in a member whose owner (gone) has ended: if no other
+ * member took its place first (cprof__tree_claim), this one does: it
+ * serves the owner's address, with the owner's settings (its exit files,
+ * push, metrics), for the tree. Returns 1 when it did. */
+static int take_over_locked(pid_t gone) {
+  /* A member exec'd (CPROF_CHILDREN=1) knows not the owner's settings:
+   * only forked ones take over. */
+  if (!tree_cfg.addr.enabled || !cprof__tree_claim(gone))
+    return 0;
+  if (serving)
+    cprof__server_stop(); /* the member's socket */
+  serving = 0;
+  running = 0;
+  join_pending = 0;
+  cprof__config_set(&tree_cfg);
+  running = 1;
+  life_pid = getpid();
+  cprof__output_start(&tree_cfg);
+  cprof__push_start(&tree_cfg);
+  /* The port is the one the owner had: its socket is closed with it, but
+   * a client's connection to it may hold the port a moment longer. */
+  int err = -EADDRINUSE;
+  for (int i = 0; i < TAKE_OVER_TRIES && err == -EADDRINUSE; i++) {
+    if (i)
+      nanosleep(&(struct timespec){0, TAKE_OVER_WAIT_NS}, NULL);
+    err = cprof__server_start(&tree_cfg.addr, bound, sizeof bound);
+  }
+  if (err) {
+    cprof__log("pid %d: cannot listen on %s:%d after pid %d, which served there, ended: %s; "
+               "the profiling server is off",
+               (int)getpid(), tree_cfg.addr.host, tree_cfg.addr.port, (int)gone,
+               cprof_strerror(err));
+    return 1;
+  }
+  serving = 1;
+  served = tree_cfg.addr;
+  metrics_interval_ms = tree_cfg.metrics ? tree_cfg.metrics_interval_ms : 0;
+  metrics_window_s = tree_cfg.metrics ? tree_cfg.metrics_window_s : 0;
+  if (metrics_interval_ms)
+    metrics_on = cprof__metrics_start(metrics_interval_ms, metrics_window_s) == 0;
+  return 1;
 }
 
 static void follow_credentials(void);
@@ -326,6 +426,12 @@ static int start(const cprof_options_t *opts) {
       err = serr;
     }
   }
+  /* With CPROF_CHILDREN=1 the programs this one runs join its tree, and
+   * find it by its directory, which a fork would make (a shell's vfork or
+   * posix_spawn makes none). */
+  const char *children = getenv("CPROF_CHILDREN");
+  if (children && strcmp(children, "1") == 0)
+    own_tree_locked();
   metrics_interval_ms = cfg.metrics ? cfg.metrics_interval_ms : 0;
   metrics_window_s = cfg.metrics ? cfg.metrics_window_s : 0;
   if (serving && metrics_interval_ms)
@@ -429,8 +535,10 @@ static void unpark_locked(const char *why) {
   }
   cprof__cpu_recording_unpark();
   cprof__push_unpark();
-  if (join_pending && !running)
+  if (join_pending && !serving)
     join_locked();
+  if (cprof__tree_role() == CPROF_TREE_MEMBER && !joiner_running)
+    start_joiner(); /* watches the owner again */
 }
 
 /* Whether the caller is in a child made by vfork. */
@@ -619,12 +727,27 @@ __attribute__((destructor)) static void leave_tree(void) {
 __attribute__((constructor)) static void preload_start(void) {
   if (!preloaded())
     return;
-  /* CPROF_CHILDREN=1: programs the profiled program runs start cprof too. */
+  /* CPROF_CHILDREN=1: programs the profiled program runs are profiled too,
+   * each a member of its parent's tree. */
   const char *v = getenv("CPROF_CHILDREN");
   int children = v && strcmp(v, "1") == 0;
-  if (!children && parent_runs_cprof())
+  int exec_d = parent_runs_cprof();
+  if (!children && exec_d)
     return; /* exec'd by a program under cprof: be silent, serve and write nothing */
   if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
     cprof__log("CPROF_CHILDREN=%s: want 0 or 1; programs this one runs will not start cprof", v);
+  if (children && exec_d && cprof__tree_join_parent()) {
+    /* Its settings but the owner's alone (the address, the exit files,
+     * the push, the sampler), then a member as a forked child is. */
+    cprof_options_t member = {.addr = "0", .output = "", .push_url = "", .metrics = "0"};
+    cprof_start(&member);
+    pthread_mutex_lock(&life_lock);
+    join_pending = running;
+    life_pid = getpid();
+    if (join_pending)
+      start_joiner();
+    pthread_mutex_unlock(&life_lock);
+    return;
+  }
   cprof_start(NULL);
 }

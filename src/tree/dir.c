@@ -12,13 +12,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -43,12 +46,147 @@ static const char *base_dir(void) {
   return "/tmp";
 }
 
+/* The directory's "owner" file: the pid of the process that serves the
+ * tree's address, replaced whole (a temporary file renamed over it). */
+static void write_owner(void) {
+  char tmp[sizeof dir + 32], path[sizeof dir + 16], text[24];
+  snprintf(tmp, sizeof tmp, "%s/owner.%d", dir, (int)getpid());
+  snprintf(path, sizeof path, "%s/owner", dir);
+  int n = snprintf(text, sizeof text, "%d\n", (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return;
+  int ok = write(fd, text, (size_t)n) == n;
+  close(fd);
+  if (!ok || rename(tmp, path) != 0)
+    unlink(tmp);
+}
+
+/* The pid the "owner" file of the tree at path names, or fallback when
+ * it cannot be read (a member that dropped privileges). */
+static pid_t read_owner_in(const char *path, pid_t fallback) {
+  char file[sizeof dir + 16], text[24];
+  snprintf(file, sizeof file, "%s/owner", path);
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fallback;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0)
+    return fallback;
+  text[n] = '\0';
+  long v = strtol(text, NULL, 10);
+  return v > 0 && v <= INT_MAX ? (pid_t)v : fallback;
+}
+
+static pid_t read_owner(void) { return read_owner_in(dir, owner_pid); }
+
+/* Each base directory a tree's may be in, as base_dir picks them. */
+static int bases(const char *out[3]) {
+  int n = 0;
+  const char *names[] = {"XDG_RUNTIME_DIR", "TMPDIR"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = getenv(names[i]);
+    if (v && v[0] == '/' && strlen(v) < sizeof dir - 32)
+      out[n++] = v;
+  }
+  out[n++] = "/tmp";
+  return n;
+}
+
+/* Calls fn on each tree directory of ours in the base directories: a
+ * directory (not a link) named cprof-PID-XXXXXX, owned by this user, mode
+ * 0700. Stops when fn returns nonzero, and returns that. */
+static int each_tree(int (*fn)(const char *path, pid_t first, void *ctx), void *ctx) {
+  const char *b[3];
+  int nb = bases(b);
+  for (int i = 0; i < nb; i++) {
+    DIR *d = opendir(b[i]);
+    if (!d)
+      continue;
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+      int first;
+      char path[sizeof dir];
+      struct stat st;
+      if (strncmp(e->d_name, "cprof-", 6) != 0 || sscanf(e->d_name + 6, "%d-", &first) != 1 ||
+          snprintf(path, sizeof path, "%s/%s", b[i], e->d_name) >= (int)sizeof path ||
+          lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+          (st.st_mode & 0777) != 0700)
+        continue;
+      rc = fn(path, (pid_t)first, ctx);
+    }
+    closedir(d);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static pid_t entry_pid(const char *name);
+static int alive(pid_t pid);
+
+/* A tree whose owner has ended and whose members are all gone (an owner
+ * killed, which removes nothing): removed. */
+static int sweep_one(const char *path, pid_t first, void *ctx) {
+  (void)ctx;
+  pid_t owner = read_owner_in(path, first);
+  if (owner == getpid() || alive(owner))
+    return 0;
+  DIR *d = opendir(path);
+  if (!d)
+    return 0;
+  struct dirent *e;
+  int live = 0;
+  while ((e = readdir(d)))
+    live += entry_pid(e->d_name) && alive(entry_pid(e->d_name));
+  if (!live) {
+    rewinddir(d);
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.')
+        unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+  if (!live)
+    rmdir(path);
+  return 0;
+}
+
+typedef struct find_ctx {
+  pid_t parent;
+  char *found;
+} find_ctx_t;
+
+/* The tree whose owner is the parent, or where the parent serves. */
+static int find_one(const char *path, pid_t first, void *ctx) {
+  find_ctx_t *f = ctx;
+  char sock[sizeof dir + 16];
+  snprintf(sock, sizeof sock, "%s/%d.sock", path, (int)f->parent);
+  if (read_owner_in(path, first) != f->parent && access(sock, F_OK) != 0)
+    return 0;
+  memcpy(f->found, path, sizeof dir);
+  return 1;
+}
+
+int cprof__tree_join_parent(void) {
+  char found[sizeof dir];
+  find_ctx_t f = {getppid(), found};
+  if (role != CPROF_TREE_NONE || !each_tree(find_one, &f))
+    return 0;
+  memcpy(dir, found, sizeof dir);
+  owner_pid = read_owner_in(dir, 0);
+  role = CPROF_TREE_MEMBER;
+  return 1;
+}
+
 int cprof__tree_own(void) {
   if (role == CPROF_TREE_OWNER)
     return 0;
   static int failed;
   if (failed)
     return -EPERM;
+  each_tree(sweep_one, NULL);
   char path[sizeof dir];
   snprintf(path, sizeof path, "%s/cprof-%d-XXXXXX", base_dir(), (int)getpid());
   if (!mkdtemp(path)) {
@@ -62,6 +200,7 @@ int cprof__tree_own(void) {
   memcpy(dir, path, sizeof dir);
   owner_pid = getpid();
   role = CPROF_TREE_OWNER;
+  write_owner();
   return 0;
 }
 
@@ -86,19 +225,99 @@ static pid_t entry_pid(const char *name) {
   return v > 0 && v <= INT_MAX && strcmp(end, ".sock") == 0 ? (pid_t)v : 0;
 }
 
+static int alive(pid_t pid);
+static int listened(const char *path);
+
 void cprof__tree_leave(void) {
   if (role != CPROF_TREE_OWNER || getpid() != owner_pid)
     return;
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)))
-      if (entry_pid(e->d_name))
-        unlinkat(dirfd(d), e->d_name, 0);
-    closedir(d);
-  }
-  rmdir(dir);
   role = CPROF_TREE_NONE;
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  int members = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    pid_t pid = entry_pid(e->d_name);
+    char path[sizeof dir + 16];
+    if (!pid || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+      continue;
+    if (pid != getpid() && alive(pid) && listened(path))
+      members++; /* one of them takes our place */
+    else
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+  if (members)
+    return;
+  char path[sizeof dir + 16];
+  snprintf(path, sizeof path, "%s/owner", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/owner.lock", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* Whether pid has ended: its pidfd readable, else signal 0 refused with
+ * ESRCH or a zombie's state in /proc. */
+static int ended(pid_t pid, int pidfd) {
+  if (pidfd >= 0) {
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+  }
+  if (!alive(pid))
+    return 1;
+  char path[40], stat[256] = "";
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  const char *paren = n > 0 ? strrchr(stat, ')') : NULL;
+  return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+pid_t cprof__tree_owner_gone(cprof__tree_watch_t *w) {
+  if (role != CPROF_TREE_MEMBER)
+    return 0;
+  pid_t owner = read_owner();
+  if (owner == getpid())
+    return 0;
+  if (owner != w->owner) {
+    cprof__tree_watch_end(w);
+    w->owner = owner;
+    w->pidfd = (int)syscall(SYS_pidfd_open, owner, 0);
+    if (w->pidfd < 0 && errno == ESRCH)
+      return owner;
+  }
+  return ended(owner, w->pidfd) ? owner : 0;
+}
+
+void cprof__tree_watch_end(cprof__tree_watch_t *w) {
+  if (w->pidfd >= 0)
+    close(w->pidfd);
+  w->pidfd = -1;
+  w->owner = 0;
+}
+
+int cprof__tree_claim(pid_t gone) {
+  char path[sizeof dir + 16];
+  snprintf(path, sizeof path, "%s/owner.lock", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+      ;
+  int claimed = role == CPROF_TREE_MEMBER && read_owner() == gone;
+  if (claimed) {
+    cprof__tree_member_leave();
+    role = CPROF_TREE_OWNER;
+    owner_pid = getpid();
+    write_owner();
+  }
+  if (fd >= 0)
+    close(fd);
+  return claimed;
 }
 
 void cprof__tree_member_leave(void) {

@@ -31,15 +31,38 @@ int cprof__tree_own(void);
 /* In a forked child of the owner or of a member (fork handler): the child
  * is a member of the same tree, if there is one. Returns 1 when it is. */
 int cprof__tree_join_child(void);
+/* A program exec'd by a process of a tree (CPROF_CHILDREN=1): a member of
+ * its parent's tree, if the parent owns one or serves in one (found in
+ * the base directories, by the "owner" file or the parent's socket).
+ * Returns 1 when it is. */
+int cprof__tree_join_parent(void);
 /* Where a member of the tree serves (PID.sock in the directory), into out;
  * 0, or -ENAMETOOLONG, or -ENOENT without a tree. */
 int cprof__tree_socket_path(pid_t pid, char *out, size_t outlen);
-/* The owner ending (cprof_stop, exit): its members' sockets and the
- * directory are removed, and the process is no tree's any more. */
+/* The owner ending (exit): the sockets of members gone are removed, and
+ * the directory too if none is left; else a member takes its place. */
 void cprof__tree_leave(void);
 /* A member ending or exec'ing as another program: its socket is removed
  * (when the directory lets it). */
 void cprof__tree_member_leave(void);
+
+/* A member watching its tree's owner: which process, and a pidfd for it
+ * (-1 without). */
+typedef struct cprof__tree_watch {
+  pid_t owner;
+  int pidfd;
+} cprof__tree_watch_t;
+#define CPROF_TREE_WATCH_INIT {0, -1}
+/* The owner the member should serve (the directory's "owner" file says
+ * which: the first, or one that took its place), if it has ended: its pid;
+ * else 0. */
+pid_t cprof__tree_owner_gone(cprof__tree_watch_t *w);
+void cprof__tree_watch_end(cprof__tree_watch_t *w);
+/* A member whose owner gone has ended takes its place: returns 1 when this
+ * process is now the tree's owner (its socket removed, the "owner" file
+ * naming it), 0 when another member was first. One at a time, under a
+ * lock on the directory's "owner.lock". */
+int cprof__tree_claim(pid_t gone);
 
 /* A process of the tree, as the index lists it. */
 typedef struct cprof__tree_proc {

@@ -36,10 +36,27 @@ run wrapped LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 -- sh -c 'exec sh -c "echo 
 check "exec without fork: the program starts cprof as its parent would" \
   bash -c "[ \$(grep -c '^cprof: serving ' '$T/wrapped.err') = 2 ]"
 
-# CPROF_CHILDREN=1: every program run starts its own.
-run kids LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0 CPROF_CHILDREN=1 -- sh -c 'ls / >/dev/null; ls / >/dev/null'
-check "CPROF_CHILDREN=1: the shell and both children serve" \
-  bash -c "[ \$(grep -c '^cprof: serving ' '$T/kids.err') = 3 ]"
+# CPROF_CHILDREN=1: the programs the shell runs join its process tree
+# (issue 31): no address and no line of their own; those that live on are
+# listed by the shell's address and answer there with ?pid=.
+start kids LD_PRELOAD="$LIB" CPROF_CHILDREN=1 -- \
+  sh -c "ls / >/dev/null; '$B/tests/host/host_prefork' 1 idle 30; true"
+for _ in $(seq 1 100); do
+  [ "$(wc -l <"$T/kids.out")" -ge 1 ] && [ "$(http "http://$ADDR/debug/pprof/processes")" = 200 ] &&
+    [ "$(grep -c '"name":"host_prefork"' "$T/body")" = 2 ] && break
+  sleep 0.1
+done
+cp "$T/body" "$T/kids.json"
+WORKER=$(head -1 "$T/kids.out")
+check "CPROF_CHILDREN=1: the program the shell ran and its forked worker are in the shell's tree" \
+  bash -c "[ \$(grep -c '\"name\":\"host_prefork\"' '$T/kids.json') = 2 ]"
+check "CPROF_CHILDREN=1: ls, which ended at once, is not" bash -c "! grep -q '\"name\":\"ls\"' '$T/kids.json'"
+check "CPROF_CHILDREN=1: ?pid= of the worker answers" \
+  test "$(http "http://$ADDR/debug/pprof/heap?pid=$WORKER")" = 200
+kill -TERM "$(sed -n 's/.*"pid":\([0-9]*\),"ppid":[0-9]*,"name":"host_prefork".*/\1/p' "$T/kids.json" | head -1)"
+await kids
+check "CPROF_CHILDREN=1: one line on stderr, the shell's 'serving'" \
+  bash -c "[ \$(wc -l <'$T/kids.err') = 1 ] && grep -q '^cprof: serving ' '$T/kids.err'"
 run badkids LD_PRELOAD="$LIB" CPROF_ADDR=0 CPROF_CHILDREN=yes -- sh -c 'echo hi'
 check "CPROF_CHILDREN=yes: one line naming it" bash -c "[ \$(grep -c '^cprof: CPROF_CHILDREN=yes' '$T/badkids.err') = 1 ]"
 finish

@@ -47,6 +47,9 @@ static void usage(FILE *out) {
           "                         (CPROF_BLOCK_RATE)\n"
           "  --mutex-fraction N     record 1 in N mutex contentions; 0: off\n"
           "                         (CPROF_MUTEX_FRACTION)\n"
+          "  --children             programs PROGRAM runs (exec) are profiled too, each\n"
+          "                         in PROGRAM's process tree (CPROF_CHILDREN=1; forked\n"
+          "                         processes always are)\n"
           "  --env NAME=VALUE       any other setting, e.g. --env CPROF_AUTH=user:password\n"
           "  -h, --help             this text\n"
           "\n"
@@ -354,7 +357,7 @@ static int set(const char *name, const char *value) {
  * -1 to go on, or the exit status: 0 after --help, 1, 2 after a usage
  * error. */
 static int take_options(int argc, char **argv) {
-  enum { ADDR = 256, OUTPUT, HEAP, CPU, BLOCK, MUTEX, ENV };
+  enum { ADDR = 256, OUTPUT, HEAP, CPU, BLOCK, MUTEX, ENV, CHILDREN };
   static const struct option longs[] = {{"addr", required_argument, NULL, ADDR},
                                         {"output", required_argument, NULL, OUTPUT},
                                         {"heap-rate", required_argument, NULL, HEAP},
@@ -362,6 +365,7 @@ static int take_options(int argc, char **argv) {
                                         {"block-rate", required_argument, NULL, BLOCK},
                                         {"mutex-fraction", required_argument, NULL, MUTEX},
                                         {"env", required_argument, NULL, ENV},
+                                        {"children", no_argument, NULL, CHILDREN},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   static const char *const vars[] = {
@@ -382,6 +386,11 @@ static int take_options(int argc, char **argv) {
       fprintf(stderr, "cprof run: %s %s (cprof run --help)\n", argv[optind - 1],
               c == ':' ? "wants a value" : "is not an option");
       return 2;
+    }
+    if (c == CHILDREN) {
+      if (set("CPROF_CHILDREN", "1") != 0)
+        return 1;
+      continue;
     }
     if (c == ENV) {
       char *eq = strchr(optarg, '=');
