@@ -6,10 +6,13 @@
 # off (one process). Under wrk, no request may fail, and a CPU profile
 # taken meanwhile must show nginx's own code among its top 10 functions.
 #
-# Which process: cprof serves from the process LD_PRELOAD started in. With
-# master_process on, the workers that do the work are forks of the master,
-# which keep no server and no CPU timer (internals: fork), so the profile is
-# taken with master_process off, where the one process does the work.
+# Which process (issue 31): with master_process on (nginx's default), the
+# master owns cprof's address and its workers, forks that do all the work,
+# answer through it: the CPU profile is taken there, merged over every
+# process with a pid label on each sample, under wrk, with 2 workers; as
+# root, the `user` directive makes them drop to nobody, which they do after
+# joining the tree. ?pid= gives one worker alone, and a worker killed and
+# started again by the master appears with its new pid.
 # Debian strips nginx's static functions: their samples show as [nginx];
 # the exported ngx_* names carry the rest, so the flat top 10 is checked for
 # either, and the cumulative top 10 for ngx_* names.
@@ -30,13 +33,15 @@ awk 'BEGIN { for (i = 0; i < 2000; i++) printf "line %06d of a static file\n", i
   >"$T/html/page.txt"
 echo inner >"$T/html/dir/index.html"
 
-# conf MASTER: a configuration with master_process MASTER (on|off), in
+# conf MASTER WORKERS [USER]: a configuration with master_process MASTER
+# (on|off) and WORKERS worker processes (USER: a `user` directive), in
 # the foreground, logging to files in $T, with its temporary files there.
 conf() {
   cat >"$T/nginx.conf" <<EOF
 daemon off;
 master_process $1;
-worker_processes 1;
+worker_processes $2;
+$3
 pid $T/nginx.pid;
 error_log $T/logs/error.log notice;
 events { worker_connections 256; }
@@ -105,22 +110,72 @@ stop_server() {
   grep -v '^cprof:' "$T/$1.err" >"$T/$1.msgs" || true
 }
 
+# workers: the master's children as the tree lists them, into W (waits
+# until there are 2, at most 10 s).
+workers() {
+  W=()
+  for _ in $(seq 1 100); do
+    [ "$(http "http://$ADDR/debug/pprof/processes")" = 200 ] &&
+      mapfile -t W < <(grep -o "\"pid\":[0-9]*,\"ppid\":$PID," "$T/body" | cut -d: -f2 | cut -d, -f1)
+    [ "${#W[@]}" = 2 ] && [ "${W[0]}" != "${1:-}" ] && [ "${W[1]}" != "${1:-}" ] && return 0
+    sleep 0.1
+  done
+  return 0
+}
+
+# The tree's checks, on nginx under cprof with master_process on.
+tree_checks() {
+  ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/pre-on.err")
+  workers
+  echo "master $PID, workers ${W[*]}"
+  check "tree: the master lists its 2 workers" test "${#W[@]}" = 2
+  if [ "$(id -u)" = 0 ]; then
+    check "tree: the workers run as nobody (the user directive)" \
+      bash -c "[ \"\$(ps -o user= -p ${W[0]},${W[1]} | sort -u)\" = nobody ]"
+  fi
+  # Load: wrk for 6 s; the merged profile covers 3 s of it, then one
+  # worker's alone 1 s.
+  wrk -t2 -c16 -d6s "$URL/index.html" >"$T/wrk.out" 2>&1 &
+  local wrk=$!
+  sleep 0.5
+  curl -s -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3"
+  curl -s -o "$T/one.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=1&pid=${W[0]}"
+  wait $wrk
+  pprof -tags "$T/cpu.pb.gz" >"$T/tags" || true
+  sed -n '/ pid:/,/^$/p' "$T/tags"
+  for w in "${W[@]}"; do
+    check "merged CPU profile: worker $w's samples, labelled pid=$w" has "$T/tags" ": $w$"
+    pprof -top -cum -tagfocus="pid=$w" "$T/cpu.pb.gz" >"$T/top.$w" || true
+    check "merged CPU profile: ngx_http_ functions in worker $w's samples" has "$T/top.$w" ' ngx_http_'
+  done
+  pprof -top -cum "$T/one.pb.gz" >"$T/one.top" || true
+  pprof -tags "$T/one.pb.gz" >"$T/one.tags" || true
+  check "?pid=${W[0]}: the worker's CPU profile has ngx_http_ functions" has "$T/one.top" ' ngx_http_'
+  check "?pid=${W[0]}: one process, no pid label" bash -c "! grep -q ' pid:' '$T/one.tags'"
+  # A worker killed is started again by the master: it appears with its new pid.
+  local gone=${W[0]}
+  kill -9 "$gone"
+  workers "$gone"
+  echo "after worker $gone was killed: ${W[*]}"
+  check "a worker killed and started again appears with its new pid" \
+    bash -c "[ ${#W[@]} = 2 ] && [ '${W[0]}' != $gone ] && [ '${W[1]}' != $gone ]"
+  local new=${W[0]}
+  [ "$new" = "${W[1]}" ] || { [ "${W[0]}" -gt "${W[1]}" ] || new=${W[1]}; }
+  check "?pid=$new: the new worker answers" test "$(http "http://$ADDR/debug/pprof/heap?pid=$new")" = 200
+}
+
+USER_LINE=
+[ "$(id -u)" = 0 ] && USER_LINE="user nobody nogroup;"
 for master in on off; do
-  conf $master
+  conf $master 2 "$USER_LINE"
   server plain-$master
   requests >"$T/plain-$master.out" 2>&1
   stop_server plain-$master
   check "master_process $master: runs without cprof" rc_is plain-$master 0
   server pre-$master LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0
   requests >"$T/pre-$master.out" 2>&1
-  if [ $master = off ]; then
-    # Load: wrk for 4 s; the profile covers 2 s in the middle of it.
-    ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/pre-off.err")
-    wrk -t2 -c16 -d4s "$URL/index.html" >"$T/wrk.out" 2>&1 &
-    WRK=$!
-    sleep 0.5
-    curl -s -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=2"
-    wait $WRK
+  if [ $master = on ]; then
+    tree_checks
   fi
   stop_server pre-$master
   check "master_process $master: same responses as without cprof" same plain-$master pre-$master out
