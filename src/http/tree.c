@@ -153,18 +153,64 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
   cprof__tree_replies_free(&r, 1);
 }
 
-typedef struct fetch_job {
+/* The tree's other processes asked for one target while this process
+ * takes its own: procs[0] is this process, replies[i] procs[i + 1]'s. */
+typedef struct gather {
+  cprof__tree_proc_t *procs;
   cprof__tree_reply_t *replies;
-  int n;
-  const char *target;
+  int n; /* processes, this one included */
+  char target[2400];
   long timeout_ms;
-  const cprof_request_t *req;
-} fetch_job_t;
+  int (*cancelled)(void *);
+  void *ctx;
+  pthread_t thread;
+  int threaded;
+} gather_t;
 
-static void *fetch_thread(void *arg) {
-  fetch_job_t *j = arg;
-  cprof__tree_fetch(j->replies, j->n, j->target, j->timeout_ms, j->req->is_cancelled, j->req->ctx);
+static void *gather_thread(void *arg) {
+  gather_t *g = arg;
+  cprof__tree_fetch(g->replies, g->n - 1, g->target, g->timeout_ms, g->cancelled, g->ctx);
   return NULL;
+}
+
+/* Starts asking the members, at the owner of a tree that has some: 1, or
+ * 0 when there is nothing to gather (g is then empty). */
+static int gather_start(gather_t *g, const char *target, long timeout_ms,
+                        int (*cancelled)(void *), void *ctx) {
+  memset(g, 0, sizeof *g);
+  if (cprof__tree_role() != CPROF_TREE_OWNER || strlen(target) >= sizeof g->target)
+    return 0;
+  g->procs = calloc(MAX_PROCS, sizeof *g->procs);
+  g->replies = calloc(MAX_PROCS, sizeof *g->replies);
+  g->n = g->procs && g->replies ? cprof__tree_list(g->procs, MAX_PROCS) : 0;
+  if (g->n <= 1) {
+    free(g->procs);
+    free(g->replies);
+    memset(g, 0, sizeof *g);
+    return 0;
+  }
+  for (int i = 1; i < g->n; i++)
+    g->replies[i - 1].pid = g->procs[i].pid;
+  strcpy(g->target, target);
+  g->timeout_ms = timeout_ms;
+  g->cancelled = cancelled;
+  g->ctx = ctx;
+  g->threaded = pthread_create(&g->thread, NULL, gather_thread, g) == 0;
+  return 1;
+}
+
+/* Waits for every member's answer (or its failure). */
+static void gather_wait(gather_t *g) {
+  if (g->threaded)
+    pthread_join(g->thread, NULL);
+  else
+    gather_thread(g);
+}
+
+static void gather_free(gather_t *g) {
+  cprof__tree_replies_free(g->replies, g->n - 1);
+  free(g->procs);
+  free(g->replies);
 }
 
 /* "pid 812 (nginx: worker process)" */
@@ -185,25 +231,24 @@ static const char *unusable(const cprof__tree_reply_t *r, char *why, size_t whyl
 }
 
 /* debug=1 and 2: each process's text after a line that names it. */
-static void join_text(const cprof__tree_proc_t *procs, cprof__tree_reply_t *replies, int n,
-                      cprof_response_t *resp) {
+static void join_text(const gather_t *g, cprof_response_t *resp) {
   cprof__buf_t b;
   cprof__buf_init(&b);
   cprof__buf_puts(&b, "# ");
-  describe(&b, &procs[0]);
+  describe(&b, &g->procs[0]);
   cprof__buf_puts(&b, "\n");
   cprof__buf_append(&b, resp->body, resp->body_len);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < g->n - 1; i++) {
     char why[200];
-    const char *bad = unusable(&replies[i], why, sizeof why);
+    const char *bad = unusable(&g->replies[i], why, sizeof why);
     cprof__buf_puts(&b, "\n# ");
-    describe(&b, &procs[i + 1]);
+    describe(&b, &g->procs[i + 1]);
     if (bad) {
       cprof__buf_printf(&b, ": not reached: %s\n", bad);
       continue;
     }
     cprof__buf_puts(&b, "\n");
-    cprof__buf_append(&b, replies[i].body.data, replies[i].body.len);
+    cprof__buf_append(&b, g->replies[i].body.data, g->replies[i].body.len);
   }
   if (b.failed) {
     cprof__buf_free(&b);
@@ -214,53 +259,45 @@ static void join_text(const cprof__tree_proc_t *procs, cprof__tree_reply_t *repl
   resp->body = cprof__buf_take(&b, &resp->body_len);
 }
 
-/* debug=0: one profile, every sample labelled with its pid. */
-static void merge_protos(const cprof__tree_proc_t *procs, cprof__tree_reply_t *replies, int n,
-                         cprof_response_t *resp) {
-  cprof__tree_part_t *parts = calloc((size_t)n + 1, sizeof *parts);
-  char **missing = calloc((size_t)n + 1, sizeof *missing);
-  int nparts = 0, nmissing = 0;
-  if (!parts || !missing)
-    goto out;
-  parts[nparts++] = (cprof__tree_part_t){procs[0].pid, resp->body, resp->body_len};
-  for (int i = 0; i < n; i++) {
-    char why[200];
-    const char *bad = unusable(&replies[i], why, sizeof why);
-    if (!bad) {
-      parts[nparts++] =
-          (cprof__tree_part_t){replies[i].pid, replies[i].body.data, replies[i].body.len};
-      continue;
+/* debug=0: this process's profile.proto (own) and the members' merged
+ * into *out, every sample labelled with its pid. 0, or -1 with a line in
+ * err. */
+static int merge_protos(const gather_t *g, const void *own, size_t ownlen, cprof__buf_t *out,
+                        char *err, size_t errlen) {
+  cprof__tree_part_t *parts = calloc((size_t)g->n, sizeof *parts);
+  char **missing = calloc((size_t)g->n, sizeof *missing);
+  int nparts = 0, nmissing = 0, rc = -1;
+  snprintf(err, errlen, "out of memory");
+  if (parts && missing) {
+    parts[nparts++] = (cprof__tree_part_t){g->procs[0].pid, own, ownlen};
+    for (int i = 0; i < g->n - 1; i++) {
+      const cprof__tree_reply_t *r = &g->replies[i];
+      char why[200];
+      const char *bad = unusable(r, why, sizeof why);
+      if (!bad) {
+        parts[nparts++] = (cprof__tree_part_t){r->pid, r->body.data, r->body.len};
+        continue;
+      }
+      cprof__buf_t line;
+      cprof__buf_init(&line);
+      describe(&line, &g->procs[i + 1]);
+      cprof__buf_printf(&line, ": not reached: %s", bad);
+      cprof__buf_putc(&line, '\0');
+      if (!line.failed)
+        missing[nmissing++] = line.data;
+      else
+        cprof__buf_free(&line);
     }
-    cprof__buf_t line;
-    cprof__buf_init(&line);
-    describe(&line, &procs[i + 1]);
-    cprof__buf_printf(&line, ": not reached: %s", bad);
-    cprof__buf_putc(&line, '\0');
-    if (!line.failed)
-      missing[nmissing++] = line.data;
-    else
-      cprof__buf_free(&line);
+    rc = cprof__tree_merge(parts, nparts, (const char *const *)missing, nmissing, out, err,
+                           errlen) == 0 && !out->failed
+             ? 0
+             : -1;
   }
-  cprof__buf_t out;
-  cprof__buf_init(&out);
-  char err[300];
-  int rc = cprof__tree_merge(parts, nparts, (const char *const *)missing, nmissing, &out, err,
-                             sizeof err);
-  if (rc == 0 && !out.failed) {
-    free(resp->body);
-    resp->body = cprof__buf_take(&out, &resp->body_len);
-  } else {
-    cprof__buf_free(&out);
-    cprof__resp_error(resp, 500, "merging the profiles of this process tree: %s",
-                      rc ? err : "out of memory");
-  }
-out:
   for (int i = 0; missing && i < nmissing; i++)
     free(missing[i]);
   free(missing);
   free(parts);
-  if (!parts || !missing)
-    cprof__resp_error(resp, 500, "out of memory");
+  return rc;
 }
 
 static int mergeable(const char *name) {
@@ -271,37 +308,55 @@ static int mergeable(const char *name) {
 /* Returns 0 when there is nothing to merge (no member): the caller serves. */
 static int serve_merged(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,
                         cprof_response_t *resp, cprof__local_fn local) {
-  const char *name = path + sizeof root - 1;
-  cprof__tree_proc_t *procs = calloc(MAX_PROCS, sizeof *procs);
-  cprof__tree_reply_t *replies = calloc(MAX_PROCS, sizeof *replies);
   char target[2400];
-  int n = procs && replies ? cprof__tree_list(procs, MAX_PROCS) : 0;
-  if (n <= 1 || target_of(path, req->query, cfg, target, sizeof target) != 0) {
-    free(procs);
-    free(replies);
+  gather_t g;
+  if (target_of(path, req->query, cfg, target, sizeof target) != 0 ||
+      !gather_start(&g, target, timeout_for(path + sizeof root - 1, req->query), req->is_cancelled,
+                    req->ctx))
     return 0;
-  }
-  for (int i = 1; i < n; i++)
-    replies[i - 1].pid = procs[i].pid;
-  fetch_job_t job = {replies, n - 1, target, timeout_for(name, req->query), req};
-  pthread_t t;
-  int threaded = pthread_create(&t, NULL, fetch_thread, &job) == 0;
   local(path, req, cfg, resp);
-  if (threaded)
-    pthread_join(t, NULL);
-  else
-    fetch_thread(&job);
+  gather_wait(&g);
   char debug[16];
-  int text = cprof__query_get(req->query, "debug", debug, sizeof debug) == 1 &&
-             strcmp(debug, "0") != 0 && debug[0];
-  if (resp->status == 200 && text)
-    join_text(procs, replies, n - 1, resp);
-  else if (resp->status == 200)
-    merge_protos(procs, replies, n - 1, resp);
-  cprof__tree_replies_free(replies, n - 1);
-  free(procs);
-  free(replies);
+  int text = cprof__query_get(req->query, "debug", debug, sizeof debug) == 1 && debug[0] &&
+             strcmp(debug, "0") != 0;
+  if (resp->status == 200 && text) {
+    join_text(&g, resp);
+  } else if (resp->status == 200) {
+    cprof__buf_t out;
+    cprof__buf_init(&out);
+    char err[300];
+    if (merge_protos(&g, resp->body, resp->body_len, &out, err, sizeof err) == 0) {
+      free(resp->body);
+      resp->body = cprof__buf_take(&out, &resp->body_len);
+    } else {
+      cprof__buf_free(&out);
+      cprof__resp_error(resp, 500, "merging the profiles of this process tree: %s", err);
+    }
+  }
+  gather_free(&g);
   return 1;
+}
+
+int cprof__tree_take(const char *name, long seconds, const cprof__config_t *cfg,
+                     int (*take)(void *arg, cprof__buf_t *own), void *arg, cprof__buf_t *out,
+                     char *err, size_t errlen) {
+  char target[600];
+  if (seconds)
+    snprintf(target, sizeof target, "%s%s%s?seconds=%ld", cfg->prefix, root, name, seconds);
+  else
+    snprintf(target, sizeof target, "%s%s%s", cfg->prefix, root, name);
+  gather_t g;
+  if (!gather_start(&g, target, seconds * 1000 + SLACK_MS, NULL, NULL))
+    return take(arg, out) == 0 ? 0 : -1;
+  cprof__buf_t own;
+  cprof__buf_init(&own);
+  int rc = take(arg, &own);
+  gather_wait(&g);
+  if (rc == 0 && merge_protos(&g, own.data, own.len, out, err, errlen) != 0)
+    rc = -2;
+  cprof__buf_free(&own);
+  gather_free(&g);
+  return rc;
 }
 
 int cprof__serve_tree(const char *path, const cprof_request_t *req, const cprof__config_t *cfg,

@@ -35,6 +35,7 @@
 
 #include "http/handlers.h"
 #include "http/response.h"
+#include "http/tree.h"
 #include "registry/registry.h"
 #include "ui/ui.h"
 
@@ -79,6 +80,34 @@ static int take(const cprof__profile_t *prof, const cprof__params_t *p, long sec
   return err ? -1 : 0;
 }
 
+/* One take of the viewer's, as cprof__tree_take runs it: this process's
+ * profile, and in a process tree every process's merged. */
+typedef struct taking {
+  const cprof__profile_t *prof; /* NULL: the CPU or wall recording */
+  int wall;
+  const cprof__params_t *p;
+  const cprof__config_t *cfg;
+  long seconds;
+  cprof_response_t *resp;
+} taking_t;
+
+static int take_own(void *arg, cprof__buf_t *own) {
+  const taking_t *t = arg;
+  if (t->prof)
+    return take(t->prof, t->p, t->seconds, t->resp, own);
+  int err = t->wall ? cprof__wall_take(t->p, t->cfg, t->seconds, 0, t->resp, own)
+                    : cprof__cpu_profile_take(t->p, t->cfg, t->seconds, t->resp, own);
+  return err ? -1 : 0;
+}
+
+static int take_tree(const char *name, taking_t *t, cprof__buf_t *out) {
+  char why[300];
+  int rc = cprof__tree_take(name, t->seconds, t->cfg, take_own, t, out, why, sizeof why);
+  if (rc == -2)
+    cprof__resp_error(t->resp, 500, "merging the profiles of this process tree: %s", why);
+  return rc;
+}
+
 /* The viewer's JSON of now (against base when not NULL) as the answer. */
 static void answer(const cprof__ui_view_t *v, const cprof__buf_t *base, const cprof__buf_t *now,
                    cprof_response_t *resp) {
@@ -113,9 +142,8 @@ void cprof__serve_ui_data(const cprof__params_t *p, const cprof__config_t *cfg,
     }
     if (!v.seconds)
       v.seconds = CPROF_DEFAULT_SECONDS;
-    int err = cpu ? cprof__cpu_profile_take(p, cfg, v.seconds, resp, &a)
-                  : cprof__wall_take(p, cfg, v.seconds, 0, resp, &a);
-    if (err == 0)
+    taking_t t = {NULL, wall, p, cfg, v.seconds, resp};
+    if (take_tree(cpu ? "profile" : "wall", &t, &a) == 0)
       answer(&v, NULL, &a, resp);
     goto done;
   }
@@ -132,17 +160,20 @@ void cprof__serve_ui_data(const cprof__params_t *p, const cprof__config_t *cfg,
     return;
   }
   v.name = prof->name; /* "threads" is the goroutine profile */
+  taking_t t = {prof, 0, p, cfg, 0, resp};
   if (p->diff) {
-    if (take(prof, p, 0, resp, &a) != 0)
+    if (take_tree(prof->name, &t, &a) != 0)
       goto done;
     if (p->wait(p->ctx, p->diff * 1000) != 0) {
       cprof__resp_error(resp, 500, "request cancelled");
       goto done;
     }
-    if (take(prof, p, 0, resp, &b) == 0)
+    if (take_tree(prof->name, &t, &b) == 0)
       answer(&v, &a, &b, resp);
-  } else if (take(prof, p, p->seconds, resp, &a) == 0) {
-    answer(&v, NULL, &a, resp);
+  } else {
+    t.seconds = p->seconds;
+    if (take_tree(prof->name, &t, &a) == 0)
+      answer(&v, NULL, &a, resp);
   }
 done:
   cprof__buf_free(&a);
