@@ -1,6 +1,7 @@
 #include "http/routes.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "metrics/sampler.h"
 #include "registry/registry.h"
 #include "registry/wall_profile.h"
+#include "tree/tree.h"
 #include "core/guard.h"
 #include "ui/charts.h"
 #include "ui/index.h"
@@ -112,6 +114,9 @@ static void serve_registered(const cprof__profile_t *prof, const cprof__params_t
   }
 }
 
+/* The most processes of a tree the index lists. */
+#define CPROF_INDEX_MAX_PROCS 1024
+
 /* The index: the registry's profiles and the other endpoints, by name. */
 static void serve_index(cprof_response_t *resp) {
   const cprof__profile_t *profiles[CPROF_MAX_PROFILES_REGISTERED];
@@ -133,9 +138,13 @@ static void serve_index(cprof_response_t *resp) {
       rows[n++] = (cprof__index_row_t){x->name, x->desc, 0, x->link_query, NULL};
     }
   }
+  /* A process tree's processes, when this process answers for one. */
+  cprof__tree_proc_t *procs = calloc(CPROF_INDEX_MAX_PROCS, sizeof *procs);
+  int nprocs = procs ? cprof__tree_list(procs, CPROF_INDEX_MAX_PROCS) : 0;
   cprof__buf_t b;
   cprof__buf_init(&b);
-  cprof__index_page(rows, n, &b);
+  cprof__index_page(rows, n, procs, nprocs, &b);
+  free(procs);
   cprof__resp_body(resp, CPROF_HTML, &b);
 }
 

@@ -4,6 +4,8 @@
  * works under any CPROF_PREFIX and behind any proxy path. */
 #include "ui/index.h"
 
+#include <time.h>
+
 #include "ui/template.h"
 
 static void link(cprof__buf_t *b, const cprof__index_row_t *p) {
@@ -13,7 +15,34 @@ static void link(cprof__buf_t *b, const cprof__index_row_t *p) {
   cprof__buf_puts(b, "</a>");
 }
 
-void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out) {
+/* A process tree's processes: what the profiles above merge, and a link
+ * to each one's threads. */
+static void processes(const cprof__tree_proc_t *procs, int n, cprof__buf_t *b) {
+  cprof__buf_puts(b, "<p>\nProcesses of this tree: each profile above is theirs, merged, with a "
+                     "<code>pid</code> label on every sample; add <code>?pid=N</code> for one "
+                     "process alone (<a href='processes'>as JSON</a>).\n<table>\n"
+                     "<thead><td>pid</td><td>parent</td><td>state</td><td>started (UTC)</td>"
+                     "<td>command</td></thead>\n");
+  for (int i = 0; i < n; i++) {
+    const cprof__tree_proc_t *p = &procs[i];
+    char start[32] = "";
+    time_t t = (time_t)(p->start_unix_ms / 1000);
+    struct tm tm;
+    if (p->start_unix_ms && gmtime_r(&t, &tm))
+      strftime(start, sizeof start, "%Y-%m-%d %H:%M:%S", &tm);
+    cprof__buf_printf(b,
+                      "<tr><td><a href='goroutine?debug=2&amp;pid=%d'>%d</a></td><td>%d</td>"
+                      "<td>%c</td><td>%s</td><td>",
+                      (int)p->pid, (int)p->pid, (int)p->ppid, p->state, start);
+    cprof__ui_html_text(b, p->cmdline[0] ? p->cmdline : p->name);
+    cprof__buf_puts(b, p->self ? " <i>(this process: it serves the tree)</i></td></tr>\n"
+                               : "</td></tr>\n");
+  }
+  cprof__buf_puts(b, "</table>\n</p>\n");
+}
+
+void cprof__index_page(const cprof__index_row_t *rows, int n, const cprof__tree_proc_t *procs,
+                       int nprocs, cprof__buf_t *out) {
   cprof__buf_t *b = out;
   cprof__buf_puts(b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n"
                      "body{font-family:sans-serif;margin:1.5rem}\n"
@@ -27,7 +56,10 @@ void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out)
     link(b, &rows[i]);
     cprof__buf_puts(b, "</td></tr>\n");
   }
-  cprof__buf_puts(b, "</table>\n<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
+  cprof__buf_puts(b, "</table>\n");
+  if (nprocs > 1)
+    processes(procs, nprocs, b);
+  cprof__buf_puts(b, "<a href='goroutine?debug=2'>full thread stack dump</a>\n<br>\n"
                      "<a href='ui/'>flame graphs in the browser</a>\n<br>\n");
   /* Relative, as every link here: /metrics is two levels up, beside the
    * prefix's /debug. */

@@ -4,6 +4,7 @@
 #define CPROF_UI_INDEX_H
 
 #include "core/buf.h"
+#include "tree/tree.h"
 
 typedef struct cprof__index_row {
   const char *name;       /* the path under /debug/pprof/ */
@@ -13,7 +14,9 @@ typedef struct cprof__index_row {
   const char *off;        /* NULL, or when the profile is off how to turn it on */
 } cprof__index_row_t;
 
-/* Appends the page: rows in the order given (Go's index sorts by name). */
-void cprof__index_page(const cprof__index_row_t *rows, int n, cprof__buf_t *out);
+/* Appends the page: rows in the order given (Go's index sorts by name),
+ * and, for a process tree (nprocs > 1), its processes, this one first. */
+void cprof__index_page(const cprof__index_row_t *rows, int n, const cprof__tree_proc_t *procs,
+                       int nprocs, cprof__buf_t *out);
 
 #endif

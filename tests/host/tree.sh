@@ -46,6 +46,11 @@ check "the tree's directory is mode 0700, the user's" \
 check "a socket per worker, mode 0600" \
   bash -c "[ \$(find '$DIR' -name '*.sock' -perm 0600 | wc -l) = 3 ]"
 
+http "http://$ADDR/debug/pprof/" >/dev/null
+for w in "${W[@]}"; do
+  check "the index lists worker $w, with a link to its threads" has "$T/body" "goroutine\?debug=2&amp;pid=$w'"
+done
+
 # The merged CPU profile: every worker by its pid, over one window.
 curl -s -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=2"
 pprof -tags "$T/cpu.pb.gz" >"$T/tags" || true
