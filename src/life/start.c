@@ -67,10 +67,11 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * directory still lets it). A child that execs before then never serves:
  * a shell's commands, a fork-and-exec helper. */
 #define JOIN_DELAY_MS 100
-/* How often a member looks whether its tree's owner still runs, and how
- * long one that took the owner's place tries for its port: within the
- * second the issue asks for. */
-#define WATCH_MS 200
+/* How long a member's wait for its tree's owner to end lasts at most (it
+ * ends at once when the owner does, through a pidfd), which is how soon
+ * stop_joiner is seen; and how long one that took the owner's place tries
+ * for its port: within the second the issue asks for. */
+#define WATCH_MS 250
 #define TAKE_OVER_TRIES 10
 #define TAKE_OVER_WAIT_NS 50000000L
 /* The owner's settings, the address with the port it had (a member that
@@ -203,11 +204,11 @@ static int joiner_lock_life(void) {
 }
 
 /* The joiner, a member's thread of cprof's: waits JOIN_DELAY_MS (unless
- * the member has joined already), joins, then watches the tree's owner,
- * every WATCH_MS; when the owner has ended (a daemon's parent, gone after
- * its fork) the member takes its place (take_over_locked), and the thread
- * ends. In a descriptor table of its own: the owner's pidfd is out of the
- * program's reach. */
+ * the member has joined already), joins, then waits for the tree's owner
+ * to end (cprof__tree_owner_wait); when it has (a daemon's parent, gone
+ * after its fork), the member takes its place (take_over_locked), and the
+ * thread ends; it ends too in a member that cannot watch. In a descriptor
+ * table of its own: the owner's pidfd is out of the program's reach. */
 static void *joiner_main(void *unused) {
   (void)unused;
   pthread_setname_np(pthread_self(), "cprof-member");
@@ -224,9 +225,13 @@ static void *joiner_main(void *unused) {
   pthread_mutex_unlock(&life_lock);
   cprof__tree_watch_t w = CPROF_TREE_WATCH_INIT;
   pthread_mutex_lock(&joiner_wait.lock);
-  while (!joiner_wait_ms(WATCH_MS)) {
-    pid_t gone = cprof__tree_owner_gone(&w);
-    if (gone <= 0)
+  while (!joiner_wait.cancel) {
+    pthread_mutex_unlock(&joiner_wait.lock);
+    pid_t gone = cprof__tree_owner_wait(&w, WATCH_MS);
+    pthread_mutex_lock(&joiner_wait.lock);
+    if (gone < 0)
+      break;
+    if (gone == 0)
       continue;
     if (!joiner_lock_life())
       break;

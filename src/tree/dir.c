@@ -23,14 +23,17 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "tree/tree.h"
 
 static int role = CPROF_TREE_NONE;
 static char dir[80];
 static pid_t owner_pid;
+static pid_t born_of; /* a member's parent when it was forked */
 
 int cprof__tree_role(void) { return role; }
 
@@ -79,7 +82,6 @@ static pid_t read_owner_in(const char *path, pid_t fallback) {
   return v > 0 && v <= INT_MAX ? (pid_t)v : fallback;
 }
 
-static pid_t read_owner(void) { return read_owner_in(dir, owner_pid); }
 
 /* Each base directory a tree's may be in, as base_dir picks them. */
 static int bases(const char *out[3]) {
@@ -208,6 +210,7 @@ int cprof__tree_join_child(void) {
   if (role == CPROF_TREE_NONE)
     return 0;
   role = CPROF_TREE_MEMBER;
+  born_of = getppid();
   return 1;
 }
 
@@ -227,6 +230,31 @@ static pid_t entry_pid(const char *name) {
 
 static int alive(pid_t pid);
 static int listened(const char *path);
+
+/* Whether this process has children alive: forks that may be members not
+ * yet joined (a daemon's, made just before its parent exits), one of
+ * which will take the owner's place. /proc/self/task/TID/children lists
+ * each thread's. */
+static int has_children(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return 0;
+  int found = 0;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    char path[64], c;
+    if (e->d_name[0] == '.' ||
+        snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name) >= (int)sizeof path)
+      continue;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      found = read(fd, &c, 1) == 1;
+      close(fd);
+    }
+  }
+  closedir(d);
+  return found;
+}
 
 void cprof__tree_leave(void) {
   if (role != CPROF_TREE_OWNER || getpid() != owner_pid)
@@ -248,7 +276,7 @@ void cprof__tree_leave(void) {
       unlinkat(dirfd(d), e->d_name, 0);
   }
   closedir(d);
-  if (members)
+  if (members || has_children())
     return;
   char path[sizeof dir + 16];
   snprintf(path, sizeof path, "%s/owner", dir);
@@ -260,7 +288,10 @@ void cprof__tree_leave(void) {
 
 /* Whether pid has ended: its pidfd readable, else signal 0 refused with
  * ESRCH or a zombie's state in /proc. */
+#define PIDFD_ENDED (-2) /* pidfd_open said the process was gone */
 static int ended(pid_t pid, int pidfd) {
+  if (pidfd == PIDFD_ENDED)
+    return 1;
   if (pidfd >= 0) {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     return poll(&p, 1, 0) > 0;
@@ -278,20 +309,40 @@ static int ended(pid_t pid, int pidfd) {
   return paren && paren[1] == ' ' && paren[2] == 'Z';
 }
 
-pid_t cprof__tree_owner_gone(cprof__tree_watch_t *w) {
+pid_t cprof__tree_owner_wait(cprof__tree_watch_t *w, long ms) {
   if (role != CPROF_TREE_MEMBER)
-    return 0;
-  pid_t owner = read_owner();
-  if (owner == getpid())
-    return 0;
-  if (owner != w->owner) {
-    cprof__tree_watch_end(w);
+    return -1;
+  if (!w->owner) {
+    /* A member that cannot read the directory (a worker that dropped
+     * root) cannot know who serves, nor take over. */
+    pid_t owner = read_owner_in(dir, 0);
+    if (owner <= 0 || owner == getpid())
+      return -1;
     w->owner = owner;
     w->pidfd = (int)syscall(SYS_pidfd_open, owner, 0);
     if (w->pidfd < 0 && errno == ESRCH)
-      return owner;
+      w->pidfd = PIDFD_ENDED;
   }
-  return ended(owner, w->pidfd) ? owner : 0;
+  if (w->pidfd >= 0) {
+    struct pollfd p = {.fd = w->pidfd, .events = POLLIN};
+    if (poll(&p, 1, (int)ms) <= 0)
+      return 0;
+  } else if (w->pidfd != PIDFD_ENDED) {
+    nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
+  }
+  if (!ended(w->owner, w->pidfd))
+    return 0;
+  pid_t now_owner = read_owner_in(dir, 0);
+  if (now_owner != w->owner) { /* another took its place: watch that one */
+    cprof__tree_watch_end(w);
+    return 0;
+  }
+  if (w->owner == born_of)
+    return w->owner;
+  long long now = cprof__now_ms(CLOCK_MONOTONIC);
+  if (!w->ended_ms)
+    w->ended_ms = now;
+  return now - w->ended_ms >= CPROF_TREE_GRACE_MS ? w->owner : 0;
 }
 
 void cprof__tree_watch_end(cprof__tree_watch_t *w) {
@@ -299,6 +350,7 @@ void cprof__tree_watch_end(cprof__tree_watch_t *w) {
     close(w->pidfd);
   w->pidfd = -1;
   w->owner = 0;
+  w->ended_ms = 0;
 }
 
 int cprof__tree_claim(pid_t gone) {
@@ -308,7 +360,7 @@ int cprof__tree_claim(pid_t gone) {
   if (fd >= 0)
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
       ;
-  int claimed = role == CPROF_TREE_MEMBER && read_owner() == gone;
+  int claimed = fd >= 0 && role == CPROF_TREE_MEMBER && read_owner_in(dir, 0) == gone;
   if (claimed) {
     cprof__tree_member_leave();
     role = CPROF_TREE_OWNER;

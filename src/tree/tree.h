@@ -51,12 +51,20 @@ void cprof__tree_member_leave(void);
 typedef struct cprof__tree_watch {
   pid_t owner;
   int pidfd;
+  long long ended_ms; /* when it was first seen ended, CLOCK_MONOTONIC; 0 not yet */
 } cprof__tree_watch_t;
-#define CPROF_TREE_WATCH_INIT {0, -1}
-/* The owner the member should serve (the directory's "owner" file says
- * which: the first, or one that took its place), if it has ended: its pid;
- * else 0. */
-pid_t cprof__tree_owner_gone(cprof__tree_watch_t *w);
+#define CPROF_TREE_WATCH_INIT {0, -1, 0}
+/* Waits up to ms for the owner the member serves (the directory's "owner"
+ * file says which: the first, or one that took its place) to end. Returns
+ * its pid when it has and this member should take its place; 0 when not
+ * (yet); -1 when this member cannot watch (it cannot read the directory:
+ * a worker that dropped root). The owner's own child (a daemon's: the
+ * fork its parent made before ending) takes its place at once; another
+ * member only if none has after CPROF_TREE_GRACE_MS (its parent, a member
+ * too, ended as well): an nginx started as a daemon makes its master so,
+ * and the master's workers must not come first. */
+#define CPROF_TREE_GRACE_MS 600
+pid_t cprof__tree_owner_wait(cprof__tree_watch_t *w, long ms);
 void cprof__tree_watch_end(cprof__tree_watch_t *w);
 /* A member whose owner gone has ended takes its place: returns 1 when this
  * process is now the tree's owner (its socket removed, the "owner" file

@@ -184,6 +184,30 @@ for master in on off; do
   check "master_process $master: same exit code as without cprof" same plain-$master pre-$master rc
 done
 
+# nginx as it runs by default, a daemon, under `cprof run`: its first
+# process forks the master and exits (cprof run with it, with its status);
+# the master takes over cprof's address, and its workers answer there.
+conf on 2 "$USER_LINE"
+sed -i 's/^daemon off;$/daemon on;/' "$T/nginx.conf"
+CPORT=$(free_port)
+run daemon -- "$B/cprof" run --addr "127.0.0.1:$CPORT" -- "$NGINX" -p "$T" -c "$T/nginx.conf"
+check "as a daemon under cprof run: starts, status 0" rc_is daemon 0
+ADDR=127.0.0.1:$CPORT
+for _ in $(seq 1 100); do [ -s "$T/nginx.pid" ] && break; sleep 0.05; done
+PID=$(cat "$T/nginx.pid" 2>/dev/null || echo 0)
+workers
+echo "daemon: master $PID, workers ${W[*]}"
+check "as a daemon: the master serves cprof's address, with its 2 workers" test "${#W[@]}" = 2
+wrk -t2 -c16 -d4s "$URL/index.html" >"$T/wrk.daemon" 2>&1 &
+WRK=$!
+sleep 0.5
+pprof -top -cum "http://$ADDR/debug/pprof/profile?seconds=2" >"$T/daemon.top" || true
+wait $WRK
+check "as a daemon: go tool pprof -top on the address shows ngx_http_ functions" \
+  has "$T/daemon.top" ' ngx_http_'
+kill -QUIT "$PID" 2>/dev/null || true
+for _ in $(seq 1 100); do [ -e "$T/nginx.pid" ] || break; sleep 0.05; done
+
 sed -n 's/^Requests\/sec: *//p' "$T/wrk.out" | sed 's/^/wrk requests\/s under cprof: /'
 check "wrk: requests served" has "$T/wrk.out" '^ +[1-9][0-9]* requests in '
 check "wrk: no socket errors and no non-2xx responses" \
