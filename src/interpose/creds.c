@@ -38,7 +38,7 @@
 void (*cprof__follow_credentials_hook)(void);
 void (*cprof__before_credentials_hook)(void);
 
-static void before_credentials(void) {
+void cprof__creds_before(void) {
   void (*hook)(void) = __atomic_load_n(&cprof__before_credentials_hook, __ATOMIC_ACQUIRE);
   if (!hook || cprof__guarded())
     return;
@@ -113,12 +113,12 @@ CPROF_EXTERN int prctl(int option, ...) {
 /* The calls that change a process's user or groups: glibc changes every
  * thread's (cprof's too, by its setxid signal), so nothing follows them;
  * but before the first, a forked process of a tree joins it, while its
- * socket can still be made (before_credentials). */
+ * socket can still be made (cprof__creds_before). */
 #define CHANGES_IDS(name, params, args)                                                            \
   typedef int(*name##_fn) params;                                                                  \
   CPROF_EXTERN int name params {                                                                   \
     static void *real;                                                                             \
-    before_credentials();                                                                          \
+    cprof__creds_before();                                                                         \
     return ((name##_fn)cprof__next(&real, #name))args;                                             \
   }
 CHANGES_IDS(setuid, (uid_t u), (u))

@@ -11,6 +11,10 @@ extern void (*cprof__follow_credentials_hook)(void);
  * (a process of a tree that has not joined it joins now: tree/tree.h). */
 extern void (*cprof__before_credentials_hook)(void);
 
+/* Before a program's thread changes its user or groups (by libc or by
+ * syscall()): the hook, unless the caller is cprof's. Keeps errno. */
+void cprof__creds_before(void);
+
 /* After a program's thread changed its credentials: cprof's threads made
  * again from it (nothing when the caller is cprof's). Keeps errno. */
 void cprof__creds_follow(void);

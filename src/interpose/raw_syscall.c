@@ -107,6 +107,19 @@ static void follow_credentials(const raw_t *r) {
 
 /* One of the calls cprof follows, made. */
 __attribute__((noinline)) static long follow(raw_t *r) {
+  switch (r->number) {
+  case SYS_setuid:
+  case SYS_setgid:
+  case SYS_setreuid:
+  case SYS_setregid:
+  case SYS_setresuid:
+  case SYS_setresgid:
+  case SYS_setgroups:
+    cprof__creds_before();
+    break;
+  default:
+    break;
+  }
   long rc = raw_again(r);
   switch (r->number) {
   case SYS_unshare:

@@ -78,7 +78,11 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * takes over serves there): set when it becomes the owner, inherited by
  * every member. */
 static cprof__config_t tree_cfg;
-static int join_pending;  /* a member that has not joined yet */
+/* A member that has not joined yet; read without the lock by
+ * before_credentials, so atomic. */
+static int join_pending_;
+#define join_pending __atomic_load_n(&join_pending_, __ATOMIC_ACQUIRE)
+static void set_join_pending(int v) { __atomic_store_n(&join_pending_, v, __ATOMIC_RELEASE); }
 static int joiner_running; /* the joiner thread exists (to join) */
 static pthread_t joiner;
 static struct {
@@ -161,7 +165,7 @@ static void atfork_child(void) {
   metrics_on = metrics_parked = 0;
   bound[0] = '\0';
   joiner_running = 0;
-  join_pending = cprof__tree_join_child();
+  set_join_pending(cprof__tree_join_child());
   if (join_pending) {
     life_pid = getpid();
     start_joiner();
@@ -275,7 +279,7 @@ static void stop_joiner(void) {
  * TLS), and without what is the owner's alone: the exit files, the push,
  * the metrics sampler. Silent unless it fails. */
 static int join_locked(void) {
-  join_pending = 0;
+  set_join_pending(0);
   cprof__config_t cfg;
   cprof__config_get(&cfg);
   memset(&cfg.addr, 0, sizeof cfg.addr);
@@ -325,7 +329,7 @@ static int take_over_locked(pid_t gone) {
     cprof__server_stop(); /* the member's socket */
   serving = 0;
   running = 0;
-  join_pending = 0;
+  set_join_pending(0);
   cprof__config_set(&tree_cfg);
   running = 1;
   life_pid = getpid();
@@ -747,7 +751,7 @@ __attribute__((constructor)) static void preload_start(void) {
     cprof_options_t member = {.addr = "0", .output = "", .push_url = "", .metrics = "0"};
     cprof_start(&member);
     pthread_mutex_lock(&life_lock);
-    join_pending = running;
+    set_join_pending(running);
     life_pid = getpid();
     if (join_pending)
       start_joiner();

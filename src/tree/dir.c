@@ -30,7 +30,11 @@
 #include "core/log.h"
 #include "tree/tree.h"
 
-static int role = CPROF_TREE_NONE;
+/* Written by the process's own thread that forks, joins or takes over,
+ * read by the server's: atomic. */
+static int role_ = CPROF_TREE_NONE;
+#define role __atomic_load_n(&role_, __ATOMIC_ACQUIRE)
+static void set_role(int r) { __atomic_store_n(&role_, r, __ATOMIC_RELEASE); }
 static char dir[80];
 static pid_t owner_pid;
 static pid_t born_of; /* a member's parent when it was forked */
@@ -178,7 +182,7 @@ int cprof__tree_join_parent(void) {
     return 0;
   memcpy(dir, found, sizeof dir);
   owner_pid = read_owner_in(dir, 0);
-  role = CPROF_TREE_MEMBER;
+  set_role(CPROF_TREE_MEMBER);
   return 1;
 }
 
@@ -201,7 +205,7 @@ int cprof__tree_own(void) {
   }
   memcpy(dir, path, sizeof dir);
   owner_pid = getpid();
-  role = CPROF_TREE_OWNER;
+  set_role(CPROF_TREE_OWNER);
   write_owner();
   return 0;
 }
@@ -209,7 +213,7 @@ int cprof__tree_own(void) {
 int cprof__tree_join_child(void) {
   if (role == CPROF_TREE_NONE)
     return 0;
-  role = CPROF_TREE_MEMBER;
+  set_role(CPROF_TREE_MEMBER);
   born_of = getppid();
   return 1;
 }
@@ -259,7 +263,7 @@ static int has_children(void) {
 void cprof__tree_leave(void) {
   if (role != CPROF_TREE_OWNER || getpid() != owner_pid)
     return;
-  role = CPROF_TREE_NONE;
+  set_role(CPROF_TREE_NONE);
   DIR *d = opendir(dir);
   if (!d)
     return;
@@ -363,7 +367,7 @@ int cprof__tree_claim(pid_t gone) {
   int claimed = fd >= 0 && role == CPROF_TREE_MEMBER && read_owner_in(dir, 0) == gone;
   if (claimed) {
     cprof__tree_member_leave();
-    role = CPROF_TREE_OWNER;
+    set_role(CPROF_TREE_OWNER);
     owner_pid = getpid();
     write_owner();
   }

@@ -15,7 +15,9 @@ check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md):
 # the malloc family, pthread_create, the signal and lock calls, capset
 # and prctl (src/interpose/creds.c: cprof's threads follow the program's
-# credentials), unshare and setns (src/interpose/namespaces.c: made again
+# credentials), the calls that change a process's user or groups
+# (setuid... initgroups: src/interpose/creds.c, before which a forked
+# process of a tree joins it, doc/trees.md), unshare and setns (src/interpose/namespaces.c: made again
 # with cprof's threads stopped when the kernel refuses them for those),
 # syscall (src/interpose/raw_syscall.c: the same calls made raw), C++'s
 # operator new and delete (src/interpose/new_delete.c), the allocators'
@@ -28,7 +30,7 @@ check "nm lists the shared library's exports" \
 check "the exports include cprof_start and malloc (the list is real)" \
   bash -c "grep -qx cprof_start '$T/exports' && grep -qx malloc '$T/exports'"
 check "the shared library exports only cprof_ names and its interposers" bash -c \
-  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|sigaltstack$|capset$|prctl$|syscall$|unshare$|setns$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|malloc_size|cfree|free_sized|free_aligned_sized|[rxsd]allocx|sdallocx)$|_Z(nw|na|dl|da)[A-Za-z0-9_]*$|tc_(free|cfree|free_sized|delete[a-z_]*|realloc|malloc_size)$|(pthread_mutex_(timed|clock)?lock|pthread_mutex_unlock|pthread_rwlock_((timed|clock)?(rd|wr)lock|unlock)|pthread_cond_(timed|clock)?wait|sem_(timed|clock)?wait|pthread_(join|timedjoin_np|clockjoin_np)|pthread_barrier_wait|pthread_spin_lock)$)' '$T/exports'"
+  "! grep -Ev '^(cprof_|pthread_create$|sigaction$|signal$|sigaltstack$|capset$|prctl$|set(e|re|res)?[ug]id$|setgroups$|initgroups$|syscall$|unshare$|setns$|dlclose$|pthread_sigmask$|sigprocmask$|sigwait$|sigwaitinfo$|sigtimedwait$|(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|malloc_size|cfree|free_sized|free_aligned_sized|[rxsd]allocx|sdallocx)$|_Z(nw|na|dl|da)[A-Za-z0-9_]*$|tc_(free|cfree|free_sized|delete[a-z_]*|realloc|malloc_size)$|(pthread_mutex_(timed|clock)?lock|pthread_mutex_unlock|pthread_rwlock_((timed|clock)?(rd|wr)lock|unlock)|pthread_cond_(timed|clock)?wait|sem_(timed|clock)?wait|pthread_(join|timedjoin_np|clockjoin_np)|pthread_barrier_wait|pthread_spin_lock)$)' '$T/exports'"
 
 cat >"$T/app.c" <<'C'
 #include <cprof.h>
