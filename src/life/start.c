@@ -109,12 +109,17 @@ static int in_vfork_child(void);
  * Inner still, each with handlers of its own registered earlier, so that
  * their prepare runs after this one: cpu.c's lock, then the samplers'
  * tables (own_lock.c). */
-/* life_lock held: a process that serves becomes its tree's owner (once). */
+/* life_lock held: a process that serves becomes its tree's owner (once).
+ * On the program's thread (at its fork): cprof's allocations unsampled. */
 static void own_tree_locked(void) {
-  if (serving && cprof__tree_role() == CPROF_TREE_NONE && cprof__tree_own() == 0) {
+  if (!serving || cprof__tree_role() != CPROF_TREE_NONE)
+    return;
+  cprof__guard_enter();
+  if (cprof__tree_own() == 0) {
     cprof__config_get(&tree_cfg);
     tree_cfg.addr = served;
   }
+  cprof__guard_leave();
 }
 
 static void atfork_prepare(void) {
@@ -727,10 +732,12 @@ static int parent_runs_cprof(void) {
 /* At exit: the owner takes its tree's directory away; a member its
  * socket (the owner also removes those of processes gone). */
 __attribute__((destructor)) static void leave_tree(void) {
+  cprof__guard_enter();
   if (cprof__tree_role() == CPROF_TREE_OWNER)
     cprof__tree_leave();
   else
     cprof__tree_member_leave();
+  cprof__guard_leave();
 }
 
 __attribute__((constructor)) static void preload_start(void) {
@@ -745,7 +752,10 @@ __attribute__((constructor)) static void preload_start(void) {
     return; /* exec'd by a program under cprof: be silent, serve and write nothing */
   if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
     cprof__log("CPROF_CHILDREN=%s: want 0 or 1; programs this one runs will not start cprof", v);
-  if (children && exec_d && cprof__tree_join_parent()) {
+  cprof__guard_enter();
+  int joined = children && exec_d && cprof__tree_join_parent();
+  cprof__guard_leave();
+  if (joined) {
     /* Its settings but the owner's alone (the address, the exit files,
      * the push, the sampler), then a member as a forked child is. */
     cprof_options_t member = {.addr = "0", .output = "", .push_url = "", .metrics = "0"};
