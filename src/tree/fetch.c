@@ -45,9 +45,14 @@ static int connect_member(cprof__tree_reply_t *r) {
     fail(r, "socket", errno);
     return -1;
   }
-  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0 && errno != EAGAIN &&
-      errno != EINPROGRESS) {
-    fail(r, "cannot connect", errno);
+  /* A Unix socket connects at once or not at all: EAGAIN is the member's
+   * queue of connections full (it accepts none), not a connection under
+   * way (unix(7)); the socket stays unconnected. */
+  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+    if (errno == EAGAIN)
+      fail(r, "cannot connect: its queue of connections is full (the process accepts none)", 0);
+    else
+      fail(r, "cannot connect", errno);
     close(fd);
     return -1;
   }
