@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -436,6 +437,72 @@ static void test_cancelled(void) {
   cprof__tree_replies_free(&r, 1);
 }
 
+/* More members than this process may have files open (poll refuses
+ * more descriptors than RLIMIT_NOFILE, even ones it ignores): the one
+ * member reached still answers, or its reply says why not. */
+static void test_many(void) {
+  enum { N = 100 };
+  static const char ok[] = "ok";
+  member_t m = {.pid = fake_pid(70),
+                .act = ANSWER,
+                .head = "HTTP/1.0 200 OK\r\n\r\n",
+                .body = (const unsigned char *)ok,
+                .body_len = 2,
+                .delay_ms = 50};
+  member_start(&m);
+  cprof__tree_reply_t *r = calloc(N, sizeof *r);
+  r[0].pid = m.pid;
+  for (int i = 1; i < N; i++)
+    r[i].pid = fake_pid(100 + i); /* no socket: closed at once */
+  struct rlimit was, low;
+  CHECK_EQ_INT(getrlimit(RLIMIT_NOFILE, &was), 0);
+  low = was;
+  low.rlim_cur = 64;
+  CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+  cprof__tree_fetch(r, N, "/debug/pprof/heap", 2000, NULL, NULL);
+  CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &was), 0);
+  member_end(&m);
+  fprintf(stderr, "  many: status %d, \"%s\"\n", r[0].status, r[0].error);
+  CHECK_EQ_INT(r[0].status, 200);
+  CHECK(body_is(&r[0], ok, 2));
+  for (int i = 0; i < N; i++)
+    check_error_line(&r[i]);
+  check_error_has(&r[N - 1], "No such file");
+  cprof__tree_replies_free(r, N);
+  free(r);
+}
+
+/* A member whose queue of connections is full (it accepts none): the
+ * reply says it could not connect, and why. */
+static void test_queue_full(void) {
+  member_t m = {.pid = fake_pid(80), .act = NO_ACCEPT};
+  member_start(&m);
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  snprintf(sun.sun_path, sizeof sun.sun_path, "%s", m.path);
+  int fds[64], nfds = 0, full = 0;
+  while (nfds < 64 && !full) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+      full = errno == EAGAIN;
+      close(fd);
+      continue;
+    }
+    fds[nfds++] = fd;
+  }
+  CHECK(full);
+  cprof__tree_reply_t r = {.pid = m.pid};
+  int64_t t0 = now_ms();
+  cprof__tree_fetch(&r, 1, "/debug/pprof/heap", 300, NULL, NULL);
+  int64_t took = now_ms() - t0;
+  fprintf(stderr, "  queue full: \"%s\" after %lld ms\n", r.error, (long long)took);
+  check_error_has(&r, "cannot connect");
+  CHECK(took < 1000);
+  for (int i = 0; i < nfds; i++)
+    close(fds[i]);
+  member_end(&m);
+  cprof__tree_replies_free(&r, 1);
+}
+
 /* Nothing to ask: returns at once. */
 static void test_none(void) {
   int64_t t0 = now_ms();
@@ -462,6 +529,8 @@ int main(void) {
   test_timeout();
   test_unreachable();
   test_cancelled();
+  test_many();
+  test_queue_full();
 
   /* The owner leaving with no member left removes the tree's directory. */
   cprof__tree_leave();
