@@ -76,6 +76,11 @@ static int compatible(const cprof__pf_t *a, const cprof__pf_t *b, const char *a_
   return ok;
 }
 
+int cprof__pf_compatible(const cprof__pf_t *a, const cprof__pf_t *b, const char *a_name,
+                         const char *b_name, char *err, size_t errlen) {
+  return compatible(a, b, a_name, b_name, err, errlen) ? 0 : -EINVAL;
+}
+
 /* pprof's combineHeaders: the first profile's types, drop and keep frames
  * and period type; the earliest time (a zero met first is replaced), the
  * durations summed, the largest period, every distinct comment once, the

@@ -175,6 +175,12 @@ int cprof__pf_set_num_label(cprof__pf_t *p, const char *key, int64_t num, const 
  * every distinct one in order, default_sample_type the first given. IDs
  * run 1..N. */
 int cprof__pf_merge(cprof__pf_t *const *ps, size_t n, cprof__pf_t **out, char *err, size_t errlen);
+/* The check cprof__pf_merge makes of each profile against the first: 0
+ * when b can be merged with a, else -EINVAL with a line in err naming them
+ * a_name and b_name ("pid 812's sample types (...) differ from pid 811's
+ * (...)"); cprof__pf_merge names them by their place ("profile 3"). */
+int cprof__pf_compatible(const cprof__pf_t *a, const cprof__pf_t *b, const char *a_name,
+                         const char *b_name, char *err, size_t errlen);
 
 /* NEW minus BASE as one profile, as pprof's -diff_base makes it: BASE's
  * samples negated, labelled "pprof::base"="true" (replacing any such

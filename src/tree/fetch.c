@@ -45,9 +45,14 @@ static int connect_member(cprof__tree_reply_t *r) {
     fail(r, "socket", errno);
     return -1;
   }
-  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0 && errno != EAGAIN &&
-      errno != EINPROGRESS) {
-    fail(r, "cannot connect", errno);
+  /* A Unix socket connects at once or not at all: EAGAIN is the member's
+   * queue of connections full (it accepts none), not a connection under
+   * way (unix(7)); the socket stays unconnected. */
+  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+    if (errno == EAGAIN)
+      fail(r, "cannot connect: its queue of connections is full (the process accepts none)", 0);
+    else
+      fail(r, "cannot connect", errno);
     close(fd);
     return -1;
   }
@@ -144,12 +149,13 @@ void cprof__tree_fetch(cprof__tree_reply_t *replies, int n, const char *target, 
   int reqlen = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: cprof\r\n\r\n", target);
   conn_t *conns = calloc((size_t)(n > 0 ? n : 1), sizeof *conns);
   struct pollfd *pfd = calloc((size_t)(n > 0 ? n : 1), sizeof *pfd);
+  int *at = calloc((size_t)(n > 0 ? n : 1), sizeof *at);
   for (int i = 0; i < n; i++) {
     cprof__tree_reply_t *r = &replies[i];
     r->status = 0;
     r->error[0] = r->content_type[0] = r->disposition[0] = '\0';
     cprof__buf_init(&r->body);
-    if (!conns || !pfd) {
+    if (!conns || !pfd || !at) {
       fail(r, "out of memory", 0);
       continue;
     }
@@ -162,19 +168,25 @@ void cprof__tree_fetch(cprof__tree_reply_t *replies, int n, const char *target, 
     conns[i].fd = connect_member(r);
     conns[i].done = conns[i].fd < 0;
   }
-  if (!conns || !pfd) {
+  if (!conns || !pfd || !at) {
     free(conns);
     free(pfd);
+    free(at);
     return;
   }
   int64_t start = cprof__now_ms(CLOCK_MONOTONIC);
   for (;;) {
+    /* Only the connections still waiting, pfd[k] for conns[at[k]]: poll
+     * refuses more descriptors than RLIMIT_NOFILE, even ignored ones, and
+     * a tree may have more members than that, most of them done. */
     int waiting = 0;
     for (int i = 0; i < n; i++) {
-      pfd[i].fd = conns[i].done ? -1 : conns[i].fd;
-      pfd[i].events = POLLIN | (conns[i].sent < (size_t)reqlen ? POLLOUT : 0);
-      pfd[i].revents = 0;
-      waiting += !conns[i].done;
+      if (conns[i].done)
+        continue;
+      pfd[waiting].fd = conns[i].fd;
+      pfd[waiting].events = POLLIN | (conns[i].sent < (size_t)reqlen ? POLLOUT : 0);
+      pfd[waiting].revents = 0;
+      at[waiting++] = i;
     }
     if (!waiting)
       break;
@@ -188,18 +200,25 @@ void cprof__tree_fetch(cprof__tree_reply_t *replies, int n, const char *target, 
         }
       break;
     }
-    int ready = poll(pfd, (nfds_t)n, (int)(left < POLL_SLICE_MS ? left : POLL_SLICE_MS));
-    if (ready < 0 && errno != EINTR)
+    int ready = poll(pfd, (nfds_t)waiting, (int)(left < POLL_SLICE_MS ? left : POLL_SLICE_MS));
+    if (ready < 0 && errno != EINTR) {
+      int err = errno;
+      for (int k = 0; k < waiting; k++) {
+        fail(&replies[at[k]], "cannot wait for the answer", err);
+        conns[at[k]].done = 1;
+      }
       break;
-    for (int i = 0; ready > 0 && i < n; i++)
-      if (pfd[i].revents)
-        step(&replies[i], &conns[i], pfd[i].revents, req, (size_t)reqlen);
+    }
+    for (int k = 0; ready > 0 && k < waiting; k++)
+      if (pfd[k].revents)
+        step(&replies[at[k]], &conns[at[k]], pfd[k].revents, req, (size_t)reqlen);
   }
   for (int i = 0; i < n; i++)
     if (conns[i].fd >= 0)
       close(conns[i].fd);
   free(conns);
   free(pfd);
+  free(at);
 }
 
 void cprof__tree_replies_free(cprof__tree_reply_t *replies, int n) {

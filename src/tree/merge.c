@@ -40,6 +40,15 @@ int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const 
     else if (rc == 0)
       rc = cprof__pf_set_num_label(ps[i], "pid", parts[i].pid, NULL);
   }
+  /* Checked here first, as cprof__pf_merge will, so that the reason
+   * names the processes by pid rather than by their place in parts
+   * ("profile 3"), which nobody reading the owner's answer can know. */
+  for (int i = 1; i < n && rc == 0; i++) {
+    char a[24], b[24];
+    snprintf(a, sizeof a, "pid %d", (int)parts[0].pid);
+    snprintf(b, sizeof b, "pid %d", (int)parts[i].pid);
+    rc = cprof__pf_compatible(ps[0], ps[i], a, b, err, errlen);
+  }
   cprof__pf_t *merged = NULL;
   if (rc == 0)
     rc = cprof__pf_merge(ps, (size_t)n, &merged, err, errlen);
