@@ -144,7 +144,11 @@ static int read_tree(tree_pace_t *tp, long interval_ms, cprof__tree_figures_t *f
   if (tp->wait-- <= 0) {
     int64_t t0 = thread_cpu_ns();
     cprof__tree_proc_t procs[TREE_LIST_MAX];
+    /* It allocates (opendir, /proc/net/unix): under the guard, so that
+     * cprof's blocks are none of the heap profile's. */
+    cprof__guard_enter();
     int np = cprof__tree_list(procs, TREE_LIST_MAX);
+    cprof__guard_leave();
     int64_t cost = thread_cpu_ns() - t0;
     int64_t budget = (int64_t)interval_ms * TREE_BUDGET_PPM; /* ns */
     tp->every = budget > 0 ? (long)(cost / budget) + 1 : 1;
