@@ -31,7 +31,9 @@ static struct {
    * mapped at the first point with a member; NULL elsewhere. */
   cprof__metrics_tree_t *tree;
   size_t tree_bytes;
-  int tree_inherited; /* the mapping is not MADV_DONTFORK: a child unmaps it */
+  int tree_inherited;           /* the mapping is not MADV_DONTFORK: a child unmaps it */
+  struct tree_scratch *scratch; /* the thread's, at a tree's owner (read_tree) */
+  int scratch_inherited;
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t serve_ns; /* atomic */
@@ -132,18 +134,40 @@ typedef struct {
 
 static int64_t thread_cpu_ns(void);
 
-/* The figures of the tree's processes now into f (owner first): how many
- * (0 when this process owns no tree). *processes: how many the tree has
- * (more than returned past CPROF_METRICS_TREE_MAX). */
-static int read_tree(tree_pace_t *tp, long interval_ms, cprof__tree_figures_t *f, int *processes) {
+/* What read_tree lists and reads, some 75 kB: not on the thread's stack,
+ * whose touched pages every member forked later would carry, resident,
+ * but in pages of its own that no fork inherits, mapped at the owner's
+ * first point and kept across a stop and start. */
+struct tree_scratch {
+  cprof__tree_proc_t procs[TREE_LIST_MAX];
+  cprof__tree_figures_t figs[CPROF_METRICS_TREE_MAX];
+};
+
+/* Pages no fork inherits (MADV_DONTFORK); *inherited when madvise
+ * refused, so that a child unmaps them itself. */
+static void *map_unforked(size_t bytes, int *inherited) {
+  void *p = cprof__pages_map(bytes);
+  if (p)
+    *inherited = madvise(p, cprof__pages_round(bytes), MADV_DONTFORK) != 0;
+  return p;
+}
+
+/* The figures of the tree's processes now (owner first), into the
+ * scratch's figs: how many (0 when this process owns no tree).
+ * *processes: how many the tree has (more than returned past
+ * CPROF_METRICS_TREE_MAX). */
+static int read_tree(tree_pace_t *tp, long interval_ms, int *processes) {
   *processes = 0;
   if (cprof__tree_role() != CPROF_TREE_OWNER) {
     tp->n = 0;
     return 0;
   }
+  if (!m.scratch && !(m.scratch = map_unforked(sizeof *m.scratch, &m.scratch_inherited)))
+    return 0;
+  cprof__tree_proc_t *procs = m.scratch->procs;
+  cprof__tree_figures_t *f = m.scratch->figs;
   if (tp->wait-- <= 0) {
     int64_t t0 = thread_cpu_ns();
-    cprof__tree_proc_t procs[TREE_LIST_MAX];
     /* It allocates (opendir, /proc/net/unix): under the guard, so that
      * cprof's blocks are none of the heap profile's. */
     cprof__guard_enter();
@@ -190,13 +214,12 @@ static void record_tree(int64_t t_ms, const cprof__tree_figures_t *f, int n, int
       return;
     size_t cap = m.ring.cap;
     size_t bytes = cprof__metrics_tree_size(cap);
-    cprof__metrics_tree_t *t = cprof__pages_map(bytes);
+    /* The members fork from the owner: they must not carry its ring. */
+    cprof__metrics_tree_t *t = map_unforked(bytes, &m.tree_inherited);
     if (!t) {
       cprof__log("the charts show no process tree: cannot map %zu bytes for its ring", bytes);
       return;
     }
-    /* The members fork from the owner: they must not carry its ring. */
-    m.tree_inherited = madvise(t, cprof__pages_round(bytes), MADV_DONTFORK) != 0;
     cprof__metrics_tree_init(t, cap, (int32_t)getpid());
     m.tree = t;
     m.tree_bytes = bytes;
@@ -272,12 +295,11 @@ static void *sampler(void *unused) {
     read_direct(&p);
     read_proc(&p);
     p.open_fds = paced_count_fds(&fds, interval_ms);
-    cprof__tree_figures_t figs[CPROF_METRICS_TREE_MAX];
-    int processes, nfigs = read_tree(&tree, interval_ms, figs, &processes);
+    int processes, nfigs = read_tree(&tree, interval_ms, &processes);
     pthread_mutex_lock(&m.lock);
     cprof__metrics_ring_push(&m.ring, &p);
     if (nfigs)
-      record_tree(p.t_ms, figs, nfigs, processes);
+      record_tree(p.t_ms, m.scratch->figs, nfigs, processes);
     if (!m.started) { /* the first point is in: the answers are whole */
       m.started = 1;
       pthread_cond_broadcast(&m.cond);
@@ -459,6 +481,9 @@ void cprof__metrics_atfork_child(void) {
     cprof__pages_unmap(m.tree, m.tree_bytes);
   m.tree = NULL; /* the owner's, not the child's (MADV_DONTFORK) */
   m.tree_bytes = 0;
+  if (m.scratch_inherited)
+    cprof__pages_unmap(m.scratch, sizeof *m.scratch);
+  m.scratch = NULL;
   __atomic_store_n(&serve_ns, 0, __ATOMIC_RELAXED);
   cprof__stats_atfork_child(); /* the child's rchar starts at 0 */
   init_cond();
