@@ -130,8 +130,8 @@ static void put_value(cprof__buf_t *b, const cprof__metrics_ring_t *r, const str
   }
 }
 
-void cprof__metrics_json(const cprof__metrics_ring_t *r, const cprof__metrics_meta_t *m,
-                         int64_t since_ms, cprof__buf_t *out) {
+void cprof__metrics_json_open(const cprof__metrics_ring_t *r, const cprof__metrics_meta_t *m,
+                              int64_t since_ms, cprof__buf_t *out) {
   size_t first = 0;
   while (first < r->n && cprof__metrics_ring_at(r, first)->t_ms <= since_ms)
     first++;
@@ -149,7 +149,13 @@ void cprof__metrics_json(const cprof__metrics_ring_t *r, const cprof__metrics_me
     }
     cprof__buf_putc(out, ']');
   }
-  cprof__buf_puts(out, "}}\n");
+  cprof__buf_putc(out, '}');
+}
+
+void cprof__metrics_json(const cprof__metrics_ring_t *r, const cprof__metrics_meta_t *m,
+                         int64_t since_ms, cprof__buf_t *out) {
+  cprof__metrics_json_open(r, m, since_ms, out);
+  cprof__buf_puts(out, "}\n");
 }
 
 static void header(cprof__buf_t *b, const char *name, const char *type, const char *help) {

@@ -61,6 +61,10 @@ typedef struct cprof__metrics_meta {
  * format documented in sampler.h. */
 void cprof__metrics_json(const cprof__metrics_ring_t *r, const cprof__metrics_meta_t *m,
                          int64_t since_ms, cprof__buf_t *out);
+/* The same without its closing "}\n": members may follow (the tree's,
+ * metrics/tree.h), after a comma. */
+void cprof__metrics_json_open(const cprof__metrics_ring_t *r, const cprof__metrics_meta_t *m,
+                              int64_t since_ms, cprof__buf_t *out);
 
 /* /metrics: Prometheus text format 0.0.4 of now (the figures of a fresh
  * point), with the limits that are no point's: RLIMIT_NOFILE and

@@ -6,13 +6,16 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/fds.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/pages.h"
+#include "metrics/tree.h"
 #include "registry/stats.h"
+#include "tree/tree.h"
 
 static struct {
   pthread_mutex_t lock; /* the ring, the state; never held across a read of /proc */
@@ -24,6 +27,13 @@ static struct {
   cprof__metrics_ring_t ring;
   size_t ring_bytes;
   int64_t start_ms; /* the process's start, unix ms; 0: not read yet */
+  /* At a tree's owner with members: the tree's points (metrics/tree.h),
+   * mapped at the first point with a member; NULL elsewhere. */
+  cprof__metrics_tree_t *tree;
+  size_t tree_bytes;
+  int tree_inherited;           /* the mapping is not MADV_DONTFORK: a child unmaps it */
+  struct tree_scratch *scratch; /* the thread's, at a tree's owner (read_tree) */
+  int scratch_inherited;
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t serve_ns; /* atomic */
@@ -102,6 +112,121 @@ void cprof__metrics_read(cprof__metrics_point_t *p) {
   pthread_mutex_unlock(&m.lock);
 }
 
+/* ---- the tree's processes ---- */
+
+/* At a tree's owner the thread also reads every process of the tree from
+ * /proc/PID (tree/figures.c): the members run no sampler and are never
+ * asked. Which processes there are comes from cprof__tree_list, which
+ * reads the tree's directory and /proc/net/unix (and allocates, under
+ * cprof's guard): at every point while that costs less than
+ * TREE_BUDGET_PPM of the thread's time, less often past it. Between
+ * lists a process gone (or its pid taken by another: a new start time)
+ * stops its series at once; one new waits for the next list. */
+#define TREE_BUDGET_PPM 1000
+#define TREE_LIST_MAX (4 * CPROF_METRICS_TREE_MAX)
+
+typedef struct {
+  pid_t pid[CPROF_METRICS_TREE_MAX];
+  long long start[CPROF_METRICS_TREE_MAX]; /* 0: not read yet */
+  int n, processes;
+  long every, wait; /* list every `every` points; `wait` more to go */
+} tree_pace_t;
+
+static int64_t thread_cpu_ns(void);
+
+/* What read_tree lists and reads, some 75 kB: not on the thread's stack,
+ * whose touched pages every member forked later would carry, resident,
+ * but in pages of its own that no fork inherits, mapped at the owner's
+ * first point and kept across a stop and start. */
+struct tree_scratch {
+  cprof__tree_proc_t procs[TREE_LIST_MAX];
+  cprof__tree_figures_t figs[CPROF_METRICS_TREE_MAX];
+};
+
+/* Pages no fork inherits (MADV_DONTFORK); *inherited when madvise
+ * refused, so that a child unmaps them itself. */
+static void *map_unforked(size_t bytes, int *inherited) {
+  void *p = cprof__pages_map(bytes);
+  if (p)
+    *inherited = madvise(p, cprof__pages_round(bytes), MADV_DONTFORK) != 0;
+  return p;
+}
+
+/* The figures of the tree's processes now (owner first), into the
+ * scratch's figs: how many (0 when this process owns no tree).
+ * *processes: how many the tree has (more than returned past
+ * CPROF_METRICS_TREE_MAX). */
+static int read_tree(tree_pace_t *tp, long interval_ms, int *processes) {
+  *processes = 0;
+  if (cprof__tree_role() != CPROF_TREE_OWNER) {
+    tp->n = 0;
+    return 0;
+  }
+  if (!m.scratch && !(m.scratch = map_unforked(sizeof *m.scratch, &m.scratch_inherited)))
+    return 0;
+  cprof__tree_proc_t *procs = m.scratch->procs;
+  cprof__tree_figures_t *f = m.scratch->figs;
+  if (tp->wait-- <= 0) {
+    int64_t t0 = thread_cpu_ns();
+    /* It allocates (opendir, /proc/net/unix): under the guard, so that
+     * cprof's blocks are none of the heap profile's. */
+    cprof__guard_enter();
+    int np = cprof__tree_list(procs, TREE_LIST_MAX);
+    cprof__guard_leave();
+    int64_t cost = thread_cpu_ns() - t0;
+    int64_t budget = (int64_t)interval_ms * TREE_BUDGET_PPM; /* ns */
+    tp->every = budget > 0 ? (long)(cost / budget) + 1 : 1;
+    tp->wait = tp->every - 1;
+    /* Keep the start times of the pids still listed. */
+    tree_pace_t was = *tp;
+    tp->n = 0;
+    tp->processes = np;
+    for (int i = 0; i < np && tp->n < CPROF_METRICS_TREE_MAX; i++) {
+      tp->pid[tp->n] = procs[i].pid;
+      tp->start[tp->n] = 0;
+      for (int j = 0; j < was.n; j++)
+        if (was.pid[j] == procs[i].pid)
+          tp->start[tp->n] = was.start[j];
+      tp->n++;
+    }
+  }
+  int n = 0, kept = 0;
+  for (int i = 0; i < tp->n; i++) {
+    if (cprof__tree_figures(tp->pid[i], &f[n]) != 0 ||
+        (tp->start[i] && f[n].start_ticks != tp->start[i])) {
+      tp->processes--; /* gone: its series stop */
+      continue;
+    }
+    tp->pid[kept] = tp->pid[i];
+    tp->start[kept++] = f[n].start_ticks;
+    n++;
+  }
+  tp->n = kept;
+  *processes = tp->processes > n ? tp->processes : n;
+  return n;
+}
+
+/* Under m.lock: the tree's figures into its ring, mapped at the first
+ * point with a member. */
+static void record_tree(int64_t t_ms, const cprof__tree_figures_t *f, int n, int processes) {
+  if (!m.tree) {
+    if (n < 2)
+      return;
+    size_t cap = m.ring.cap;
+    size_t bytes = cprof__metrics_tree_size(cap);
+    /* The members fork from the owner: they must not carry its ring. */
+    cprof__metrics_tree_t *t = map_unforked(bytes, &m.tree_inherited);
+    if (!t) {
+      cprof__log("the charts show no process tree: cannot map %zu bytes for its ring", bytes);
+      return;
+    }
+    cprof__metrics_tree_init(t, cap, (int32_t)getpid());
+    m.tree = t;
+    m.tree_bytes = bytes;
+  }
+  cprof__metrics_tree_push(m.tree, t_ms, f, n, processes);
+}
+
 /* ---- the thread ---- */
 
 static void add_ms(struct timespec *t, long ms) {
@@ -162,6 +287,7 @@ static void *sampler(void *unused) {
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   fd_pace_t fds = {.last = -1};
+  tree_pace_t tree = {.n = 0};
   while (!m.stop) {
     long interval_ms = m.interval_ms;
     pthread_mutex_unlock(&m.lock);
@@ -169,8 +295,11 @@ static void *sampler(void *unused) {
     read_direct(&p);
     read_proc(&p);
     p.open_fds = paced_count_fds(&fds, interval_ms);
+    int processes, nfigs = read_tree(&tree, interval_ms, &processes);
     pthread_mutex_lock(&m.lock);
     cprof__metrics_ring_push(&m.ring, &p);
+    if (nfigs)
+      record_tree(p.t_ms, m.scratch->figs, nfigs, processes);
     if (!m.started) { /* the first point is in: the answers are whole */
       m.started = 1;
       pthread_cond_broadcast(&m.cond);
@@ -194,9 +323,7 @@ static void *sampler(void *unused) {
 
 static void stop_at_exit(void);
 
-static void init_cond(void) {
-  cprof__cond_init_monotonic(&m.cond);
-}
+static void init_cond(void) { cprof__cond_init_monotonic(&m.cond); }
 
 int cprof__metrics_start(long interval_ms, long window_s) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -221,6 +348,9 @@ int cprof__metrics_start(long interval_ms, long window_s) {
       return -ENOMEM;
     }
     cprof__metrics_ring_init(&m.ring, v, cap);
+    cprof__pages_unmap(m.tree, m.tree_bytes); /* its points follow the ring's */
+    m.tree = NULL;
+    m.tree_bytes = 0;
   }
   m.interval_ms = interval_ms;
   m.window_s = window_s;
@@ -301,7 +431,10 @@ int cprof__metrics_charts_json(int64_t since_ms, cprof__buf_t *out, const char *
     return -ENOENT;
   }
   cprof__metrics_meta_t meta = {m.interval_ms, m.window_s, m.start_ms};
-  cprof__metrics_json(&m.ring, &meta, since_ms, out);
+  cprof__metrics_json_open(&m.ring, &meta, since_ms, out);
+  if (m.tree)
+    cprof__metrics_tree_json(m.tree, since_ms, ",\n", out);
+  cprof__buf_puts(out, "}\n");
   pthread_mutex_unlock(&m.lock);
   return 0;
 }
@@ -324,6 +457,12 @@ int cprof__metrics_exposition(cprof__buf_t *out, const char **reason) {
   int64_t max_vm =
       getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY ? (int64_t)as.rlim_cur : -1;
   cprof__metrics_prometheus(&now, &meta, max_fds, max_vm, out);
+  /* The tree's figures are the last point's (at most an interval old):
+   * listing the tree at every scrape would cost the owner more. */
+  pthread_mutex_lock(&m.lock);
+  if (m.tree)
+    cprof__metrics_tree_prometheus(m.tree, out);
+  pthread_mutex_unlock(&m.lock);
   return 0;
 }
 
@@ -338,6 +477,13 @@ void cprof__metrics_atfork_child(void) {
   m.running = m.on = m.started = m.stop = 0;
   m.ring.n = m.ring.next = 0;
   m.start_ms = 0; /* the child's own start */
+  if (m.tree_inherited)
+    cprof__pages_unmap(m.tree, m.tree_bytes);
+  m.tree = NULL; /* the owner's, not the child's (MADV_DONTFORK) */
+  m.tree_bytes = 0;
+  if (m.scratch_inherited)
+    cprof__pages_unmap(m.scratch, sizeof *m.scratch);
+  m.scratch = NULL;
   __atomic_store_n(&serve_ns, 0, __ATOMIC_RELAXED);
   cprof__stats_atfork_child(); /* the child's rchar starts at 0 */
   init_cond();

@@ -14,7 +14,8 @@
  *   than 0.01 % of its time, less often past some 300 descriptors, the
  *   points between repeating the last count. /metrics counts afresh.
  * - The ring is mapped once (core/pages.h), never through the program's
- *   malloc; the thread allocates nothing.
+ *   malloc; the thread allocates nothing but, at a tree's owner, what
+ *   listing the tree takes (under cprof's guard).
  * - Figures, read by sample/proc.c and the samplers through the registry
  *   (registry/stats.h): getrusage(RUSAGE_SELF) for CPU, context switches
  *   and page faults (every thread's: /proc/self/status counts the main
@@ -25,6 +26,9 @@
  *   profile's estimates when it is on, else mallinfo2's bytes in use;
  *   cpu.c's samples taken and dropped; the stack tables' memory and the
  *   ring's; the CPU time requests took (cprof__metrics_serve_add).
+ * - At a process tree's owner with members, every process of the tree
+ *   too, read from /proc/PID (tree/figures.c) into a ring of tree points
+ *   of its own (metrics/tree.h): the members run no sampler.
  *
  * /debug/charts/data[?since=UNIX_MS] answers the points newer than since
  * (all without it), oldest first:
@@ -45,7 +49,8 @@
  * over the interval before the point; the _per_s series are rates from
  * the point before (0 for the oldest point held); entries are null where
  * a figure is not known (/proc/self/io unreadable; alloc_bytes_per_s
- * without the heap profile). */
+ * without the heap profile). At a tree's owner a "tree" member follows
+ * "series" (metrics/tree.h, doc/endpoints.md). */
 #ifndef CPROF_METRICS_SAMPLER_H
 #define CPROF_METRICS_SAMPLER_H
 

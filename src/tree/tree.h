@@ -13,6 +13,7 @@
 #define CPROF_TREE_TREE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "core/buf.h"
@@ -75,11 +76,11 @@ int cprof__tree_claim(pid_t gone);
 /* A process of the tree, as the index lists it. */
 typedef struct cprof__tree_proc {
   pid_t pid, ppid;
-  char name[64];    /* /proc/PID/comm, or its command line's first word */
-  char cmdline[160]; /* its command line, spaces between words ("nginx: worker process") */
-  char state;        /* /proc/PID/stat's letter, '?' when it cannot be read */
+  char name[64];           /* /proc/PID/comm, or its command line's first word */
+  char cmdline[160];       /* its command line, spaces between words ("nginx: worker process") */
+  char state;              /* /proc/PID/stat's letter, '?' when it cannot be read */
   long long start_unix_ms; /* when it started, Unix time in ms; 0 unknown */
-  int self;          /* the owner itself */
+  int self;                /* the owner itself */
 } cprof__tree_proc_t;
 
 /* The owner and its members, owner first then by pid, into out[max]:
@@ -94,8 +95,8 @@ int cprof__tree_describe(pid_t pid, cprof__tree_proc_t *out);
 /* One member's answer to a request the owner made on its socket. */
 typedef struct cprof__tree_reply {
   pid_t pid;
-  int status;         /* HTTP status, 0 when none came */
-  char error[200];    /* why there is no answer: "connection refused", "timed out" */
+  int status;      /* HTTP status, 0 when none came */
+  char error[200]; /* why there is no answer: "connection refused", "timed out" */
   char content_type[96];
   char disposition[160]; /* Content-Disposition, "" when none */
   cprof__buf_t body;
@@ -127,5 +128,26 @@ typedef struct cprof__tree_part {
  * different types), or -ENOMEM. */
 int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const *missing,
                       int nmissing, cprof__buf_t *out, char *err, size_t errlen);
+
+/* ---- figures.c --------------------------------------------------------- */
+
+/* A process's figures, read from /proc/PID by another process (the tree's
+ * owner, for its metrics): cumulative but the gauges; -1 where a file
+ * cannot be read (io and fd need the right to ptrace it). */
+typedef struct cprof__tree_figures {
+  pid_t pid;
+  char name[64];         /* /proc/PID/stat's comm */
+  long long start_ticks; /* its start, clock ticks after boot: a pid reused is another process */
+  int64_t cpu_user_us, cpu_system_us; /* every thread's */
+  int64_t rss_bytes, vm_bytes, threads;
+  int64_t faults_minor, faults_major;     /* every thread's */
+  int64_t ctx_voluntary, ctx_involuntary; /* the main thread's (/proc/PID/status) */
+  int64_t read_bytes, write_bytes;        /* /proc/PID/io rchar, wchar */
+  int64_t open_fds;
+} cprof__tree_figures_t;
+
+/* Reads process pid's figures into f. 0, or -ENOENT when it is gone. Only
+ * from a thread in cprof's own descriptor table; allocates nothing. */
+int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f);
 
 #endif

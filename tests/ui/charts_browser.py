@@ -2,7 +2,7 @@
 nothing but Python's standard library) over the live charts page of a
 server, and checks what a person would see:
 
-    charts_browser.py BASE_URL OUT_DIR
+    charts_browser.py BASE_URL OUT_DIR [--tree PID...]
 
 BASE_URL is where the server answers, with any CPROF_PREFIX, e.g.
 http://127.0.0.1:6060: the page is BASE_URL/debug/charts/ and its data
@@ -11,6 +11,11 @@ tests/ui/charts_fixture.py; it works as well against a program running
 under cprof (without auth: the browser sends no credentials). Screenshots
 go to OUT_DIR (charts.png, charts-phone.png). Prints one line per check
 ("ok ..." or "FAIL ...") and exits 1 if any failed.
+
+With --tree PID... the server is a process tree's owner (PIDs: its
+members): the page must show its "Process tree" section, a line per
+process by pid and name beside the total, in cores, bytes and threads
+(tree.png).
 """
 import json
 import os
@@ -158,9 +163,61 @@ def check_page(wd, base, out):
     wd.call("POST", "/window/rect", {"width": 1280, "height": 900})
 
 
+def check_tree(wd, base, out, members):
+    wd.call("POST", "/url", {"url": base + "/debug/charts/"})
+    # Three updates with a tree in them: the members' lines have points.
+    updates = wait_until(wd, "var c = window.cprofCharts; return c && c.state.tree && c.state.updates >= 3 &&"
+                         " c.state.tree.lastT ? c.state.updates : 0", 60)
+    check("the page's tree section filled", bool(updates), updates)
+    errors = wd.run("return window.cprofCharts && window.cprofCharts.state.errors")
+    check("the page met no error (fetch, CSP)", errors == [], errors)
+    layout = wd.run("""
+        var tree = document.getElementById('tree'), first = document.querySelector('#charts > .card');
+        return tree ? {title: tree.querySelector('h2').textContent,
+                       cards: tree.querySelectorAll('.card canvas').length,
+                       first: !!(first && (tree.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING)),
+                       visible: tree.getBoundingClientRect().height > 100} : null;""")
+    check("a 'Process tree' section, before the process's own charts, three charts drawn",
+          layout is not None and layout["title"].startswith("Process tree") and layout["cards"] == 3
+          and layout["first"] and layout["visible"], layout)
+    charts = wd.run("""
+        var out = {};
+        for (var g of window.cprofCharts.treeGroups) {
+          var c = window.cprofCharts.state.charts[g.id];
+          out[g.id] = {labels: c.data.datasets.map(d => d.label),
+                       numbers: c.data.datasets.map(d => d.data.filter(p => typeof p.y === 'number').length),
+                       ticks: c.scales.y.ticks.map(t => t.label),
+                       last: c.data.datasets[0].data.length ? c.data.datasets[0].data[c.data.datasets[0].data.length - 1] : null};
+        }
+        return out;""")
+    data = json.loads(fetch(base + "/debug/charts/data")[0])
+    tree = data.get("tree") or {}
+    for gid, c in sorted(charts.items()):
+        check(gid + ": the total first", c["labels"][:1] == ["total"], c["labels"])
+        for pid in members:
+            check(gid + ": a line for process %s, by pid and name" % pid,
+                  any(re.match(r"%s \S" % pid, l) for l in c["labels"]), c["labels"])
+        check(gid + ": every line has points", all(n >= 1 for n in c["numbers"]), c["numbers"])
+    check("tree CPU: its axis in cores", any(re.search(r"\d cores?$", x) for x in charts["tree_cpu"]["ticks"]),
+          charts["tree_cpu"]["ticks"])
+    check("tree memory: its axis in bytes", any(re.search(r"\d (B|kB|MB|GB)$", x) for x in charts["tree_rss"]["ticks"]),
+          charts["tree_rss"]["ticks"])
+    last = charts["tree_rss"]["last"]
+    t = tree.get("t", [])
+    check("the tree's RSS total is the data's", last is not None and last["x"] in t
+          and tree["totals"]["rss_bytes"][t.index(last["x"])] == last["y"], [last, t[-3:]])
+    title = wd.run("return document.querySelector('#chart-tree_cpu h2').textContent")
+    check("tree CPU's title shows the total in cores", re.search(r"cores?$", title) is not None, title)
+    wd.run("var s = document.getElementById('window'); s.value = '60'; s.dispatchEvent(new Event('change'))")
+    wd.screenshot(os.path.join(out, "tree.png"))
+
+
 def main():
     base, out = sys.argv[1].rstrip("/"), sys.argv[2]
     os.makedirs(out, exist_ok=True)
+    if len(sys.argv) > 3 and sys.argv[3] == "--tree":
+        members = sys.argv[4:]
+        return drive("charts_browser", out, lambda wd: check_tree(wd, base, out, members))
     return drive("charts_browser", out, lambda wd: check_page(wd, base, out))
 
 

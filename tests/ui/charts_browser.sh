@@ -6,8 +6,9 @@
 # grows a point a second, then as the demo server serves it with its own
 # sampler's data, and checks that every chart fills and follows the
 # data, the window selector, the units, that nothing comes from elsewhere,
-# and a phone's layout. The screenshot is kept as
-# $CPROF_BUILD_DIR/artifacts/charts.png.
+# and a phone's layout; then a process tree's owner (a prefork master):
+# its "Process tree" section drawn, a line per process. The screenshots
+# are kept in $CPROF_BUILD_DIR/artifacts/ (charts.png, tree.png).
 . "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
 
 if ! command -v chromedriver >/dev/null || ! [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
@@ -41,6 +42,19 @@ done
 check "Chromium shows live charts of a running program" \
   python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://$ADDR" "$T/out"
 stop
+
+# A process tree's owner (issue 31): a prefork master and 3 busy workers;
+# the page shows the tree's section, a line per process.
+start tree LD_PRELOAD="$LIB" -- "$B/tests/host/host_prefork" 3 busy 90
+for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
+mapfile -t W <"$T/tree.out"
+for _ in $(seq 1 100); do
+  curl -s "http://$ADDR/metrics" | grep -q '^cprof_tree_processes 4$' && break
+  sleep 0.1
+done
+check "Chromium shows the process tree's section" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/charts_browser.py" "http://$ADDR" "$T/out" --tree "$PID" "${W[@]}"
+stop
 mkdir -p "$B/artifacts"
-cp "$T/out/charts.png" "$T/out/charts-phone.png" "$B/artifacts/" 2>/dev/null || true
+cp "$T/out/charts.png" "$T/out/charts-phone.png" "$T/out/tree.png" "$B/artifacts/" 2>/dev/null || true
 finish

@@ -5,7 +5,14 @@
 //    "t": [UNIX_MS, ...], "series": {"rss_bytes": [...], ...}}
 // t and every series are as long as each other, oldest first; an entry may
 // be null (a figure the system did not give). With since, only the points
-// after it. Everything shown is set as text, never as markup.
+// after it. At a process tree's owner (a forking server) the JSON also has
+//   "tree": {"owner": PID, "t": [...], "totals": {"processes": [...],
+//            "cpu_cores": [...], "rss_bytes": [...], "threads": [...]},
+//            "processes": [{"pid": N, "name": "...", "cpu_cores": [...],
+//                           "rss_bytes": [...], "threads": [...]}, ...]}
+// and the page shows a "Process tree" section first: a chart per figure,
+// the tree's total and a line per process. Everything shown is set as
+// text, never as markup.
 (function () {
   "use strict";
 
@@ -32,8 +39,24 @@
   ];
   const COLOURS = ["#2f6fd0", "#d9480f", "#2b8a3e", "#862e9c"];
 
+  // The process tree's charts: the total, then a line per process (added
+  // as processes appear, dropped once out of the ring).
+  const TREE_GROUPS = [
+    {id: "tree_cpu", title: "Process tree: CPU", unit: "cores", key: "cpu_cores"},
+    {id: "tree_rss", title: "Process tree: resident memory", unit: "bytes", key: "rss_bytes"},
+    {id: "tree_threads", title: "Process tree: threads", unit: "count", key: "threads"},
+  ];
+
+  // A colour per process, far apart for neighbours, stable for a pid's
+  // place in the list.
+  function processColour(i) {
+    return "hsl(" + Math.round((i * 137.5 + 200) % 360) + ", 65%, 42%)";
+  }
+
   const state = {
     charts: {},          // group id -> Chart
+    groups: GROUPS.slice(), // every group drawn: GROUPS, then TREE_GROUPS once there is a tree
+    tree: null,          // the tree's section: {lastT, owner, processes: pid -> {name, colour}}
     nows: {},            // group id -> the title's current values
     lastT: null,         // the newest point's time, unix ms
     startMs: null,       // the process's start, to see it restart
@@ -86,6 +109,7 @@
       case "bytes_s": return bytes(v) + "/s";
       case "per_s": return count(v) + "/s";
       case "ms_s": return num(v) + " ms/s";
+      case "cores": return num(v) + (Math.abs(v) === 1 ? " core" : " cores");
       default: return count(v);
     }
   }
@@ -136,32 +160,34 @@
 
   function build() {
     const main = document.getElementById("charts");
-    for (const g of GROUPS) {
-      const card = el("section", "card");
-      card.id = "chart-" + g.id;
-      const h2 = el("h2");
-      h2.appendChild(el("span", "name", g.title));
-      h2.appendChild(document.createTextNode(" "));
-      const now = el("span", "value", "");
-      h2.appendChild(now);
-      card.appendChild(h2);
-      const box = el("div", "box");
-      const canvas = el("canvas");
-      canvas.setAttribute("role", "img");
-      canvas.setAttribute("aria-label", g.title);
-      box.appendChild(canvas);
-      card.appendChild(box);
-      main.appendChild(card);
-      state.nows[g.id] = now;
-      state.charts[g.id] = new Chart(canvas, config(g));
-    }
+    for (const g of GROUPS) addCard(main, g);
+  }
+
+  function addCard(parent, g) {
+    const card = el("section", "card");
+    card.id = "chart-" + g.id;
+    const h2 = el("h2");
+    h2.appendChild(el("span", "name", g.title));
+    h2.appendChild(document.createTextNode(" "));
+    const now = el("span", "value", "");
+    h2.appendChild(now);
+    card.appendChild(h2);
+    const box = el("div", "box");
+    const canvas = el("canvas");
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", g.title);
+    box.appendChild(canvas);
+    card.appendChild(box);
+    parent.appendChild(card);
+    state.nows[g.id] = now;
+    state.charts[g.id] = new Chart(canvas, config(g));
   }
 
   function config(g) {
     return {
       type: "line",
       data: {
-        datasets: g.series.map(([key, label], i) => ({
+        datasets: (g.series || [["total", "total"]]).map(([key, label], i) => ({
           key: key,
           label: label,
           data: [],
@@ -181,7 +207,7 @@
         normalized: true,
         interaction: {mode: "index", intersect: false},
         plugins: {
-          legend: {display: g.series.length > 1, labels: {boxWidth: 12, boxHeight: 2}},
+          legend: {display: !g.series || g.series.length > 1, labels: {boxWidth: 12, boxHeight: 2}},
           tooltip: {
             callbacks: {
               title: (items) => items.length ? clock(items[0].parsed.x) : "",
@@ -204,7 +230,7 @@
           y: {
             type: "linear",
             beginAtZero: true,
-            suggestedMax: g.unit === "pct" ? 1 : undefined,
+            suggestedMax: g.unit === "pct" ? 1 : g.unit === "cores" ? 0.01 : undefined,
             afterDataLimits: g.unit === "bytes" || g.unit === "bytes_s" ? byteStep : undefined,
             ticks: {callback: (v) => format(g.unit, v), maxTicksLimit: 6},
           },
@@ -219,6 +245,7 @@
     for (const id in state.charts)
       for (const ds of state.charts[id].data.datasets) ds.data = [];
     state.lastT = null;
+    if (state.tree) state.tree.lastT = null;
   }
 
   function apply(d) {
@@ -246,6 +273,7 @@
       }
       state.lastT = t;
     }
+    if (d.tree && typeof d.tree === "object") applyTree(d.tree);
     // The ring's length and no more.
     if (state.lastT !== null) {
       const oldest = state.lastT - state.ringS * 1000;
@@ -255,6 +283,7 @@
           while (k < ds.data.length && ds.data[k].x < oldest) k++;
           if (k) ds.data.splice(0, k);
         }
+      dropGone();
     }
     state.updates++;
     document.body.dataset.updates = String(state.updates);
@@ -264,7 +293,7 @@
   }
 
   function redraw() {
-    for (const g of GROUPS) {
+    for (const g of state.groups) {
       const chart = state.charts[g.id];
       const x = chart.options.scales.x;
       if (state.lastT !== null) {
@@ -274,11 +303,89 @@
       x.ticks.stepSize = step(state.windowS);
       chart.update("none");
       // The newest value of each series, in the chart's title.
-      const parts = chart.data.datasets.map((ds) => {
+      // A tree's chart names its total alone: a title per process would
+      // not fit.
+      const shown = g.key ? chart.data.datasets.slice(0, 1) : chart.data.datasets;
+      const parts = shown.map((ds) => {
         const last = ds.data.length ? ds.data[ds.data.length - 1].y : null;
         return (chart.data.datasets.length > 1 ? ds.label + " " : "") + format(g.unit, last);
       });
       state.nows[g.id].textContent = "\u2014 " + parts.join(", ");
+    }
+  }
+
+  // ---- the process tree -----------------------------------------------------
+
+  function buildTree(owner) {
+    const main = document.getElementById("charts");
+    const section = el("section", "group");
+    section.id = "tree";
+    const h = el("h2", "group-title", "Process tree");
+    h.appendChild(el("span", "note", " owner " + owner + ", " + "a line per process"));
+    section.appendChild(h);
+    for (const g of TREE_GROUPS) {
+      addCard(section, g);
+      const total = state.charts[g.id].data.datasets[0];
+      total.borderColor = total.backgroundColor = "#1d2433";
+      total.borderWidth = 2.5;
+    }
+    const own = el("h2", "group-title", "This process");
+    own.id = "own-title";
+    main.insertBefore(own, main.firstChild);
+    main.insertBefore(section, own);
+    state.groups = TREE_GROUPS.concat(GROUPS);
+    state.tree = {lastT: null, owner: owner, processes: {}, added: 0};
+  }
+
+  // The dataset of process pid in chart g, made when first seen.
+  function processSet(g, pid) {
+    const chart = state.charts[g.id];
+    let ds = chart.data.datasets.find((x) => x.pid === pid);
+    if (ds) return ds;
+    const p = state.tree.processes[pid];
+    ds = {
+      key: g.key, pid: pid, label: pid + " " + p.name + (pid === state.tree.owner ? " (owner)" : ""),
+      data: [], borderColor: p.colour, backgroundColor: p.colour, borderWidth: 1.2,
+      pointRadius: 0, pointHitRadius: 6, tension: 0, spanGaps: false,
+    };
+    // Points before it came: none, so that its line starts where it did.
+    chart.data.datasets.push(ds);
+    return ds;
+  }
+
+  function applyTree(tr) {
+    if (!Array.isArray(tr.t) || typeof tr.totals !== "object" || !Array.isArray(tr.processes)) return;
+    if (!state.tree) buildTree(tr.owner);
+    for (const p of tr.processes) {
+      if (!state.tree.processes[p.pid])
+        state.tree.processes[p.pid] = {name: String(p.name), colour: processColour(state.tree.added++)};
+    }
+    for (let i = 0; i < tr.t.length; i++) {
+      const t = tr.t[i];
+      if (typeof t !== "number" || (state.tree.lastT !== null && t <= state.tree.lastT)) continue;
+      for (const g of TREE_GROUPS) {
+        const col = tr.totals[g.key];
+        const v = Array.isArray(col) ? col[i] : null;
+        state.charts[g.id].data.datasets[0].data.push({x: t, y: typeof v === "number" ? v : null});
+        for (const p of tr.processes) {
+          const pc = p[g.key];
+          const pv = Array.isArray(pc) ? pc[i] : null;
+          const ds = processSet(g, p.pid);
+          // A process not there at this point: a gap, not a drop to zero.
+          if (typeof pv === "number" || ds.data.length) ds.data.push({x: t, y: typeof pv === "number" ? pv : null});
+        }
+      }
+      state.tree.lastT = t;
+    }
+  }
+
+  // A process whose points have all left the ring leaves its charts.
+  function dropGone() {
+    if (!state.tree) return;
+    for (const g of TREE_GROUPS) {
+      const chart = state.charts[g.id];
+      chart.data.datasets = chart.data.datasets.filter((ds, i) =>
+        i === 0 || ds.data.some((pt) => pt.y !== null));
     }
   }
 
@@ -365,6 +472,7 @@
   window.cprofCharts = {
     state: state,
     groups: GROUPS,
+    treeGroups: TREE_GROUPS,
     format: format,
     setWindow: setWindow,
   };

@@ -1,0 +1,142 @@
+/* A process's figures read from outside it, by its pid (tree.h): what the
+ * owner's metrics sampler shows of each process of its tree, so that the
+ * members need no sampler of their own and are never asked. Everything
+ * comes from /proc/PID, as ps and top read it (proc(5)):
+ *
+ * - stat: utime and stime (fields 14 and 15, clock ticks, every thread's,
+ *   the ended ones' too), minflt and majflt (10, 12), num_threads (20),
+ *   vsize (23) and rss (24, pages);
+ * - status: voluntary_ctxt_switches and nonvoluntary_ctxt_switches, which
+ *   are the main thread's alone (the kernel counts switches per task);
+ *   a prefork worker's main thread is the one that serves;
+ * - io: rchar and wchar, when the caller may ptrace the process (its own
+ *   user's, not made undumpable; else -1);
+ * - fd: its entries, under the same condition.
+ *
+ * Stack buffers only: the metrics sampler allocates nothing. Only from a
+ * thread in cprof's own descriptor table (core/fds.h). */
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The whole of a small /proc file into buf, NUL-terminated: its length, or
+ * -1. */
+static ssize_t read_into(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t n = 0;
+  while (n + 1 < len) {
+    ssize_t r = read(fd, buf + n, len - 1 - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = '\0';
+  return n ? (ssize_t)n : -1;
+}
+
+/* The number after "\nkey" (key includes its ':'), or -1. */
+static int64_t field(const char *text, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL)
+    if (strncmp(s, key, kl) == 0)
+      return strtoll(s + kl, NULL, 10);
+  return -1;
+}
+
+/* Entries of /proc/PID/fd but . and ..; -1 when it cannot be read.
+ * getdents64 into the stack: opendir would allocate. */
+static int64_t count_fds(pid_t pid) {
+  char path[48];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int64_t n = 0;
+  char buf[4096] __attribute__((aligned(8)));
+  for (;;) {
+    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got < 0)
+        n = -1;
+      break;
+    }
+    for (long off = 0; off < got;) {
+      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
+      unsigned short reclen;
+      memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char *name = buf + off + 19;
+      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+        n++;
+      off += reclen;
+    }
+  }
+  close(fd);
+  return n;
+}
+
+int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f) {
+  memset(f, 0, sizeof *f);
+  f->pid = pid;
+  char path[48], buf[4096];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  if (read_into(path, buf, sizeof buf) < 0)
+    return -ENOENT;
+  /* "PID (COMM) S ...": COMM may hold spaces and parentheses, so the
+   * fields after it are counted from the last ')'. */
+  char *open_ = strchr(buf, '('), *close_ = strrchr(buf, ')');
+  if (!open_ || !close_ || close_ < open_)
+    return -ENOENT;
+  size_t nl = (size_t)(close_ - open_ - 1);
+  if (nl >= sizeof f->name)
+    nl = sizeof f->name - 1;
+  memcpy(f->name, open_ + 1, nl);
+  f->name[nl] = '\0';
+  unsigned long long minflt, majflt, utime, stime, vsize;
+  long long threads, rss, start;
+  /* From field 3 (state): 10 minflt, 12 majflt, 14 utime, 15 stime,
+   * 20 num_threads, 22 starttime, 23 vsize, 24 rss. */
+  if (sscanf(close_ + 1,
+             " %*c %*s %*s %*s %*s %*s %*s %llu %*s %llu %*s %llu %llu %*s %*s %*s %*s %lld %*s "
+             "%lld %llu %lld",
+             &minflt, &majflt, &utime, &stime, &threads, &start, &vsize, &rss) != 8)
+    return -ENOENT;
+  long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+  if (hz <= 0)
+    hz = 100;
+  f->start_ticks = start;
+  f->cpu_user_us = (int64_t)(utime * 1000000ULL / (unsigned long long)hz);
+  f->cpu_system_us = (int64_t)(stime * 1000000ULL / (unsigned long long)hz);
+  f->faults_minor = (int64_t)minflt;
+  f->faults_major = (int64_t)majflt;
+  f->threads = threads;
+  f->vm_bytes = (int64_t)vsize;
+  f->rss_bytes = rss * (page > 0 ? page : 4096);
+
+  f->ctx_voluntary = f->ctx_involuntary = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  if (read_into(path, buf, sizeof buf) > 0) {
+    f->ctx_voluntary = field(buf, "voluntary_ctxt_switches:");
+    f->ctx_involuntary = field(buf, "nonvoluntary_ctxt_switches:");
+  }
+  f->read_bytes = f->write_bytes = -1;
+  snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+  if (read_into(path, buf, sizeof buf) > 0) {
+    f->read_bytes = field(buf, "rchar:");
+    f->write_bytes = field(buf, "wchar:");
+  }
+  f->open_fds = count_fds(pid);
+  return 0;
+}
