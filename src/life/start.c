@@ -333,7 +333,6 @@ static int take_over_locked(pid_t gone) {
   if (serving)
     cprof__server_stop(); /* the member's socket */
   serving = 0;
-  running = 0;
   set_join_pending(0);
   cprof__config_set(&tree_cfg);
   running = 1;
