@@ -56,8 +56,9 @@
  *   heap, and the next cut pushes what came, with the owner's window. So
  *   a worker's profiles start with the first window after it joined, and
  *   the last window's are not pushed at exit (the workers are ending
- *   too). The workers never load libcurl: a worker's memory stays the
- *   idle cost issue 31 bounds.
+ *   too). Nothing of the push runs in a worker (no thread, no libcurl
+ *   state of its own, no connection): a worker's memory stays the idle
+ *   cost issue 31 bounds, and one push serves the whole tree.
  *
  * Everything is under one lock, never held across a request; the queue is
  * the thread's alone while it runs. */

@@ -186,10 +186,10 @@ for p in "$MASTER" "${W[@]}"; do
     "grep -l '\"name\": \[\"each{instance=$A,pid=$p,process=host_prefork}\"\]' '$T/rw.rx'/*.json | xargs grep -l sampleRate | grep -q ."
 done
 cpu=$(grep -l "\"name\": \[\"each{instance=$A,pid=${W[2]},process=host_prefork}\"\]" "$T/rw.rx"/*.json |
-  xargs grep -l sampleRate | head -1)
+  xargs -r grep -l sampleRate | head -1 || true)
 pprof -top "${cpu%.json}.pprof" >"$T/rw.w2" || true
 check "remote write: worker ${W[2]}'s pushed CPU profile shows worker_compute" has "$T/rw.w2" ' worker_compute$'
-cpu=$(grep -l "\"name\": \[\"merged{instance=$A}\"\]" "$T/rw.rx"/*.json | xargs grep -l sampleRate | tail -1)
+cpu=$(grep -l "\"name\": \[\"merged{instance=$A}\"\]" "$T/rw.rx"/*.json | xargs -r grep -l sampleRate | tail -1 || true)
 pprof -tags "${cpu%.json}.pprof" >"$T/rw.merged" || true
 check "remote write: the merged CPU profile keeps its pid sample labels" \
   has "$T/rw.merged" "^ +[0-9.]+[mun]?s .*: ${W[2]}$"
