@@ -139,6 +139,28 @@ print(bad)
 sys.exit(0 if not bad and len(j["jobs"]) == 2 else 1)
 PY
 
+# The query page's data: a row's labels and pid, and pid= for one process.
+now=$(($(date +%s) * 1000000000 + 1000000000))
+http "http://$WEB/api/profiles?job=each&type=process_cpu&from=0&to=$now" >/dev/null
+cp "$T/body" "$T/rows.json"
+check "/api/profiles: each row has its labels and pid, every process among them" \
+  python3 - "$T/rows.json" "$MASTER" "${W[@]}" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+pids = sorted({r.get("pid") for r in rows})
+print(len(rows), pids)
+sys.exit(0 if pids == sorted(int(p) for p in sys.argv[2:])
+         and all('pid="%d"' % r["pid"] in r["labels"] for r in rows) else 1)
+PY
+http "http://$WEB/api/profiles?job=each&type=process_cpu&from=0&to=$now&pid=${W[2]}" >/dev/null
+cp "$T/body" "$T/rows2.json"
+n2=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(len(r) if all(x['pid']==int(sys.argv[2]) for x in r) else -1)" "$T/rows2.json" "${W[2]}")
+check "/api/profiles?pid=${W[2]}: that process's rows alone" test "$n2" -ge 2
+http "http://$WEB/api/merge?job=each&type=process_cpu&from=0&to=$now&pid=${W[2]}" >/dev/null
+check "/api/merge?pid=${W[2]}: merges as many profiles" has "$T/body" "^\{\"profiles\":$n2,"
+check "/api/merge?pid=${W[2]}: its title names the process" grep -qF "pid=\\\"${W[2]}\\\"" "$T/body"
+check "/api/profiles?pid=x: 400" test "$(http "http://$WEB/api/profiles?job=each&type=memory&pid=x")" = 400
+
 # A worker leaves: its series stops, the others go on, nothing turns Bad.
 kill -TERM "${W[0]}"
 for _ in $(seq 1 100); do kill -0 "${W[0]}" 2>/dev/null || break; sleep 0.05; done
