@@ -22,7 +22,8 @@
  *   brings.
  * - A failure to connect, a 5xx or a 429 is retried after a pause that
  *   doubles from 0.5 s to 30 s, the profiles cut meanwhile queued; the
- *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s),
+ *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s;
+ *   as many per process for a tree, grown as its members are counted),
  *   and a full queue drops its oldest, counted. Any other answer drops the
  *   profile, counted, with a line on stderr. A line says when pushing
  *   fails, and one when it works again: no line while all is well.
@@ -133,7 +134,9 @@ static struct {
   int64_t retry_ms;       /* monotonic: the next attempt, after a failure */
   int64_t deadline_ms;    /* monotonic: when the final round gives up */
   long backoff_ms;
-  item_t *ring[QUEUE_CAP];
+  item_t *ring_one[QUEUE_CAP]; /* the ring of one process */
+  item_t **ring;               /* ring_one, or a larger one for a tree */
+  size_t cap;                  /* the ring's slots */
   size_t head, count;
   totals_t totals;
   int atexit_set;
@@ -159,21 +162,44 @@ static void item_free(item_t *it) {
 
 static void enqueue(item_t *it) {
   pthread_mutex_lock(&ps.lock);
-  if (ps.count == QUEUE_CAP) { /* the oldest goes: the newest tell most about now */
+  if (!ps.ring) {
+    ps.ring = ps.ring_one;
+    ps.cap = QUEUE_CAP;
+  }
+  if (ps.count == ps.cap) { /* the oldest goes: the newest tell most about now */
     item_free(ps.ring[ps.head]);
-    ps.head = (ps.head + 1) % QUEUE_CAP;
+    ps.head = (ps.head + 1) % ps.cap;
     ps.count--;
     ps.totals.dropped++;
   }
-  ps.ring[(ps.head + ps.count) % QUEUE_CAP] = it;
+  ps.ring[(ps.head + ps.count) % ps.cap] = it;
   ps.count++;
   pthread_mutex_unlock(&ps.lock);
 }
 
 static void dequeue_locked(void) {
   item_free(ps.ring[ps.head]);
-  ps.head = (ps.head + 1) % QUEUE_CAP;
+  ps.head = (ps.head + 1) % ps.cap;
   ps.count--;
+}
+
+/* Room for QUEUE_CAP profiles of each of n processes: a tree's cut
+ * queues two of every process at once, which a ring of 32 would drop from
+ * 16 workers on. The queue's order is kept; it never shrinks. */
+static void grow(size_t n) {
+  size_t want = QUEUE_CAP * (n ? n : 1);
+  pthread_mutex_lock(&ps.lock);
+  item_t **ring = want > ps.cap ? calloc(want, sizeof *ring) : NULL;
+  if (ring) {
+    for (size_t i = 0; i < ps.count; i++)
+      ring[i] = ps.ring[(ps.head + i) % ps.cap];
+    if (ps.ring != ps.ring_one)
+      free(ps.ring);
+    ps.ring = ring;
+    ps.cap = want;
+    ps.head = 0;
+  }
+  pthread_mutex_unlock(&ps.lock);
 }
 
 /* A profile of kind with these sample types, over [from, until], its body
@@ -257,6 +283,8 @@ static void tree_collect(int64_t from, int64_t until) {
     return;
   pthread_join(tw.thread, NULL);
   tw.running = 0;
+  if (from < until)
+    grow((size_t)tw.n + 1);
   for (int i = 0; i < tw.n && from < until; i++) {
     char name[sizeof ps.name + 24];
     name_with_pid(ps.name, tw.cpu[i].pid, name, sizeof name);

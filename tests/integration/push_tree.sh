@@ -8,7 +8,10 @@
 #    pprof), over the master's windows (the same from and until);
 #  - the workers never push themselves (no thread of the push's in them:
 #    the owner fetches their profiles over their sockets), and say nothing;
-#  - a worker that leaves stops being pushed, the others go on.
+#  - a worker that leaves stops being pushed, the others go on;
+#  - 16 idle workers: each window queues 34 profiles at once, more than
+#    one process's queue of 32: none dropped (the queue grows with the
+#    tree), every worker's series arrives.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "python3 is not installed"
 
@@ -86,5 +89,35 @@ python3 "$RECEIVER" check "$T/tree.rx" 're:pf\{env=ci,pid=[0-9]+\}' >"$T/tree.ch
 check "every request a well-formed pprof ingest named pf{env=ci,pid=N}" [ "$(wc -l <"$T/tree.check")" = 1 ]
 head -5 "$T/tree.check" >&2
 check "nothing refused; CPU and heap" has "$T/tree.check" '^accepted [0-9]+ failed 0 kinds memory,process_cpu$'
+stop "$RPID"
+
+receiver big
+start big LD_PRELOAD="$LIB" CPROF_PUSH_URL="http://127.0.0.1:$RPORT" CPROF_PUSH_INTERVAL=1s \
+  CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 16 idle 60
+BIG=$PID
+for _ in $(seq 1 100); do [ "$(wc -l <"$T/big.out")" -ge 16 ] && break; sleep 0.05; done
+mapfile -t W <"$T/big.out"
+check "the big master printed 16 workers" test "${#W[@]}" = 16
+big_names() { # how many processes have 2 heap profiles pushed
+  python3 - "$T/big.rx" <<'PY'
+import collections, glob, json, sys
+n = collections.Counter()
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    if f.endswith(".stc.json"):
+        continue
+    try:
+        r = json.load(open(f))
+    except ValueError:
+        continue
+    if "sampleRate" not in r["query"]:
+        n[r["query"]["name"][0]] += 1
+print(sum(1 for v in n.values() if v >= 2))
+PY
+}
+until_big() { for _ in $(seq 1 150); do [ "$(big_names)" -ge 17 ] && return 0; sleep 0.2; done; return 1; }
+check "16 workers: the master and each worker have their series" until_big
+kill -TERM "$BIG"
+wait "$BIG" || true
+check "16 workers: nothing dropped (no line at exit)" bash -c "! grep -q 'dropped' '$T/big.err'"
 stop "$RPID"
 finish
