@@ -17,7 +17,7 @@ command -v python3 >/dev/null || skip "python3 is not installed"
 
 receiver tree
 start tree LD_PRELOAD="$LIB" CPROF_PUSH_URL="http://127.0.0.1:$RPORT" CPROF_PUSH_INTERVAL=1s \
-  CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 3 busy 60
+  CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 3 busy 120
 MASTER=$PID
 for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
 mapfile -t W <"$T/tree.out"
@@ -25,25 +25,32 @@ check "the master printed 3 workers" test "${#W[@]}" = 3
 echo "master $MASTER, workers ${W[*]}"
 
 # series PID KIND: how many requests the receiver took for that process
-# (KIND cpu: with a sampleRate; heap: without).
+# (KIND cpu: with a sampleRate; heap: without); one pass over the files.
 series() {
-  local n=0 f
-  for f in "$T/tree.rx"/*.json; do
-    case $f in *.stc.json) continue ;; esac
-    [ -e "$f" ] || continue
-    grep -q "\"name\": \[\"pf{env=ci,pid=$1}\"\]" "$f" || continue
-    if grep -q sampleRate "$f"; then [ "$2" = cpu ] && n=$((n + 1)); else [ "$2" = heap ] && n=$((n + 1)); fi
-  done
-  echo $n
+  python3 - "$T/tree.rx" "$1" "$2" <<'PY'
+import glob, json, sys
+name = "pf{env=ci,pid=%s}" % sys.argv[2]
+n = 0
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    if f.endswith(".stc.json"):
+        continue
+    try:
+        q = json.load(open(f))["query"]
+    except ValueError:
+        continue
+    if q.get("name") == [name] and ("sampleRate" in q) == (sys.argv[3] == "cpu"):
+        n += 1
+print(n)
+PY
 }
 until_all() {
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 100); do
     local ok=1 p
     for p in "$MASTER" "${W[@]}"; do
-      [ "$(series "$p" cpu)" -ge 2 ] && [ "$(series "$p" heap)" -ge 2 ] || ok=0
+      [ "$(series "$p" cpu)" -ge 2 ] && [ "$(series "$p" heap)" -ge 2 ] || { ok=0; break; }
     done
     [ $ok = 1 ] && return 0
-    sleep 0.1
+    sleep 0.2
   done
   return 1
 }
@@ -93,7 +100,7 @@ stop "$RPID"
 
 receiver big
 start big LD_PRELOAD="$LIB" CPROF_PUSH_URL="http://127.0.0.1:$RPORT" CPROF_PUSH_INTERVAL=1s \
-  CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 16 idle 60
+  CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 16 idle 120
 BIG=$PID
 for _ in $(seq 1 100); do [ "$(wc -l <"$T/big.out")" -ge 16 ] && break; sleep 0.05; done
 mapfile -t W <"$T/big.out"
