@@ -152,6 +152,10 @@ print(len(rows), pids)
 sys.exit(0 if pids == sorted(int(p) for p in sys.argv[2:])
          and all('pid="%d"' % r["pid"] in r["labels"] for r in rows) else 1)
 PY
+# To the latest row's time: a scrape of one process's profile starts after
+# the one before it ends, so no row stored meanwhile falls in the range.
+http "http://$WEB/api/profiles?job=each&type=process_cpu&from=0&to=$now&pid=${W[2]}" >/dev/null
+now=$(python3 -c "import json,sys; print(max(int(r['time_ns']) for r in json.load(open(sys.argv[1]))))" "$T/body")
 http "http://$WEB/api/profiles?job=each&type=process_cpu&from=0&to=$now&pid=${W[2]}" >/dev/null
 cp "$T/body" "$T/rows2.json"
 n2=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(len(r) if all(x['pid']==int(sys.argv[2]) for x in r) else -1)" "$T/rows2.json" "${W[2]}")
