@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "http/params.h"
@@ -251,6 +252,21 @@ static int is_cheap(const char *method, const char *path) {
          strcmp(name, "ui") == 0 || strcmp(name, "ui/") == 0 || strcmp(name, "ui/profiles") == 0;
 }
 
+/* A GET for another process of the tree (?pid=N, N not this one): the
+ * owner only passes it on (http/tree.c), and the member that builds the
+ * profile takes one of its own slots. Counting it here too would let four
+ * workers' CPU profiles, which a collector asks for at once (cprof collect's
+ * process_tree: each), shut out the rest of a tree of sixteen; the
+ * connection caps still bound how many are passed on at once. */
+static int relayed(const char *method, const char *query) {
+  char v[32];
+  long pid;
+  if (!method || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+    return 0;
+  return cprof__query_get(query, "pid", v, sizeof v) == 1 &&
+         cprof__query_int(v, 1, 0x7fffffff, &pid) == 0 && pid != (long)getpid();
+}
+
 /* How long the request should take, in ms, for Retry-After. */
 static long long expected_ms(const char *path, const char *query) {
   char v[32];
@@ -277,7 +293,7 @@ static long long expected_ms(const char *path, const char *query) {
 
 int cprof__limits_profile_enter(const char *method, const char *path, const char *query,
                                 int *retry_after, char *why, size_t whylen) {
-  if (is_cheap(method ? method : "", path ? path : ""))
+  if (is_cheap(method ? method : "", path ? path : "") || relayed(method, query))
     return 0;
   long long now = now_ms(), soonest = -1;
   pthread_mutex_lock(&lock);

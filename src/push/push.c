@@ -22,7 +22,8 @@
  *   brings.
  * - A failure to connect, a 5xx or a 429 is retried after a pause that
  *   doubles from 0.5 s to 30 s, the profiles cut meanwhile queued; the
- *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s),
+ *   queue holds QUEUE_CAP (32 profiles: eight minutes at the default 15 s;
+ *   as many per process for a tree, grown as its members are counted),
  *   and a full queue drops its oldest, counted. Any other answer drops the
  *   profile, counted, with a line on stderr. A line says when pushing
  *   fails, and one when it works again: no line while all is well.
@@ -42,7 +43,23 @@
  *   whose libraries' destructors run next.
  * - The thread ends and starts again around a change of the program's
  *   credentials and when the program's last thread ends (start.c parks it
- *   then), keeping its queue. A forked child does not push.
+ *   then), keeping its queue. A forked child does not push itself: the
+ *   owner of a process tree (tree/tree.h) pushes for all of it.
+ * - A process tree: the owner pushes each process's profiles as a series
+ *   of its own, the name's tags with pid=N added (APP{env=dev,pid=812}),
+ *   its own included, as Pyroscope users see one series per worker and
+ *   filter or group by pid. Not the merged profile: its pid is a numeric
+ *   sample label (for pprof's -tagfocus), which Pyroscope does not make a
+ *   series of. The members' profiles come over their sockets
+ *   (tree/fetch.c), as GET /debug/pprof/...?pid=N gets them: at every cut
+ *   a thread of the push's, "cprof-push-tree", asks each member for its
+ *   CPU profile of the next window (?seconds=the interval) and then its
+ *   heap, and the next cut pushes what came, with the owner's window. So
+ *   a worker's profiles start with the first window after it joined, and
+ *   the last window's are not pushed at exit (the workers are ending
+ *   too). Nothing of the push runs in a worker (no thread, no libcurl
+ *   state of its own, no connection): a worker's memory stays the idle
+ *   cost issue 31 bounds, and one push serves the whole tree.
  *
  * Everything is under one lock, never held across a request; the queue is
  * the thread's alone while it runs. */
@@ -68,6 +85,7 @@
 #include "registry/registry.h"
 #include "core/guard.h"
 #include "registry/symbols.h"
+#include "tree/tree.h"
 
 #define QUEUE_CAP 32
 #define BACKOFF_FIRST_MS 500L
@@ -77,6 +95,10 @@
  * end, within the exit's bound, before it is left behind: its request
  * polls every 50 ms. */
 #define EXIT_GRACE_MS 150
+/* The most members of a tree pushed for. */
+#define MAX_TREE 1024
+/* Beyond a window's seconds, how long the members have to answer. */
+#define TREE_SLACK_MS 2000
 
 typedef struct item {
   char *url, *stc;
@@ -112,17 +134,18 @@ static struct {
   int64_t retry_ms;       /* monotonic: the next attempt, after a failure */
   int64_t deadline_ms;    /* monotonic: when the final round gives up */
   long backoff_ms;
-  item_t *ring[QUEUE_CAP];
+  item_t *ring_one[QUEUE_CAP]; /* the ring of one process */
+  item_t **ring;               /* ring_one, or a larger one for a tree */
+  size_t cap;                  /* the ring's slots */
   size_t head, count;
   totals_t totals;
   int atexit_set;
+  int tree; /* owned a process tree: its series carry pid */
 } ps = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void init_once(void) {
-  cprof__cond_init_monotonic(&ps.cond);
-}
+static void init_once(void) { cprof__cond_init_monotonic(&ps.cond); }
 
 static int64_t mono_ms(void) { return cprof__now_ms(CLOCK_MONOTONIC); }
 
@@ -139,32 +162,55 @@ static void item_free(item_t *it) {
 
 static void enqueue(item_t *it) {
   pthread_mutex_lock(&ps.lock);
-  if (ps.count == QUEUE_CAP) { /* the oldest goes: the newest tell most about now */
+  if (!ps.ring) {
+    ps.ring = ps.ring_one;
+    ps.cap = QUEUE_CAP;
+  }
+  if (ps.count == ps.cap) { /* the oldest goes: the newest tell most about now */
     item_free(ps.ring[ps.head]);
-    ps.head = (ps.head + 1) % QUEUE_CAP;
+    ps.head = (ps.head + 1) % ps.cap;
     ps.count--;
     ps.totals.dropped++;
   }
-  ps.ring[(ps.head + ps.count) % QUEUE_CAP] = it;
+  ps.ring[(ps.head + ps.count) % ps.cap] = it;
   ps.count++;
   pthread_mutex_unlock(&ps.lock);
 }
 
 static void dequeue_locked(void) {
   item_free(ps.ring[ps.head]);
-  ps.head = (ps.head + 1) % QUEUE_CAP;
+  ps.head = (ps.head + 1) % ps.cap;
   ps.count--;
+}
+
+/* Room for QUEUE_CAP profiles of each of n processes: a tree's cut
+ * queues two of every process at once, which a ring of 32 would drop from
+ * 16 workers on. The queue's order is kept; it never shrinks. */
+static void grow(size_t n) {
+  size_t want = QUEUE_CAP * (n ? n : 1);
+  pthread_mutex_lock(&ps.lock);
+  item_t **ring = want > ps.cap ? calloc(want, sizeof *ring) : NULL;
+  if (ring) {
+    for (size_t i = 0; i < ps.count; i++)
+      ring[i] = ps.ring[(ps.head + i) % ps.cap];
+    if (ps.ring != ps.ring_one)
+      free(ps.ring);
+    ps.ring = ring;
+    ps.cap = want;
+    ps.head = 0;
+  }
+  pthread_mutex_unlock(&ps.lock);
 }
 
 /* A profile of kind with these sample types, over [from, until], its body
  * taken from b (freed either way). */
-static void push_profile(const char *what, const char *kind, int delta,
+static void push_profile(const char *name, const char *what, const char *kind, int delta,
                          const cprof__value_type_t *types, size_t n, long hz, int64_t from,
                          int64_t until, cprof__buf_t *b) {
   item_t *it = calloc(1, sizeof *it);
   if (it) {
     it->what = what;
-    it->url = cprof__ingest_url(ps.url, ps.name, from, until, hz);
+    it->url = cprof__ingest_url(ps.url, name, from, until, hz);
     it->stc = cprof__ingest_sample_type_config(kind, delta, types, n);
     it->body = *b;
     cprof__buf_init(b);
@@ -186,11 +232,135 @@ static const cprof__value_type_t heap_types[] = {{"alloc_objects", "count"},
                                                  {"inuse_objects", "count"},
                                                  {"inuse_space", "bytes"}};
 
+/* name with pid=PID among its tags: APP{k=v} -> APP{k=v,pid=PID},
+ * APP{} or APP -> APP{pid=PID}. */
+static void name_with_pid(const char *name, pid_t pid, char *out, size_t len) {
+  size_t n = strlen(name);
+  if (n && name[n - 1] == '}') {
+    const char *brace = strchr(name, '{');
+    snprintf(out, len, "%.*s%spid=%d}", (int)(n - 1), name, brace && brace[1] == '}' ? "" : ",",
+             (int)pid);
+  } else {
+    snprintf(out, len, "%s{pid=%d}", name, (int)pid);
+  }
+}
+
+/* ---- A process tree's members (the push thread's, and its helper's) ---- */
+
+static struct {
+  int running; /* the helper is out, or has ended and is not joined yet */
+  pthread_t thread;
+  unsigned table; /* the push thread's descriptor table, which the helper joins */
+  int n;          /* members asked */
+  cprof__tree_reply_t *cpu, *heap;
+  char cpu_target[600], heap_target[600];
+  long timeout_ms;
+} tw;
+
+static int tree_cancelled(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&ps.lock);
+  int stop = ps.stop;
+  pthread_mutex_unlock(&ps.lock);
+  return stop;
+}
+
+/* The helper: every member's CPU profile of the window, then its heap. */
+static void *tree_fetcher(void *unused) {
+  (void)unused;
+  cprof__guard_enter(); /* the push's: nothing it allocates is sampled */
+  cprof__fds_joined(tw.table);
+  pthread_setname_np(pthread_self(), "cprof-push-tree");
+  cprof__tree_fetch(tw.cpu, tw.n, tw.cpu_target, tw.timeout_ms, tree_cancelled, NULL);
+  cprof__tree_fetch(tw.heap, tw.n, tw.heap_target, TREE_SLACK_MS, tree_cancelled, NULL);
+  return NULL;
+}
+
+/* The helper joined and what it brought freed (pushed first when from <
+ * until). */
+static void tree_collect(int64_t from, int64_t until) {
+  if (!tw.running)
+    return;
+  pthread_join(tw.thread, NULL);
+  tw.running = 0;
+  if (from < until)
+    grow((size_t)tw.n + 1);
+  for (int i = 0; i < tw.n && from < until; i++) {
+    char name[sizeof ps.name + 24];
+    name_with_pid(ps.name, tw.cpu[i].pid, name, sizeof name);
+    /* A member that left, or whose CPU profiler someone else holds, has
+     * no profile for the window: nothing to push, and no failure. */
+    if (tw.cpu[i].status == 200)
+      push_profile(name, "CPU", "process_cpu", 1, cpu_types, 2, ps.hz, from, until,
+                   &tw.cpu[i].body);
+    if (tw.heap[i].status == 200)
+      push_profile(name, "heap", "memory", 0, heap_types, 4, 0, from, until, &tw.heap[i].body);
+  }
+  cprof__tree_replies_free(tw.cpu, tw.n);
+  cprof__tree_replies_free(tw.heap, tw.n);
+  free(tw.cpu);
+  free(tw.heap);
+  tw.cpu = tw.heap = NULL;
+  tw.n = 0;
+}
+
+/* At a cut of the owner of a tree with members: the helper sent out for
+ * the window that begins. */
+static void tree_start(void) {
+  if (cprof__tree_role() != CPROF_TREE_OWNER)
+    return;
+  cprof__tree_proc_t *procs = calloc(MAX_TREE, sizeof *procs);
+  int n = procs ? cprof__tree_list(procs, MAX_TREE) - 1 : 0; /* the owner first */
+  if (n > 0) {
+    tw.cpu = calloc((size_t)n, sizeof *tw.cpu);
+    tw.heap = calloc((size_t)n, sizeof *tw.heap);
+  }
+  if (n <= 0 || !tw.cpu || !tw.heap) {
+    free(tw.cpu);
+    free(tw.heap);
+    tw.cpu = tw.heap = NULL;
+    free(procs);
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    tw.cpu[i].pid = tw.heap[i].pid = procs[i + 1].pid;
+  free(procs);
+  tw.n = n;
+  cprof__config_t cfg;
+  cprof__config_get(&cfg);
+  long seconds = (ps.interval_ms + 500) / 1000;
+  if (seconds < 1)
+    seconds = 1;
+  snprintf(tw.cpu_target, sizeof tw.cpu_target, "%s/debug/pprof/profile?seconds=%ld", cfg.prefix,
+           seconds);
+  snprintf(tw.heap_target, sizeof tw.heap_target, "%s/debug/pprof/heap", cfg.prefix);
+  tw.timeout_ms = seconds * 1000 + TREE_SLACK_MS;
+  tw.table = cprof__fds_table();
+  if (pthread_create(&tw.thread, NULL, tree_fetcher, NULL) == 0) {
+    tw.running = 1;
+    return;
+  }
+  free(tw.cpu);
+  free(tw.heap);
+  tw.cpu = tw.heap = NULL;
+  tw.n = 0;
+}
+
 /* Cuts the window that ends now: the CPU profile since the last cut (the
- * rest of it, and the CPU profiler let go, when last), and the heap. */
+ * rest of it, and the CPU profiler let go, when last), and the heap; then
+ * a tree's members' of the same window, and the next window asked of
+ * them. */
 static void cut(int last) {
   int64_t now = cprof__now_ns(CLOCK_REALTIME) / 1000000000, from = ps.window_start_s;
   ps.window_start_s = now;
+  /* The owner of a tree is one of its processes: a series by pid too. */
+  char name[sizeof ps.name + 24];
+  if (cprof__tree_role() == CPROF_TREE_OWNER)
+    ps.tree = 1; /* and stays so: at exit the tree is left before the last cut */
+  if (ps.tree)
+    name_with_pid(ps.name, getpid(), name, sizeof name);
+  else
+    snprintf(name, sizeof name, "%s", ps.name);
   cprof__buf_t b;
   cprof__buf_init(&b);
   if (ps.cpu) {
@@ -202,7 +372,7 @@ static void cut(int last) {
       err = cprof__cpu_recording_cut(ps.cpu, &b);
     }
     if (err == 0)
-      push_profile("CPU", "process_cpu", 1, cpu_types, 2, ps.hz, from, now, &b);
+      push_profile(name, "CPU", "process_cpu", 1, cpu_types, 2, ps.hz, from, now, &b);
     else
       cprof__buf_free(&b);
   }
@@ -211,9 +381,12 @@ static void cut(int last) {
   const cprof__profile_t *heap = cprof__registry_lookup("heap");
   cprof__collect_t c = {.debug = 0, .seconds = 0};
   if (cfg.heap_rate > 0 && heap && cprof__profile_collect(heap, &c, &b) == 0)
-    push_profile("heap", "memory", 0, heap_types, 4, 0, from, now, &b);
+    push_profile(name, "heap", "memory", 0, heap_types, 4, 0, from, now, &b);
   else
     cprof__buf_free(&b);
+  tree_collect(from, now);
+  if (!last)
+    tree_start();
 }
 
 /* ---- Sending ---- */
@@ -326,6 +499,11 @@ static void *pusher(void *unused) {
     int64_t until = ps.count && ps.retry_ms < ps.next_ms ? ps.retry_ms : ps.next_ms;
     if (!ps.stop && mono_ms() < until)
       wait_until_locked(until);
+  }
+  if (!ps.final) { /* parked: the members' window is dropped with the helper */
+    pthread_mutex_unlock(&ps.lock);
+    tree_collect(0, 0);
+    pthread_mutex_lock(&ps.lock);
   }
   if (ps.final) {
     pthread_mutex_unlock(&ps.lock);
@@ -444,6 +622,7 @@ void cprof__push_start(const cprof__config_t *cfg) {
   ps.interval_ms = cfg->push_interval_ms;
   ps.hz = cfg->cpu_hz;
   ps.owner = getpid();
+  ps.tree = 0;
   ps.totals = (totals_t){0};
   ps.failing = 0;
   ps.backoff_ms = 0;
@@ -568,6 +747,8 @@ void cprof__push_atfork_child(void) {
    * profiles they are; the memory is left as it is, a copy. */
   ps.armed = ps.running = ps.parked = 0;
   ps.cpu = NULL;
+  tw.running = tw.n = 0; /* the helper, too, stayed with the parent */
+  tw.cpu = tw.heap = NULL;
   ps.count = ps.head = 0;
   pthread_mutex_unlock(&ps.lock);
 }

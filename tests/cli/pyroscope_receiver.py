@@ -11,8 +11,9 @@ and tests/integration/push.sh.
 
   pyroscope_receiver.py check DIR [NAME]
       Checks every recorded request that was answered 200 against the API
-      (its name NAME, or demo{instance=...,env=test} without one: cprof
-      collect's in collect_push.sh) and prints one line per fault; then a
+      (its name NAME, or, when NAME is re:REGEX, a name REGEX matches whole,
+      or demo{instance=...,env=test} without one: cprof collect's in
+      collect_push.sh) and prints one line per fault; then a
       summary line
       "accepted A failed F kinds K1,K2,..." where the kinds are read off the
       sample types (cpu: process_cpu, inuse_space: memory, ...).
@@ -21,6 +22,7 @@ import email.parser
 import email.policy
 import json
 import os
+import re
 import sys
 import threading
 import urllib.parse
@@ -132,7 +134,10 @@ def check(directory, want_name=None):
             bad("path %s" % rec["path"])
         q = {k: v[0] for k, v in rec["query"].items()}
         name = q.get("name", "")
-        if want_name is not None:
+        if want_name is not None and want_name.startswith("re:"):
+            if not re.fullmatch(want_name[3:], name):
+                bad("name %r does not match %r" % (name, want_name[3:]))
+        elif want_name is not None:
             if name != want_name:
                 bad("name %r is not %r" % (name, want_name))
         elif not (name.startswith("demo{instance=") and name.endswith(",env=test}")):

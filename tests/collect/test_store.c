@@ -237,6 +237,18 @@ static void test_put_query(const char *dir) {
   CHECK_EQ_INT(collect_store_query(s, &q, collect_row, rs, err, sizeof err), 0);
   CHECK_EQ_INT(rs->n, 1);
   CHECK_EQ_INT(rs->n ? rs->rows[0].id : 0, ids[4]);
+  /* One label (a tree's pid="N"): whole, after { or ,. */
+  static const struct {
+    const char *label;
+    int n;
+  } one[] = {{"env=\"prod\"", 8}, {"instance=\"h2:2\"", 1}, {"job=\"b\"", 2},
+             {"nv=\"prod\"", 0},  {"job=\"\"", 0},          {"instance=\"h2:2", 1}};
+  for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+    q = (collect_query_t){.label = one[i].label, .from_ns = INT64_MIN, .to_ns = INT64_MAX};
+    rs->n = 0;
+    CHECK_EQ_INT(collect_store_query(s, &q, collect_row, rs, err, sizeof err), 0);
+    CHECK_EQ_INT(rs->n, one[i].n);
+  }
   q = (collect_query_t){.from_ns = INT64_MIN, .to_ns = INT64_MAX, .limit = 3};
   rs->n = 0;
   CHECK_EQ_INT(collect_store_query(s, &q, collect_row, rs, err, sizeof err), 0);

@@ -61,6 +61,12 @@ typedef struct collect_job {
   size_t ntargets;
   collect_profile_t *profiles;
   size_t nprofiles;
+  /* process_tree: a cprof extension. 0 ("merged", the default): a target
+   * is scraped as one, and a process tree's owner answers with the tree's
+   * merged profile, each sample labelled pid=N. 1 ("each"): every scrape
+   * first reads the target's /debug/pprof/processes and scrapes each
+   * process with ?pid=N, one series per process (scrape.c). */
+  int process_tree_each;
 } collect_job_t;
 
 /* remote_write: where every scraped profile is also pushed, Grafana

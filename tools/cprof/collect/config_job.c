@@ -15,7 +15,9 @@
  *    from the default (enabled, path; here also delta, which Parca drops:
  *    `process_cpu: {enabled: true}` would otherwise stop being a delta
  *    profile and wait 30 s for a CPU profile).
- *  - profiling_config.path_prefix goes in front of every profile's path. */
+ *  - profiling_config.path_prefix goes in front of every profile's path.
+ *  - process_tree (cprof's own, not Parca's): merged (the default) or
+ *    each, how a cprof process tree is scraped (config.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,10 +345,19 @@ static int parse_profiles(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *sc)
 }
 
 int cfg_job(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
-  static const char *const known[] = {
-      "job_name",     "scrape_interval",   "scrape_timeout",   "scheme",
-      "params",       "static_configs",    "profiling_config", "basic_auth",
-      "bearer_token", "bearer_token_file", "tls_config",       NULL};
+  static const char *const known[] = {"job_name",
+                                      "scrape_interval",
+                                      "scrape_timeout",
+                                      "scheme",
+                                      "params",
+                                      "static_configs",
+                                      "profiling_config",
+                                      "basic_auth",
+                                      "bearer_token",
+                                      "bearer_token_file",
+                                      "tls_config",
+                                      "process_tree",
+                                      NULL};
   static const char *const parca[] = {"relabel_configs",
                                       "normalized_addresses",
                                       "authorization",
@@ -400,6 +411,15 @@ int cfg_job(cfg_ctx_t *c, collect_job_t *j, const yaml_node_t *sc) {
 
   if ((n = cfg_get(c, sc, "tls_config")) && (rc = parse_tls(c, j, n)))
     return rc;
+
+  if ((n = cfg_get(c, sc, "process_tree"))) {
+    if ((rc = cfg_want(c, n, YAML_SCALAR_NODE, "process_tree")))
+      return rc;
+    if (!strcmp(cfg_scalar(n), "each"))
+      j->process_tree_each = 1;
+    else if (strcmp(cfg_scalar(n), "merged"))
+      return CFG_FAIL(c, n, "process_tree \"%s\" is not merged or each", cfg_scalar(n));
+  }
 
   if ((n = cfg_get(c, sc, "static_configs"))) {
     if ((rc = cfg_want(c, n, YAML_SEQUENCE_NODE, "static_configs")))

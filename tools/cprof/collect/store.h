@@ -97,13 +97,16 @@ typedef struct {
 } collect_store_row_t;
 
 /* Rows with time_ns in [from_ns, to_ns], oldest first. NULL job, instance,
- * type or labels matches all; labels compares canonical text exactly.
- * limit 0 means no limit. */
+ * type, labels or label matches all; labels compares canonical text
+ * exactly; label is one label as the canonical text writes it,
+ * pid="812", and matches the rows that have it (a process of a tree,
+ * scraped with process_tree: each). limit 0 means no limit. */
 typedef struct {
   const char *job;
   const char *instance;
   const char *type;
   const char *labels;
+  const char *label;
   int64_t from_ns;
   int64_t to_ns;
   int64_t limit;

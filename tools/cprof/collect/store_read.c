@@ -76,7 +76,7 @@ int collect_store_query(collect_store_t *s, const collect_query_t *q, collect_st
                         void *arg, char *err, size_t errlen) {
   /* Only the filters given go into the SQL, so that with a type, job and
    * instance the range is one stretch of profiles_series. */
-  char sql[512];
+  char sql[640];
   size_t n = (size_t)snprintf(sql, sizeof sql,
                               "SELECT id, job, instance, type, labels, time_ns, duration_ns,"
                               " size, total, file FROM profiles"
@@ -89,6 +89,11 @@ int collect_store_query(collect_store_t *s, const collect_query_t *q, collect_st
     n += (size_t)snprintf(sql + n, sizeof sql - n, " AND instance = ?5");
   if (q->labels)
     n += (size_t)snprintf(sql + n, sizeof sql - n, " AND labels = ?6");
+  /* A label is a whole name="value" after { or ,: its value's own quotes
+   * are escaped in the text, so it cannot match inside another's. */
+  if (q->label)
+    n += (size_t)snprintf(sql + n, sizeof sql - n,
+                          " AND (instr(labels, '{' || ?8) OR instr(labels, ',' || ?8))");
   n += (size_t)snprintf(sql + n, sizeof sql - n, " ORDER BY time_ns, id");
   if (q->limit > 0)
     snprintf(sql + n, sizeof sql - n, " LIMIT ?7");
@@ -114,6 +119,8 @@ int collect_store_query(collect_store_t *s, const collect_query_t *q, collect_st
     sqlite3_bind_text(st, 6, q->labels, -1, SQLITE_STATIC);
   if (q->limit > 0)
     sqlite3_bind_int64(st, 7, q->limit);
+  if (q->label)
+    sqlite3_bind_text(st, 8, q->label, -1, SQLITE_STATIC);
   size_t dirlen = strlen(s->dir);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *file = (const char *)sqlite3_column_text(st, 9);

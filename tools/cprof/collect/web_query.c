@@ -60,6 +60,7 @@ typedef struct ask {
   int64_t from, to;
   int diff;
   int64_t base_from, base_to;
+  char pid[32]; /* pid="N" (store.h's label), "" for every process */
 } ask_t;
 
 /* A time parameter into *v; absent leaves *v when optional. 0 or -1 after
@@ -81,10 +82,24 @@ static int time_param(web_param_fn param, void *req, const char *name, int optio
 }
 
 static int parse_ask(web_param_fn param, void *req, int times_optional, ask_t *a, web_reply_t *r) {
-  *a =
-      (ask_t){param(req, "job"), param(req, "instance"), param(req, "type"), 0, INT64_MAX, 0, 0, 0};
+  *a = (ask_t){.job = param(req, "job"),
+               .instance = param(req, "instance"),
+               .type = param(req, "type"),
+               .to = INT64_MAX};
   if (a->instance && !*a->instance)
     a->instance = NULL;
+  /* pid: one process of a tree scraped with process_tree: each. */
+  const char *pid = param(req, "pid");
+  a->pid[0] = '\0';
+  if (pid && *pid) {
+    char *end;
+    long v = strtol(pid, &end, 10);
+    if (*end || v <= 0 || v > 0x7fffffff || pid[0] == '+' || pid[0] == ' ') {
+      web_reply_error(r, 400, "400 bad parameter pid=%s: want a process id", pid);
+      return -1;
+    }
+    snprintf(a->pid, sizeof a->pid, "pid=\"%ld\"", v);
+  }
   if (!a->job || !*a->job || !a->type || !*a->type) {
     web_reply_error(r, 400, "400 missing parameter %s", !a->job || !*a->job ? "job" : "type");
     return -1;
@@ -118,6 +133,14 @@ static int row_json(void *arg, const collect_store_row_t *row) {
   cprof__buf_t *b = arg;
   cprof__buf_puts(b, b->len > 1 ? ",\n{\"instance\":" : "\n{\"instance\":");
   cprof__viewer_json_string(b, row->instance);
+  cprof__buf_puts(b, ",\"labels\":");
+  cprof__viewer_json_string(b, row->labels);
+  /* A tree's process (process_tree: each): its pid, for the page's lines. */
+  const char *pid = strstr(row->labels, ",pid=\"");
+  if (!pid)
+    pid = strstr(row->labels, "{pid=\"");
+  if (pid)
+    cprof__buf_printf(b, ",\"pid\":%ld", strtol(pid + 6, NULL, 10));
   cprof__buf_printf(b,
                     ",\"id\":%" PRId64 ",\"time_ns\":\"%" PRId64 "\",\"t\":%" PRId64
                     ",\"duration_ns\":%" PRId64 ",\"size\":%" PRId64 ",\"total\":%" PRId64 "}",
@@ -133,6 +156,7 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
   collect_query_t q = {.job = a.job,
                        .instance = a.instance,
                        .type = a.type,
+                       .label = a.pid[0] ? a.pid : NULL,
                        .from_ns = a.from,
                        .to_ns = a.to,
                        .limit = 100000};
@@ -171,6 +195,7 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   collect_query_t q = {.job = a->job,
                        .instance = a->instance,
                        .type = a->type,
+                       .label = a->pid[0] ? a->pid : NULL,
                        .from_ns = from,
                        .to_ns = to,
                        .limit = MAX_MERGE + 1};
@@ -234,8 +259,9 @@ void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, we
     goto done;
   }
   char title[512];
-  snprintf(title, sizeof title, "%s %s of %s%s%s: %zu profiles%s", a.diff ? "diff of" : "merged",
-           a.type, a.job, a.instance ? " " : "", a.instance ? a.instance : "", n,
+  snprintf(title, sizeof title, "%s %s of %s%s%s%s%s: %zu profiles%s",
+           a.diff ? "diff of" : "merged", a.type, a.job, a.instance ? " " : "",
+           a.instance ? a.instance : "", a.pid[0] ? " " : "", a.pid, n,
            a.diff ? " against a base range" : "");
   cprof__pf_tree_t *t = NULL;
   char err[512] = "out of memory";
