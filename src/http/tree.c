@@ -149,6 +149,18 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
   cprof__tree_reply_t r = {.pid = pid};
   cprof__tree_fetch(&r, 1, target, timeout_for(path + sizeof root - 1, req->query),
                     req->is_cancelled, req->ctx);
+  /* A member's profile.proto names nothing: the owner names it (tree.h). */
+  if (r.status == 200 && strcmp(r.content_type, "application/octet-stream") == 0) {
+    cprof__buf_t named;
+    cprof__buf_init(&named);
+    int rc = cprof__tree_symbolize_proto(r.body.data, r.body.len, &named);
+    if (rc == 1 && !named.failed) {
+      cprof__buf_free(&r.body);
+      r.body = named;
+    } else {
+      cprof__buf_free(&named);
+    }
+  }
   relay(&r, resp);
   cprof__tree_replies_free(&r, 1);
 }

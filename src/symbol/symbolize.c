@@ -70,6 +70,9 @@ __thread int cprof__symbolizer_quick_now; /* symbolizer.h */
 static __thread int passing;
 /* Nonzero in a process that keeps nothing (cprof__symbolizer_frugal). */
 static int frugal;
+/* On a thread that writes a profile.proto in a frugal process: bare
+ * instances (cprof__symbolizer_bare). */
+static __thread int bare_now;
 /* The quick mode frugal set on this thread for one use: cleared at release. */
 enum { QUICK_FRUGAL = 2 };
 
@@ -203,6 +206,16 @@ cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
   pthread_mutex_lock(&lock);
   if (frugal && !cprof__symbolizer_quick_now)
     cprof__symbolizer_quick_now = QUICK_FRUGAL;
+  if (frugal && bare_now) {
+    cprof__maps_t maps;
+    if (cprof__maps_read(&maps) != 0)
+      memset(&maps, 0, sizeof maps);
+    cprof__symbolizer_t *s = cprof__symbolizer_build_bare(&maps);
+    if (!s)
+      return &cprof__symbolizer_empty;
+    s->once = 1;
+    return s;
+  }
   if (current && !usable_here(current))
     return build_once();
   cprof__maps_t maps;
@@ -332,6 +345,8 @@ void cprof__symbolizer_quick(int on) { cprof__symbolizer_quick_now = on; }
 
 void cprof__symbolizer_passing(int on) { passing = on; }
 
+void cprof__symbolizer_bare(int on) { bare_now = on; }
+
 void cprof__symbolizer_frugal(int on) {
   pthread_mutex_lock(&lock);
   frugal = on;
@@ -345,7 +360,7 @@ int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
 }
 
 int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len) {
-  if (i < 0 || i >= s->nmappings)
+  if (i < 0 || i >= s->nmappings || s->bare)
     return 0;
   const cprof__mapping_t *mp = &s->mappings[i];
   if (mp->has_dwarf || mp->path[0] != '/')

@@ -83,6 +83,13 @@ void cprof__symbolizer_quick(int on);
  * then claim none: see profile/builder_resolve.c). */
 void cprof__symbolizer_frugal(int on);
 
+/* For the calling thread, in a frugal process: while on, the instances
+ * acquired are bare, the mappings alone (without build IDs), naming
+ * nothing, built without libdw or opening a file. For a tree member
+ * writing profile.proto: its owner names the addresses, once for the
+ * tree, from its own mappings of the same files (tree/symbolize.c). */
+void cprof__symbolizer_bare(int on);
+
 /* For the calling thread: while on, an instance that comes to hold
  * descriptors in its table (core/fds.h) is ended at its release rather
  * than kept, so that the kept instance stays in the table of the threads

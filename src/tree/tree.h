@@ -97,4 +97,20 @@ typedef struct cprof__tree_part {
 int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const *missing,
                       int nmissing, cprof__buf_t *out, char *err, size_t errlen);
 
+/* ---- symbolize.c ------------------------------------------------------- */
+
+/* A member writes profile.proto with addresses and mappings only (it loads
+ * no debug information: symbol/symbolize.h, cprof__symbolizer_bare); the
+ * owner names them, once for the tree. Each location without lines is
+ * placed in the owner's own mapping of its mapping's file, at the same
+ * file offset, and named by the owner's symbolizer; what the owner cannot
+ * place (a library the member dlopen'd after the fork) stays an address.
+ * 0 or -ENOMEM. */
+struct cprof__pf;
+int cprof__tree_symbolize(struct cprof__pf *p);
+/* The same for a member's answer as it came (profile.proto, gzip or not):
+ * 1 with the profile named, gzip-compressed, appended to out; 0 when data
+ * is not a profile (to pass on as it is); or -ENOMEM. */
+int cprof__tree_symbolize_proto(const void *data, size_t len, cprof__buf_t *out);
+
 #endif
