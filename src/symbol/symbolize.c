@@ -255,6 +255,8 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
   if (s == &cprof__symbolizer_empty) {
     pcs[0] = pc;
     n = 1;
+  } else if (s->bare) {
+    n = cprof__cfa_unwind_blocked(&s->blocked, tid, sp, pc, pcs, g ? max - 1 : max);
   } else {
     n = cprof__dwfl_unwind_blocked(s->dwfl, &s->blocked, tid, sp, pc, pcs, g ? max - 1 : max);
   }
