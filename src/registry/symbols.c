@@ -39,10 +39,10 @@ int cprof__symbols_place(cprof__symbols_t *s, const char *file, const char *buil
 }
 
 int cprof__symbols_frames(cprof__symbols_t *s, int m, uintptr_t addr, cprof__symbols_frame_t *out,
-                          int max) {
+                          int max, uintptr_t *offset) {
   cprof__frame_t frames[32];
-  uintptr_t offset;
-  int n = cprof__symbolize_in(s, m, addr, frames, max < 32 ? max : 32, &offset);
+  uintptr_t ignored;
+  int n = cprof__symbolize_in(s, m, addr, frames, max < 32 ? max : 32, offset ? offset : &ignored);
   for (int i = 0; i < n; i++)
     out[i] = (cprof__symbols_frame_t){frames[i].function, frames[i].system_name, frames[i].file,
                                       frames[i].line};

@@ -43,9 +43,10 @@ typedef struct cprof__symbols_frame {
   int line;
 } cprof__symbols_frame_t;
 /* The frames at addr in mapping m (from cprof__symbols_place), innermost
- * first, into out[max]: how many, 0 when nothing is known. */
+ * first, into out[max]: how many, 0 when nothing is known. *offset (when
+ * not NULL) is addr minus the start of the outermost function's symbol. */
 int cprof__symbols_frames(cprof__symbols_t *s, int m, uintptr_t addr, cprof__symbols_frame_t *out,
-                          int max);
+                          int max, uintptr_t *offset);
 
 /* The server's keeper (symbol/symbolize.h, cprof__symbolizer_trim and
  * cprof__symbolizer_set_used_hook): ends the kept instance once unused for

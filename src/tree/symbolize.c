@@ -142,7 +142,7 @@ int cprof__tree_symbolize(cprof__pf_t *p) {
                  : -ENOENT;
     t->placed++;
     cprof__symbols_frame_t frames[MAX_INLINE];
-    int nf = mi >= 0 ? cprof__symbols_frames(s, mi, here, frames, MAX_INLINE) : 0;
+    int nf = mi >= 0 ? cprof__symbols_frames(s, mi, here, frames, MAX_INLINE, NULL) : 0;
     if (mi >= 0) {
       t->lines = lines;
       t->build_id_here = bid;
@@ -258,4 +258,83 @@ int cprof__tree_symbolize_proto(const void *data, size_t len, cprof__buf_t *out)
     rc = cprof__pf_encode(p, 1, out, why, sizeof why);
   cprof__pf_free(p);
   return rc == 0 ? 1 : rc;
+}
+
+/* A frame line of a member's dump that names nothing, as
+ * profile/text.c's cprof__format_stack writes it bare:
+ * "0x7f3d12345678 (/usr/lib/x86_64-linux-gnu/libc.so.6+0x9a678)", the
+ * pc and its offset in the file. 1 with them, else 0. */
+static int bare_frame(const char *line, size_t len, uint64_t *pc, char *path, size_t pathlen,
+                      uint64_t *file_offset) {
+  if (len < 8 || strncmp(line, "0x", 2) != 0 || line[len - 1] != ')')
+    return 0;
+  char *end;
+  *pc = strtoull(line + 2, &end, 16);
+  if (end == line + 2 || strncmp(end, " (", 2) != 0)
+    return 0;
+  const char *p = end + 2, *plus = NULL;
+  for (const char *q = p; q + 2 < line + len; q++)
+    if (q[0] == '+' && q[1] == '0' && q[2] == 'x')
+      plus = q;
+  if (!plus || plus == p || (size_t)(plus - p) >= pathlen)
+    return 0;
+  *file_offset = strtoull(plus + 3, &end, 16);
+  if (end != line + len - 1)
+    return 0;
+  memcpy(path, p, (size_t)(plus - p));
+  path[plus - p] = '\0';
+  return 1;
+}
+
+int cprof__tree_name_dump(const char *text, size_t len, cprof__buf_t *out) {
+  cprof__symbols_t *s = NULL;
+  int first = 0; /* the next frame is a stack's first: its pc is exact */
+  for (size_t at = 0; at < len;) {
+    const char *line = text + at;
+    const char *nl = memchr(line, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - line) : len - at;
+    at += n + (nl != NULL);
+    if (n >= 7 && strncmp(line, "thread ", 7) == 0)
+      first = 1;
+    uint64_t pc, off;
+    char path[1024];
+    if (!bare_frame(line, n, &pc, path, sizeof path, &off)) {
+      cprof__buf_append(out, line, n + (nl != NULL));
+      continue;
+    }
+    /* A return address is named inside its call, one byte back, and the
+     * offset printed from the pc itself, as the member would have. */
+    uint64_t back = first ? 0 : 1;
+    first = 0;
+    uintptr_t here, sym_off = 0;
+    const char *bid;
+    int lines, mi = -1, nf = 0;
+    cprof__symbols_frame_t frames[MAX_INLINE];
+    if (!s)
+      s = cprof__symbols_begin();
+    if (off >= back)
+      mi = cprof__symbols_place(s, path, "", off - back, &here, &bid, &lines);
+    if (mi >= 0)
+      nf = cprof__symbols_frames(s, mi, here, frames, MAX_INLINE, &sym_off);
+    int printed = 0;
+    for (int j = 0; j < nf; j++) {
+      if (!frames[j].function)
+        continue;
+      int inlined = j < nf - 1;
+      cprof__buf_printf(out, "%s(%s)\n\t", frames[j].function, inlined ? "..." : "");
+      if (frames[j].file)
+        cprof__buf_printf(out, "%s:%d", frames[j].file, frames[j].line);
+      else
+        cprof__buf_puts(out, path);
+      if (!inlined)
+        cprof__buf_printf(out, " +0x%llx", (unsigned long long)(sym_off + back));
+      cprof__buf_putc(out, '\n');
+      printed = 1;
+    }
+    if (!printed)
+      cprof__buf_append(out, line, n + (nl != NULL));
+  }
+  if (s)
+    cprof__symbols_end(s);
+  return out->failed ? -ENOMEM : 0;
 }

@@ -112,5 +112,9 @@ int cprof__tree_symbolize(struct cprof__pf *p);
  * 1 with the profile named, gzip-compressed, appended to out; 0 when data
  * is not a profile (to pass on as it is); or -ENOMEM. */
 int cprof__tree_symbolize_proto(const void *data, size_t len, cprof__buf_t *out);
+/* A member's goroutine?debug=2 dump, whose frames it wrote as addresses
+ * ("0xPC (FILE+0xOFFSET)"), with each frame the owner can place named as
+ * the member would have named it, appended to out. 0 or -ENOMEM. */
+int cprof__tree_name_dump(const char *text, size_t len, cprof__buf_t *out);
 
 #endif
