@@ -223,6 +223,13 @@ static void keep_until_stopped(void) {
       keeper.used = 0;
       pthread_mutex_unlock(&keeper.lock);
       ms = cprof__symbols_trim(SYMBOLIZER_IDLE_MS);
+#ifdef __GLIBC__
+      /* Ended now: what libdw freed goes back to the system, rather than
+       * stay in malloc's arenas (6 MB of a tree's owner that had named
+       * its workers' profiles). */
+      if (ms < 0)
+        malloc_trim(0);
+#endif
       pthread_mutex_lock(&keeper.lock);
       if (ms >= 0)
         keeper.used = 1; /* still kept: look again when it is due */

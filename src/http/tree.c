@@ -323,8 +323,7 @@ static int serve_merged(const char *path, const cprof_request_t *req, const cpro
     for (int i = 0; i < n - 1; i++)
       name_reply(&replies[i], name, req->query, 0);
     join_text(procs, replies, n - 1, resp);
-  }
-  else if (resp->status == 200)
+  } else if (resp->status == 200)
     merge_protos(procs, replies, n - 1, resp);
   cprof__tree_replies_free(replies, n - 1);
   free(procs);
