@@ -8,20 +8,22 @@
 # VmRSS (/proc/PID/status) and Pss and Private_Clean + Private_Dirty
 # (/proc/PID/smaps_rollup) are read at three moments:
 #   idle     IDLE s (default 2) after the master has printed the pids
-#   fetched  after GET /debug/pprof/goroutine?debug=2&pid=N and
-#            /debug/pprof/heap?pid=N for every worker N, from the address the
-#            master serves on (its "cprof: serving http://ADDR/" line); the
-#            run without cprof fetches nothing
+#   fetched  after GET /debug/pprof/goroutine?debug=2&pid=N,
+#            goroutine?pid=N (debug=0), heap?pid=N and profile?seconds=1&pid=N
+#            (CPU) for every worker N, from the address the master serves on
+#            (its "cprof: serving http://ADDR/" line); the run without cprof
+#            fetches nothing
 #   later    LATER s (default 10) after that
 # and the master's own figures beside them. The table gives, for each moment
 # and figure, the median and the max over the workers, each the median of
 # the rounds: without cprof, with it, and what it added (with minus
-# without, round medians subtracted). About 1.5 minutes.
+# without, round medians subtracted). About 2.5 minutes.
 #
-# Until issue 31 lands the server ignores ?pid= and the master answers every
-# fetch (the script says how many were answered by the worker asked, from
-# the goroutine dump's first thread id); the same command measures the
-# feature once it is there.
+# The script says how many goroutine dumps came from the worker asked (a
+# "thread PID" line in the dump): a library from before issue 31 ignores
+# ?pid=, and its master answers every fetch itself. The master names what
+# its workers answer (src/tree/symbolize.c), so its own figures after the
+# fetches are the tree's symbolizer's.
 #
 #   bench/tree_memory.sh [LIBCPROF]       default build/libcprof.so (make build)
 #   WORKERS=16 ROUNDS=3 IDLE=2 LATER=10 PREFORK=build/tests/host/host_prefork bench/tree_memory.sh
@@ -74,10 +76,11 @@ measure() {
 
 # run VARIANT ROUND: one prefork, measured at the three moments.
 run() {
-  local v=$1 r=$2 addr="" p code ok=0 own=0 first
+  local v=$1 r=$2 addr="" p u code ok=0 own=0
   local pre=()
   [ "$v" = plain ] || pre=(env LD_PRELOAD="$LIB" CPROF_ADDR=127.0.0.1:0)
   # Bounded: the master stops its workers and exits by itself after 100 s.
+  : >"$T/pids" # before the master starts: the loop below reads it at once
   ${pre[@]+"${pre[@]}"} "$PREFORK" "$WORKERS" idle 100 >"$T/pids" 2>"$T/err" &
   MASTER=$!
   for _ in $(seq 1 400); do
@@ -100,15 +103,18 @@ run() {
       code=$(curl -s -o "$T/goroutine" -w '%{http_code}' --max-time 60 \
         "http://$addr/debug/pprof/goroutine?debug=2&pid=$p" || true)
       [ "$code" = 200 ] && ok=$((ok + 1))
-      # The dump's first line is "thread TID ...": the main thread of the
-      # process that answered, whose TID is its pid.
-      first=$(head -1 "$T/goroutine" | awk '{ print $2 }')
-      [ "$first" = "$p" ] && own=$((own + 1))
-      code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 \
-        "http://$addr/debug/pprof/heap?pid=$p" || true)
-      [ "$code" = 200 ] && ok=$((ok + 1))
+      # The dump has a "thread TID ..." line for each thread of the process
+      # that answered: one whose TID is p is p's main thread. (Not
+      # necessarily the first line: after the pids wrap, cprof's threads
+      # may have lower TIDs than the main one.)
+      grep -q "^thread $p " "$T/goroutine" && own=$((own + 1))
+      for u in "goroutine?pid=$p" "heap?pid=$p" "profile?seconds=1&pid=$p"; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 \
+          "http://$addr/debug/pprof/$u" || true)
+        [ "$code" = 200 ] && ok=$((ok + 1))
+      done
     done
-    echo "  round $r: $ok of $((2 * WORKERS)) fetches answered 200; $own of $WORKERS goroutine dumps from the worker asked"
+    echo "  round $r: $ok of $((4 * WORKERS)) fetches answered 200; $own of $WORKERS goroutine dumps from the worker asked"
   fi
   measure "$v" "$r" fetched
   sleep "$LATER"

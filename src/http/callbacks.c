@@ -96,6 +96,7 @@ void cprof__mhd_completed(void *cls, struct MHD_Connection *con, void **con_cls,
     free(st);
     *con_cls = NULL;
   }
+  cprof__server_request_done();
 }
 
 /* The client has gone (the peer closed or reset the connection), or the

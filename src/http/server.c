@@ -24,6 +24,7 @@
 #include "http/server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -50,7 +51,13 @@
  * process holds nothing. */
 #define SYMBOLIZER_IDLE_MS 5000
 
+/* After a member's request (cprof__server_frugal), how long the keeper
+ * waits before it trims malloc's arenas: libmicrohttpd frees the answer
+ * once the connection has closed, just after the request completes. */
+#define FRUGAL_TRIM_MS 100
+
 static struct MHD_Daemon *daemon_;
+static int frugal; /* cprof__server_frugal */
 
 static struct {
   pthread_mutex_t lock;
@@ -69,6 +76,7 @@ static struct {
   int stop;        /* cprof__server_stop asks the keeper to end */
   int used;        /* the symbolizer was used since the keeper last looked */
   int reap;        /* a request deadline was set: look at them */
+  int trim;        /* frugal: a request was answered since malloc's arenas were trimmed */
   int hand_to;     /* cprof__server_stop_keeping's socket, in the program's table, or -1 */
   int adopt;       /* cprof__server_start_on's listener, in the program's table, or -1 */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -167,6 +175,42 @@ static void wait_ms(long ms) {
   pthread_cond_timedwait(&keeper.cond, &keeper.lock, &ts);
 }
 
+void cprof__server_frugal(int on) { frugal = on; }
+
+void cprof__server_request_done(void) {
+  if (!frugal)
+    return;
+  pthread_mutex_lock(&keeper.lock);
+  keeper.trim = 1;
+  pthread_cond_signal(&keeper.cond);
+  pthread_mutex_unlock(&keeper.lock);
+}
+
+/* Frugal: FRUGAL_TRIM_MS after the last request answered, malloc's free
+ * memory goes back to the system. Returns how long to wait for that, or
+ * -1 when nothing is due. */
+static long trim_heap(void) {
+  static struct timespec due;
+  if (!keeper.trim)
+    return -1;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (keeper.trim == 1) {
+    keeper.trim = 2;
+    due = cprof__deadline_ms(CLOCK_MONOTONIC, FRUGAL_TRIM_MS);
+  }
+  long left = (long)(due.tv_sec - now.tv_sec) * 1000 + (due.tv_nsec - now.tv_nsec) / 1000000;
+  if (left > 0)
+    return left;
+  keeper.trim = 0;
+  pthread_mutex_unlock(&keeper.lock);
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  pthread_mutex_lock(&keeper.lock);
+  return -1;
+}
+
 /* Until asked to stop: let the symbolizer go once it has been idle for
  * SYMBOLIZER_IDLE_MS, and cut off connections past their request deadline.
  * If the symbolizer holds descriptors, they are in our table, and so are
@@ -179,6 +223,13 @@ static void keep_until_stopped(void) {
       keeper.used = 0;
       pthread_mutex_unlock(&keeper.lock);
       ms = cprof__symbols_trim(SYMBOLIZER_IDLE_MS);
+#ifdef __GLIBC__
+      /* Ended now: what libdw freed goes back to the system, rather than
+       * stay in malloc's arenas (6 MB of a tree's owner that had named
+       * its workers' profiles). */
+      if (ms < 0)
+        malloc_trim(0);
+#endif
       pthread_mutex_lock(&keeper.lock);
       if (ms >= 0)
         keeper.used = 1; /* still kept: look again when it is due */
@@ -188,9 +239,12 @@ static void keep_until_stopped(void) {
     long reap_ms = cprof__limits_reap();
     if (reap_ms >= 0 && (ms < 0 || reap_ms < ms))
       ms = reap_ms + 1; /* past the deadline, not just before it */
+    long trim_ms = trim_heap();
+    if (trim_ms >= 0 && (ms < 0 || trim_ms < ms))
+      ms = trim_ms;
     if (ms >= 0)
       wait_ms(ms);
-    else if (!keeper.used && !keeper.reap)
+    else if (!keeper.used && !keeper.reap && keeper.trim != 1)
       pthread_cond_wait(&keeper.cond, &keeper.lock);
   }
 }

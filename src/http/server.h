@@ -25,6 +25,14 @@ int cprof__server_stop_keeping(void);
  * than on a new socket; or on a new one when kept is -1 or cannot be
  * copied. */
 int cprof__server_start_on(int kept, const cprof__addr_t *addr, char *bound, size_t boundlen);
+/* For a member of a process tree (tree/tree.h), before it starts the
+ * server: the memory a request leaves free in malloc's arenas is given
+ * back to the system a moment after each request (malloc_trim), since one
+ * worker of 64 holding a profile's worth of freed heap is 64 of them. */
+void cprof__server_frugal(int on);
+/* callbacks.c: a request has been answered. */
+void cprof__server_request_done(void);
+
 /* In a forked child: the server's threads are gone, and their descriptors
  * were never in the child's table. Forgets them. */
 void cprof__server_atfork_prepare(void);

@@ -132,6 +132,30 @@ static void relay(cprof__tree_reply_t *r, cprof_response_t *resp) {
     cprof__resp_header(resp, "Content-Disposition", r->disposition);
 }
 
+/* A member writes addresses where it would name functions (tree.h): the
+ * owner names them, once for the tree. profile.proto when relayed alone
+ * (proto: a merge names its parts itself), and the goroutine dump. */
+static void name_reply(cprof__tree_reply_t *r, const char *name, const char *query, int proto) {
+  if (r->status != 200)
+    return;
+  char debug[16] = "";
+  cprof__query_get(query, "debug", debug, sizeof debug);
+  cprof__buf_t named;
+  cprof__buf_init(&named);
+  int rc = 0;
+  if (proto && strcmp(r->content_type, "application/octet-stream") == 0)
+    rc = cprof__tree_symbolize_proto(r->body.data, r->body.len, &named);
+  else if ((strcmp(name, "goroutine") == 0 || strcmp(name, "threads") == 0) &&
+           strcmp(debug, "2") == 0)
+    rc = cprof__tree_name_dump(r->body.data, r->body.len, &named) == 0;
+  if (rc == 1 && !named.failed) {
+    cprof__buf_free(&r->body);
+    r->body = named;
+  } else {
+    cprof__buf_free(&named);
+  }
+}
+
 static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
                       const cprof__config_t *cfg, cprof_response_t *resp) {
   cprof__tree_proc_t me;
@@ -149,6 +173,7 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
   cprof__tree_reply_t r = {.pid = pid};
   cprof__tree_fetch(&r, 1, target, timeout_for(path + sizeof root - 1, req->query),
                     req->is_cancelled, req->ctx);
+  name_reply(&r, path + sizeof root - 1, req->query, 1);
   relay(&r, resp);
   cprof__tree_replies_free(&r, 1);
 }
@@ -320,6 +345,8 @@ static int serve_merged(const char *path, const cprof_request_t *req, const cpro
   int text = cprof__query_get(req->query, "debug", debug, sizeof debug) == 1 && debug[0] &&
              strcmp(debug, "0") != 0;
   if (resp->status == 200 && text) {
+    for (int i = 0; i < g.n - 1; i++)
+      name_reply(&g.replies[i], path + sizeof root - 1, req->query, 0);
     join_text(&g, resp);
   } else if (resp->status == 200) {
     cprof__buf_t out;

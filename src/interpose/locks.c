@@ -166,8 +166,18 @@ static void slot_unlock(slot_t *s) {
 /* A fork child has only the forking thread: no waiters. A slot another
  * thread held at the fork is plain memory, never a mutex, and cleared with
  * the rest: nothing in it is of any use to the child. (Taking all 4096 in
- * a prepare handler would cost every fork of the program that much.) */
-static void forget_waiters(void) { memset(slots, 0, sizeof slots); }
+ * a prepare handler would cost every fork of the program that much.)
+ * Only slots in use are written: a memset of the whole 256 KiB would make
+ * every page of it the child's own, 256 KiB of RSS in each worker of a
+ * prefork server even when the mutex profile is off and the parent never
+ * touched the table (issue 31). Reading a page nobody wrote maps the
+ * kernel's zero page, which counts for nobody. */
+static void forget_waiters(void) {
+  static const slot_t empty;
+  for (size_t i = 0; i < SLOTS; i++)
+    if (memcmp(&slots[i], &empty, sizeof empty) != 0)
+      memset(&slots[i], 0, sizeof slots[i]);
+}
 
 __attribute__((constructor)) static void init(void) {
   REAL_FNS(RESOLVE)

@@ -294,6 +294,10 @@ static int join_locked(void) {
   cfg.output[0] = cfg.push_url[0] = '\0';
   cfg.metrics = 0;
   cprof__config_set(&cfg);
+  /* One worker of many: what a request needs is given back after it
+   * (issue 31: each worker adds at most 2 MB of RSS, profiled or not). */
+  cprof__symbolizer_frugal(1);
+  cprof__server_frugal(1);
   if (!err)
     err = cprof__server_start(&cfg.addr, bound, sizeof bound);
   if (err) {

@@ -17,6 +17,7 @@
 #include "profile/fields.h"
 #include "profile/gzip.h"
 #include "profile/protobuf.h"
+#include "symbol/symbolize.h"
 #include "unwind/pc.h"
 
 /* Adds without signed-overflow undefined behaviour: totals of a long-lived
@@ -423,7 +424,11 @@ int cprof__builder_write_proto(cprof__builder_t *b, cprof__buf_t *out) {
   cprof__resolved_t r;
   cprof__buf_t pb;
   cprof__buf_init(&pb);
+  /* In a tree's member (cprof__symbolizer_frugal), addresses only: the
+   * tree's owner names them (symbol/symbolize.h). */
+  cprof__symbolizer_bare(1);
   int rc = cprof__builder_resolve(b, &r);
+  cprof__symbolizer_bare(0);
   if (rc == 0) {
     encode(b, &r, &pb);
     rc = pb.failed ? -ENOMEM : cprof__gzip(pb.data, pb.len, out);

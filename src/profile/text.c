@@ -449,7 +449,11 @@ static void append_elided(cprof__buf_t *out, uintptr_t pc) {
 }
 
 void cprof__format_stack(cprof__buf_t *out, const uintptr_t *pcs, int depth) {
+  /* In a tree's member, addresses only: the owner names them
+   * (tree/symbolize.c, cprof__tree_name_dump). */
+  cprof__symbolizer_bare(1);
   cprof__symbolizer_t *sym = cprof__symbolizer_acquire();
+  cprof__symbolizer_bare(0);
   const cprof__mapping_t *maps = NULL;
   int nmaps = cprof__symbolizer_mappings(sym, &maps);
   uint32_t modules = 0; /* the module generation, from the last word (unwind/modules.h) */

@@ -32,8 +32,12 @@ static int same_place(const cprof__in_kernel_t *a, const cprof__in_kernel_t *b) 
  * walk); otherwise 0, with *where (and *k) saying where it is now. */
 static int walk_outside(pid_t tid, cprof__in_kernel_t *k, int *where, cprof__thread_stack_t *t,
                         int max, cprof__symbolizer_t **sym, int *fd) {
-  if (!*sym)
+  if (!*sym) {
+    /* In a tree's member, without libdw (symbol/symbolize.h). */
+    cprof__symbolizer_bare(1);
     *sym = cprof__symbolizer_acquire();
+    cprof__symbolizer_bare(0);
+  }
   t->depth = cprof__symbolizer_unwind_blocked(*sym, tid, k->sp, k->pc, t->pcs, max);
   cprof__in_kernel_t after;
   *where = cprof__threads_where_is(tid, &after, t, fd);

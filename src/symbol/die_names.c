@@ -177,7 +177,7 @@ static int code_entry(const cprof__die_name_ctx_t *c, Dwarf_Die *die, Dwarf_Addr
 static char *symbol_name(const cprof__die_name_ctx_t *c, Dwarf_Die *die, const char *plain,
                          char **system) {
   Dwarf_Addr entry;
-  if (!c->names->demangle || code_entry(c, die, &entry) != 0)
+  if (!cprof__names_demangler(c->names) || code_entry(c, die, &entry) != 0)
     return NULL;
   uintptr_t at = (uintptr_t)(entry + c->bias);
   /* The floor at the entry: a symbol without a size counts only if it

@@ -18,8 +18,12 @@ struct cprof__shown_name {
 
 typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
-void cprof__names_init(cprof__names_t *n) {
-  memset(n, 0, sizeof *n);
+void cprof__names_init(cprof__names_t *n) { memset(n, 0, sizeof *n); }
+
+demangle_fn cprof__names_demangler(cprof__names_t *n) {
+  if (n->looked)
+    return n->demangle;
+  n->looked = 1;
   n->demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
   if (!n->demangle) {
     /* libstdc++ may be loaded only privately, as the dependency of a library
@@ -28,6 +32,7 @@ void cprof__names_init(cprof__names_t *n) {
     if (n->libstdcxx)
       n->demangle = (demangle_fn)dlsym(n->libstdcxx, "__cxa_demangle");
   }
+  return n->demangle;
 }
 
 void cprof__names_free(cprof__names_t *n) {
@@ -73,7 +78,7 @@ const char *cprof__names_show(cprof__names_t *n, const char *raw) {
   if (!raw)
     return NULL;
   const char *at = strchr(raw, '@');
-  int mangled = raw[0] == '_' && raw[1] == 'Z' && n->demangle;
+  int mangled = raw[0] == '_' && raw[1] == 'Z' && cprof__names_demangler(n);
   if (!mangled && (!at || at == raw))
     return raw;
   unsigned h = hash_str(raw);

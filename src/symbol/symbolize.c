@@ -50,6 +50,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,13 @@ static void (*used_hook)(void);
 __thread int cprof__symbolizer_quick_now; /* symbolizer.h */
 /* Nonzero on a thread that symbolizes now and then (cprof__symbolizer_passing). */
 static __thread int passing;
+/* Nonzero in a process that keeps nothing (cprof__symbolizer_frugal). */
+static int frugal;
+/* On a thread that writes a profile.proto in a frugal process: bare
+ * instances (cprof__symbolizer_bare). */
+static __thread int bare_now;
+/* The quick mode frugal set on this thread for one use: cleared at release. */
+enum { QUICK_FRUGAL = 2 };
 
 cprof__symbolizer_t cprof__symbolizer_empty; /* symbolizer.h */
 
@@ -196,6 +204,18 @@ static cprof__symbolizer_t *build_once(void) {
 
 cprof__symbolizer_t *cprof__symbolizer_acquire(void) {
   pthread_mutex_lock(&lock);
+  if (frugal && !cprof__symbolizer_quick_now)
+    cprof__symbolizer_quick_now = QUICK_FRUGAL;
+  if (frugal && bare_now) {
+    cprof__maps_t maps;
+    if (cprof__maps_read(&maps) != 0)
+      memset(&maps, 0, sizeof maps);
+    cprof__symbolizer_t *s = cprof__symbolizer_build_bare(&maps);
+    if (!s)
+      return &cprof__symbolizer_empty;
+    s->once = 1;
+    return s;
+  }
   if (current && !usable_here(current))
     return build_once();
   cprof__maps_t maps;
@@ -235,6 +255,8 @@ int cprof__symbolizer_unwind_blocked(cprof__symbolizer_t *s, pid_t tid, uintptr_
   if (s == &cprof__symbolizer_empty) {
     pcs[0] = pc;
     n = 1;
+  } else if (s->bare) {
+    n = cprof__cfa_unwind_blocked(&s->blocked, tid, sp, pc, pcs, g ? max - 1 : max);
   } else {
     n = cprof__dwfl_unwind_blocked(s->dwfl, &s->blocked, tid, sp, pc, pcs, g ? max - 1 : max);
   }
@@ -249,11 +271,21 @@ void cprof__symbolizer_release(cprof__symbolizer_t *s) {
    * push's), it goes now, from here. */
   if (s != &cprof__symbolizer_empty)
     s->table = cprof__fds_table();
-  if (s->once || (s->held && (!s->table || passing))) {
+  if (s->once || frugal || (s->held && (!s->table || passing))) {
     if (s == current)
       current = NULL;
-    cprof__symbolizer_destroy(s);
+    if (s != &cprof__symbolizer_empty)
+      cprof__symbolizer_destroy(s);
     pthread_mutex_unlock(&lock);
+    if (frugal) {
+#ifdef __GLIBC__
+      /* The few MB libdw freed stay in the arena otherwise. */
+      malloc_trim(0);
+#endif
+      if (cprof__symbolizer_quick_now == QUICK_FRUGAL)
+        cprof__symbolizer_quick_now = 0;
+      return;
+    }
     if (!cprof__symbolizer_quick_now)
       cprof__debuginfod_kick();
     return;
@@ -315,6 +347,14 @@ void cprof__symbolizer_quick(int on) { cprof__symbolizer_quick_now = on; }
 
 void cprof__symbolizer_passing(int on) { passing = on; }
 
+void cprof__symbolizer_bare(int on) { bare_now = on; }
+
+void cprof__symbolizer_frugal(int on) {
+  pthread_mutex_lock(&lock);
+  frugal = on;
+  pthread_mutex_unlock(&lock);
+}
+
 int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
   if (i < 0 || i >= s->nmappings)
     return 0;
@@ -322,7 +362,7 @@ int cprof__symbolizer_uses_dwarf(cprof__symbolizer_t *s, int i) {
 }
 
 int cprof__symbolizer_no_symbols(cprof__symbolizer_t *s, int i, char *buf, size_t len) {
-  if (i < 0 || i >= s->nmappings)
+  if (i < 0 || i >= s->nmappings || s->bare)
     return 0;
   const cprof__mapping_t *mp = &s->mappings[i];
   if (mp->has_dwarf || mp->path[0] != '/')

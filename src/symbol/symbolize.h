@@ -73,6 +73,23 @@ int cprof__symbolizer_mapping_then(cprof__symbolizer_t *s, uintptr_t addr, uint3
  * profile/builder_resolve.c). */
 void cprof__symbolizer_quick(int on);
 
+/* For the whole process, from now on: every use is in quick mode, on any
+ * thread, and the instance is ended at its release, its freed memory given
+ * back to the system (malloc_trim). For a member of a process tree
+ * (tree/tree.h), one of maybe 64 workers, where the 16 MB that libc's
+ * DWARF costs once loaded, kept between requests, would be paid by every
+ * worker: its profiles name functions from the symbol tables, and `go tool
+ * pprof` reads files and lines from the files themselves (the mappings
+ * then claim none: see profile/builder_resolve.c). */
+void cprof__symbolizer_frugal(int on);
+
+/* For the calling thread, in a frugal process: while on, the instances
+ * acquired are bare, the mappings alone (without build IDs), naming
+ * nothing, built without libdw or opening a file. For a tree member
+ * writing profile.proto: its owner names the addresses, once for the
+ * tree, from its own mappings of the same files (tree/symbolize.c). */
+void cprof__symbolizer_bare(int on);
+
 /* For the calling thread: while on, an instance that comes to hold
  * descriptors in its table (core/fds.h) is ended at its release rather
  * than kept, so that the kept instance stays in the table of the threads

@@ -46,6 +46,7 @@ struct cprof__symbolizer {
   unsigned table; /* the table they are in (core/fds.h), when held */
   int tainted;    /* libdw may close a number that is no longer its own */
   int once;       /* built for one use: ended at release */
+  int bare;       /* mappings only, without build IDs, names or libdw (cprof__symbolizer_bare) */
 };
 
 /* Nonzero while this thread writes a profile someone is waiting for: see
@@ -62,6 +63,9 @@ extern cprof__symbolizer_t cprof__symbolizer_empty;
 /* An instance over `maps`, which it takes over (also on failure); NULL
  * when it could not be made (symbolizer_build.c says more). */
 cprof__symbolizer_t *cprof__symbolizer_build(cprof__maps_t *maps);
+/* The same, bare: the mappings alone, without build IDs and without libdw
+ * (no Dwfl, no file opened): names nothing. */
+cprof__symbolizer_t *cprof__symbolizer_build_bare(cprof__maps_t *maps);
 void cprof__symbolizer_destroy(cprof__symbolizer_t *s);
 /* Whether two snapshots have the same code mappings: an instance built
  * over one serves the other. */

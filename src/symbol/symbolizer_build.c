@@ -263,8 +263,8 @@ static Dwfl *report_retired(const cprof__retired_t *r, cprof__mapping_t *mp) {
 
 /* The Dwfl that symbolizes mapping mi: the process's for a live one. */
 Dwfl *cprof__symbolizer_dwfl_for(cprof__symbolizer_t *s, int mi) {
-  if (mi < s->nlive)
-    return s->dwfl;
+  if (mi < s->nlive || s->bare)
+    return mi < s->nlive ? s->dwfl : NULL;
   retired_dwfl_t *rd = &s->retired[mi - s->nlive];
   if (!rd->tried) {
     rd->tried = 1;
@@ -274,7 +274,7 @@ Dwfl *cprof__symbolizer_dwfl_for(cprof__symbolizer_t *s, int mi) {
 }
 
 /* Builds an instance over `maps`, which it takes over (also on failure). */
-cprof__symbolizer_t *cprof__symbolizer_build(cprof__maps_t *maps) {
+static cprof__symbolizer_t *build(cprof__maps_t *maps, int bare) {
   cprof__symbolizer_t *s = calloc(1, sizeof *s);
   if (!s) {
     cprof__maps_free(maps);
@@ -330,7 +330,8 @@ cprof__symbolizer_t *cprof__symbolizer_build(cprof__maps_t *maps) {
       s->by_addr[k++] = strcmp(e->path, exe) == 0 ? next_exe++ : next_other++;
   }
 
-  s->dwfl = build_dwfl(&s->maps);
+  s->bare = bare;
+  s->dwfl = bare ? NULL : build_dwfl(&s->maps);
   for (int i = 0; i < s->nmappings; i++)
     if (describe_module(s->dwfl, &s->mappings[i]) != 0)
       goto fail;
@@ -344,3 +345,6 @@ fail:
   cprof__symbolizer_destroy(s);
   return NULL;
 }
+
+cprof__symbolizer_t *cprof__symbolizer_build(cprof__maps_t *maps) { return build(maps, 0); }
+cprof__symbolizer_t *cprof__symbolizer_build_bare(cprof__maps_t *maps) { return build(maps, 1); }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/model.h"
 #include "tree/tree.h"
@@ -37,7 +38,9 @@ int cprof__tree_merge(const cprof__tree_part_t *parts, int n, const char *const 
     rc = cprof__pf_decode(parts[i].data, parts[i].len, &ps[i], why, sizeof why);
     if (rc == -EINVAL)
       snprintf(err, errlen, "pid %s: %s", pid, why);
-    else if (rc == 0)
+    else if (rc == 0 && parts[i].pid != getpid())
+      rc = cprof__tree_symbolize(ps[i]); /* a member's: addresses only */
+    if (rc == 0)
       rc = cprof__pf_set_num_label(ps[i], "pid", parts[i].pid, NULL);
   }
   /* Checked here first, as cprof__pf_merge will, so that the reason

@@ -150,4 +150,24 @@ typedef struct cprof__tree_figures {
  * from a thread in cprof's own descriptor table; allocates nothing. */
 int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f);
 
+/* ---- symbolize.c ------------------------------------------------------- */
+
+/* A member writes profile.proto with addresses and mappings only (it loads
+ * no debug information: symbol/symbolize.h, cprof__symbolizer_bare); the
+ * owner names them, once for the tree. Each location without lines is
+ * placed in the owner's own mapping of its mapping's file, at the same
+ * file offset, and named by the owner's symbolizer; what the owner cannot
+ * place (a library the member dlopen'd after the fork) stays an address.
+ * 0 or -ENOMEM. */
+struct cprof__pf;
+int cprof__tree_symbolize(struct cprof__pf *p);
+/* The same for a member's answer as it came (profile.proto, gzip or not):
+ * 1 with the profile named, gzip-compressed, appended to out; 0 when data
+ * is not a profile (to pass on as it is); or -ENOMEM. */
+int cprof__tree_symbolize_proto(const void *data, size_t len, cprof__buf_t *out);
+/* A member's goroutine?debug=2 dump, whose frames it wrote as addresses
+ * ("0xPC (FILE+0xOFFSET)"), with each frame the owner can place named as
+ * the member would have named it, appended to out. 0 or -ENOMEM. */
+int cprof__tree_name_dump(const char *text, size_t len, cprof__buf_t *out);
+
 #endif

@@ -26,6 +26,7 @@
  *   deeper and agrees with the first on every frame they share. */
 #include "unwind/outside.h"
 
+#include "unwind/cfa_rule.h"
 #include "unwind/frames.h"
 #include "unwind/unwind.h"
 
@@ -108,10 +109,18 @@ static const Dwfl_Thread_Callbacks callbacks = {
     .set_initial_registers = set_initial_registers,
 };
 
-/* Whether ret is a return address: in a module, just after a call. */
+/* Whether pc is in a module the dynamic linker lists (cfa_rule.h). */
+static int in_module(uintptr_t pc) {
+  cprof__cfa_module_t m;
+  return cprof__cfa_module_of(pc, &m);
+}
+
+/* Whether ret is a return address: in a module (libdw's, or without a
+ * Dwfl the dynamic linker's), just after a call. */
 static int after_call(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t ret) {
   uint64_t w;
-  if (ret < 8 || !dwfl_addrmodule(dwfl, ret) || read_word(c, ret - 8, &w) != 0)
+  if (ret < 8 || !(dwfl ? dwfl_addrmodule(dwfl, ret) != NULL : in_module(ret)) ||
+      read_word(c, ret - 8, &w) != 0)
     return 0;
   unsigned char b[8];
   memcpy(b, &w, sizeof b);
@@ -168,6 +177,76 @@ static int on_frame(Dwfl_Frame *frame, void *arg) {
   return DWARF_CB_OK;
 }
 
+/* One walk from the registers in ctx by the eh_frame walker's rules
+ * (cfa_rule.h, as unwind/cfa.c steps by them in the signal handlers), the
+ * stack read with process_vm_readv: the same walk as libdw's below,
+ * without libdw. Returns the depth. */
+static int cfa_walk(cprof__blocked_ctx_t *c, uintptr_t pc, uintptr_t *pcs, int max, collect_t *k) {
+  *k = (collect_t){.bounded = 0};
+  cprof__frames_init(&k->f, pcs, max);
+  uintptr_t sp = c->sp, bp = c->fp;
+  int bp_known = c->fp != 0;
+  for (int first = 1;; first = 0) {
+    if (!cprof__frames_room(&k->f)) {
+      k->bounded = 1;
+      break;
+    }
+    cprof__frames_put(&k->f, pc);
+    k->last_sp = sp;
+    /* A return address follows its call: the call's rule is the one. */
+    uintptr_t start;
+    uint64_t rule = cprof__cfa_find_rule(first ? pc : pc - 1, &start), w;
+    uintptr_t cfa, off = (uintptr_t)cprof__rule_cfa_off(rule);
+    switch (cprof__rule_kind_of(rule)) {
+    case CPROF__RULE_FROM_RSP:
+      cfa = sp + off;
+      break;
+    case CPROF__RULE_FROM_RBP:
+      if (!bp_known)
+        goto done;
+      cfa = bp + off;
+      break;
+    case CPROF__RULE_DEREF_RBP:
+      if (!bp_known || read_word(c, bp + off, &w) != 0)
+        goto done;
+      cfa = (uintptr_t)w;
+      break;
+    default: /* the outermost frame, or a rule this walker does not follow */
+      goto done;
+    }
+    uint64_t ret;
+    if (cfa <= sp || (cfa & 7) || cfa - sp > (1u << 24) || read_word(c, cfa - 8, &ret) != 0)
+      goto done;
+    uintptr_t at = 0;
+    switch (cprof__rule_rbp(rule)) {
+    case CPROF__RBP_AT_CFA:
+      at = cfa + (uintptr_t)cprof__rule_rbp_off(rule);
+      break;
+    case CPROF__RBP_AT_RBP:
+      if (!bp_known)
+        goto done;
+      at = bp + (uintptr_t)cprof__rule_rbp_off(rule);
+      break;
+    case CPROF__RBP_SAME:
+      break;
+    }
+    /* A slot below the stack pointer has been popped already (cfa.c's
+     * step says why): the register holds what it did. */
+    if (at && at >= sp) {
+      if (read_word(c, at, &w) != 0)
+        goto done;
+      bp = (uintptr_t)w;
+      bp_known = 1;
+    }
+    if (ret == 0 || !in_module((uintptr_t)ret))
+      goto done;
+    pc = (uintptr_t)ret;
+    sp = cfa;
+  }
+done:
+  return cprof__frames_end(&k->f, !k->bounded);
+}
+
 /* One walk from the registers in ctx; returns the depth. */
 static int walk(Dwfl *dwfl, pid_t tid, uintptr_t pc, uintptr_t *pcs, int max, collect_t *k) {
   *k = (collect_t){.bounded = 0};
@@ -185,6 +264,33 @@ static int mark_unreadable(const cprof__blocked_ctx_t *ctx, uintptr_t *pcs, int 
   if (ctx->read_err && n < max)
     pcs[n++] = CPROF_PC_UNREADABLE(ctx->read_err);
   return n;
+}
+
+int cprof__cfa_unwind_blocked(cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp, uintptr_t pc,
+                              uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  *ctx = (cprof__blocked_ctx_t){.tid = tid, .sp = sp, .pc = pc, .pid = getpid()};
+  collect_t first, second;
+  int n = cfa_walk(ctx, pc, pcs, max, &first);
+  /* The second walk, as libdw's below: with a frame pointer found above
+   * where the first stopped, kept if it goes deeper and agrees. */
+  uintptr_t *again;
+  if (first.bounded || !first.last_sp || !(again = malloc((size_t)max * sizeof *again)))
+    return mark_unreadable(ctx, pcs, n, max);
+  if ((ctx->fp = find_record(NULL, ctx, first.last_sp)) != 0) {
+    for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
+      ctx->cache[i].page = 0;
+    int n2 = cfa_walk(ctx, pc, again, max, &second);
+    int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
+    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) &&
+        memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
+      memcpy(pcs, again, (size_t)n2 * sizeof *pcs);
+      n = n2;
+    }
+  }
+  free(again);
+  return mark_unreadable(ctx, pcs, n, max);
 }
 
 int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,

@@ -31,4 +31,12 @@ typedef struct cprof__blocked_ctx {
 int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
                                uintptr_t pc, uintptr_t *pcs, int max);
 
+/* The same walk without libdw: each frame's rule from the module's
+ * .eh_frame as the signal handlers' walker reads it (cfa_rule.h), for a
+ * process that keeps libdw out (a tree's member: symbol/symbolize.h,
+ * cprof__symbolizer_bare). Stops at a rule that walker does not follow
+ * (a DWARF expression), where libdw would go on. */
+int cprof__cfa_unwind_blocked(cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp, uintptr_t pc,
+                              uintptr_t *pcs, int max);
+
 #endif

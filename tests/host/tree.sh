@@ -72,8 +72,15 @@ pprof -top "$T/one.pb.gz" >"$T/one.top" || true
 check "?pid=${W[1]}: worker_compute in its CPU profile" has "$T/one.top" ' worker_compute$'
 pprof -tags "$T/one.pb.gz" >"$T/one.tags" || true
 check "?pid=${W[1]}: no pid label (one process)" bash -c "! grep -q ' pid:' '$T/one.tags'"
+# A member writes addresses only; the owner names them (src/tree/symbolize.c),
+# with the files and lines of its own debug information.
+pprof -raw "$T/one.pb.gz" >"$T/one.raw" || true
+check "?pid=${W[1]}: the owner named its addresses, with files and lines" \
+  has "$T/one.raw" ' worker_compute .*prefork\.c:[0-9]+'
 http "http://$ADDR/debug/pprof/goroutine?debug=2&pid=${W[1]}" >/dev/null
 check "?pid=${W[1]}: goroutine?debug=2 is the worker's (thread ${W[1]})" has "$T/body" "^thread ${W[1]} "
+check "?pid=${W[1]}: its goroutine?debug=2 frames named by the owner, with files and lines" \
+  has "$T/body" $'^\t.*prefork\.c:[0-9]+'
 check "?pid=999999: 404" test "$(http "http://$ADDR/debug/pprof/heap?pid=999999")" = 404
 check "?pid=abc: 400" test "$(http "http://$ADDR/debug/pprof/heap?pid=abc")" = 400
 check "?pid=abc: says what it wants" has "$T/body" 'pid: want a process id'
