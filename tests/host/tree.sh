@@ -66,6 +66,12 @@ echo "merged duration: $dur"
 check "merged CPU profile: the window (2 s), not the sum of its parts" \
   bash -c "echo '$dur' | grep -Eq '^(2\.0|1\.9)'"
 
+# The viewer shows the tree's profile too: its data has the workers' code
+# and the pid label to root by.
+http "http://$ADDR/debug/pprof/ui/data?name=profile&seconds=1" >/dev/null
+check "viewer: the CPU profile's data has worker_compute" has "$T/body" '"worker_compute"'
+check "viewer: and the pid label" has "$T/body" '"labels":\[[^]]*"pid"'
+
 # ?pid=: one process alone.
 curl -s -o "$T/one.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=1&pid=${W[1]}"
 pprof -top "$T/one.pb.gz" >"$T/one.top" || true
