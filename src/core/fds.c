@@ -37,6 +37,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -263,4 +264,33 @@ int cprof__fd_writable(int fd) {
   if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
     return -EBADF;
   return 0;
+}
+
+int64_t cprof__count_entries(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int64_t n = 0;
+  char buf[4096] __attribute__((aligned(8)));
+  for (;;) {
+    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got < 0)
+        n = -1;
+      break;
+    }
+    for (long off = 0; off < got;) {
+      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
+      unsigned short reclen;
+      memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char *name = buf + off + 19;
+      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+        n++;
+      off += reclen;
+    }
+  }
+  close(fd);
+  return n;
 }

@@ -5,6 +5,7 @@
 #define CPROF_CORE_FDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Gives the calling thread a descriptor table of its own, holding none of
  * the program's descriptors, with 0, 1 and 2 open on /dev/null; the threads
@@ -42,5 +43,10 @@ int cprof__fds_stderr(int *to_close);
 int cprof__write_all(int fd, const void *data, size_t len);
 /* 0 when fd is open for writing, else -EBADF. */
 int cprof__fd_writable(int fd);
+
+/* Entries of the directory at path but . and .. (/proc/self/fd: the
+ * descriptors open), -1 when it cannot be read. Allocates nothing: the
+ * entries are read with getdents64 into the stack (opendir allocates). */
+int64_t cprof__count_entries(const char *path);
 
 #endif

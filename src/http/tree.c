@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/params.h"
@@ -101,11 +100,8 @@ static void serve_processes(cprof_response_t *resp) {
   cprof__buf_printf(&b, "{\"owner\":%d,\"processes\":[", (int)getpid());
   for (int i = 0; i < n; i++) {
     const cprof__tree_proc_t *p = &procs[i];
-    char start[32] = "";
-    time_t t = (time_t)(p->start_unix_ms / 1000);
-    struct tm tm;
-    if (p->start_unix_ms && gmtime_r(&t, &tm))
-      strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char start[32];
+    cprof__tree_started(p, "%Y-%m-%dT%H:%M:%SZ", start, sizeof start);
     cprof__buf_printf(&b, "%s\n{\"pid\":%d,\"ppid\":%d,\"name\":", i ? "," : "", (int)p->pid,
                       (int)p->ppid);
     json_string(&b, p->name);

@@ -64,11 +64,9 @@ static long raw_again(void *arg) {
   return r->fn(r->number, r->a[0], r->a[1], r->a[2], r->a[3], r->a[4], r->a[5]);
 }
 
-/* The numbers cprof follows. */
-static int followed(long number) {
+/* The numbers that change a thread's user or groups. */
+static int changes_ids(long number) {
   switch (number) {
-  case SYS_capset:
-  case SYS_prctl:
   case SYS_setuid:
   case SYS_setgid:
   case SYS_setreuid:
@@ -76,12 +74,16 @@ static int followed(long number) {
   case SYS_setresuid:
   case SYS_setresgid:
   case SYS_setgroups:
-  case SYS_unshare:
-  case SYS_setns:
     return 1;
   default:
     return 0;
   }
+}
+
+/* The numbers cprof follows. */
+static int followed(long number) {
+  return changes_ids(number) || number == SYS_capset || number == SYS_prctl ||
+         number == SYS_unshare || number == SYS_setns;
 }
 
 /* A credential call that returned 0. */
@@ -107,19 +109,8 @@ static void follow_credentials(const raw_t *r) {
 
 /* One of the calls cprof follows, made. */
 __attribute__((noinline)) static long follow(raw_t *r) {
-  switch (r->number) {
-  case SYS_setuid:
-  case SYS_setgid:
-  case SYS_setreuid:
-  case SYS_setregid:
-  case SYS_setresuid:
-  case SYS_setresgid:
-  case SYS_setgroups:
+  if (changes_ids(r->number))
     cprof__creds_before();
-    break;
-  default:
-    break;
-  }
   long rc = raw_again(r);
   switch (r->number) {
   case SYS_unshare:

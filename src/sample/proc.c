@@ -89,35 +89,7 @@ void cprof__proc_status(cprof__proc_status_t *s) {
   }
 }
 
-/* getdents64 into the stack: opendir would allocate. */
-int64_t cprof__proc_count_fds(void) {
-  int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  int64_t n = 0;
-  char buf[4096] __attribute__((aligned(8)));
-  for (;;) {
-    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) {
-      if (got < 0)
-        n = -1;
-      break;
-    }
-    for (long off = 0; off < got;) {
-      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
-      unsigned short reclen;
-      memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char *name = buf + off + 19;
-      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
-        n++;
-      off += reclen;
-    }
-  }
-  close(fd);
-  return n;
-}
+int64_t cprof__proc_count_fds(void) { return cprof__count_entries("/proc/self/fd"); }
 
 /* Its start in clock ticks after boot (/proc/self/stat field 22) and the
  * boot time (/proc/stat btime). */

@@ -515,6 +515,14 @@ int cprof__tree_describe(pid_t pid, cprof__tree_proc_t *out) {
   return 0;
 }
 
+void cprof__tree_started(const cprof__tree_proc_t *p, const char *fmt, char *out, size_t outlen) {
+  time_t t = (time_t)(p->start_unix_ms / 1000);
+  struct tm tm;
+  out[0] = '\0';
+  if (p->start_unix_ms && gmtime_r(&t, &tm))
+    strftime(out, outlen, fmt, &tm);
+}
+
 static int by_pid(const void *a, const void *b) {
   const cprof__tree_proc_t *x = a, *y = b;
   return (x->pid > y->pid) - (x->pid < y->pid);

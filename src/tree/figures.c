@@ -15,15 +15,15 @@
  *
  * Stack buffers only: the metrics sampler allocates nothing. Only from a
  * thread in cprof's own descriptor table (core/fds.h). */
-#include "tree/tree.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "core/fds.h"
+#include "tree/tree.h"
 
 /* The whole of a small /proc file into buf, NUL-terminated: its length, or
  * -1. */
@@ -54,37 +54,11 @@ static int64_t field(const char *text, const char *key) {
   return -1;
 }
 
-/* Entries of /proc/PID/fd but . and ..; -1 when it cannot be read.
- * getdents64 into the stack: opendir would allocate. */
+/* Entries of /proc/PID/fd; -1 when it cannot be read. */
 static int64_t count_fds(pid_t pid) {
   char path[48];
   snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  int64_t n = 0;
-  char buf[4096] __attribute__((aligned(8)));
-  for (;;) {
-    long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) {
-      if (got < 0)
-        n = -1;
-      break;
-    }
-    for (long off = 0; off < got;) {
-      /* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
-      unsigned short reclen;
-      memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char *name = buf + off + 19;
-      if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
-        n++;
-      off += reclen;
-    }
-  }
-  close(fd);
-  return n;
+  return cprof__count_entries(path);
 }
 
 int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f) {

@@ -83,6 +83,8 @@ typedef struct cprof__tree_proc {
   int self;                /* the owner itself */
 } cprof__tree_proc_t;
 
+/* When p started, UTC, in strftime's fmt, into out ("" unknown). */
+void cprof__tree_started(const cprof__tree_proc_t *p, const char *fmt, char *out, size_t outlen);
 /* The owner and its members, owner first then by pid, into out[max]:
  * how many. Sockets of processes gone (or exec'd into another program:
  * nobody listens) are removed on the way. */

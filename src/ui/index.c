@@ -4,8 +4,6 @@
  * works under any CPROF_PREFIX and behind any proxy path. */
 #include "ui/index.h"
 
-#include <time.h>
-
 #include "ui/template.h"
 
 static void link(cprof__buf_t *b, const cprof__index_row_t *p) {
@@ -25,11 +23,8 @@ static void processes(const cprof__tree_proc_t *procs, int n, cprof__buf_t *b) {
                      "<td>command</td></thead>\n");
   for (int i = 0; i < n; i++) {
     const cprof__tree_proc_t *p = &procs[i];
-    char start[32] = "";
-    time_t t = (time_t)(p->start_unix_ms / 1000);
-    struct tm tm;
-    if (p->start_unix_ms && gmtime_r(&t, &tm))
-      strftime(start, sizeof start, "%Y-%m-%d %H:%M:%S", &tm);
+    char start[32];
+    cprof__tree_started(p, "%Y-%m-%d %H:%M:%S", start, sizeof start);
     cprof__buf_printf(b,
                       "<tr><td><a href='goroutine?debug=2&amp;pid=%d'>%d</a></td><td>%d</td>"
                       "<td>%c</td><td>%s</td><td>",

@@ -266,22 +266,21 @@ static int mark_unreadable(const cprof__blocked_ctx_t *ctx, uintptr_t *pcs, int 
   return n;
 }
 
-int cprof__cfa_unwind_blocked(cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp, uintptr_t pc,
-                              uintptr_t *pcs, int max) {
-  if (max <= 0)
-    return 0;
-  *ctx = (cprof__blocked_ctx_t){.tid = tid, .sp = sp, .pc = pc, .pid = getpid()};
+/* The walks from the registers in ctx, by libdw's unwinder (dwfl) or,
+ * without it, by ours: the first; then a second with a frame pointer found
+ * above where the first stopped, kept if it goes deeper and agrees on the
+ * frames both hold. */
+static int two_walks(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, uintptr_t pc, uintptr_t *pcs, int max) {
   collect_t first, second;
-  int n = cfa_walk(ctx, pc, pcs, max, &first);
-  /* The second walk, as libdw's below: with a frame pointer found above
-   * where the first stopped, kept if it goes deeper and agrees. */
+  int n = dwfl ? walk(dwfl, ctx->tid, pc, pcs, max, &first) : cfa_walk(ctx, pc, pcs, max, &first);
   uintptr_t *again;
   if (first.bounded || !first.last_sp || !(again = malloc((size_t)max * sizeof *again)))
     return mark_unreadable(ctx, pcs, n, max);
-  if ((ctx->fp = find_record(NULL, ctx, first.last_sp)) != 0) {
+  if ((ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
     for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
       ctx->cache[i].page = 0;
-    int n2 = cfa_walk(ctx, pc, again, max, &second);
+    int n2 = dwfl ? walk(dwfl, ctx->tid, pc, again, max, &second)
+                  : cfa_walk(ctx, pc, again, max, &second);
     int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
     if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) &&
         memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
@@ -291,6 +290,14 @@ int cprof__cfa_unwind_blocked(cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp
   }
   free(again);
   return mark_unreadable(ctx, pcs, n, max);
+}
+
+int cprof__cfa_unwind_blocked(cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp, uintptr_t pc,
+                              uintptr_t *pcs, int max) {
+  if (max <= 0)
+    return 0;
+  *ctx = (cprof__blocked_ctx_t){.tid = tid, .sp = sp, .pc = pc, .pid = getpid()};
+  return two_walks(NULL, ctx, pc, pcs, max);
 }
 
 int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid, uintptr_t sp,
@@ -314,23 +321,5 @@ int cprof__dwfl_unwind_blocked(Dwfl *dwfl, cprof__blocked_ctx_t *ctx, pid_t tid,
   /* The stack changes between walks; cached pages are only good for one. */
   for (size_t i = 0; i < sizeof ctx->cache / sizeof ctx->cache[0]; i++)
     ctx->cache[i].page = 0;
-  collect_t first, second;
-  int n = walk(dwfl, tid, pc, pcs, max, &first);
-
-  /* The second walk, with a frame pointer found above where the first
-   * stopped; kept if it goes deeper and agrees on the frames both hold. */
-  uintptr_t *again;
-  if (first.bounded || !first.last_sp || !(again = malloc((size_t)max * sizeof *again)))
-    return mark_unreadable(ctx, pcs, n, max);
-  if ((ctx->fp = find_record(dwfl, ctx, first.last_sp)) != 0) {
-    int n2 = walk(dwfl, tid, pc, again, max, &second);
-    int a = cprof__frames_leading(&first.f), b = cprof__frames_leading(&second.f);
-    if (cprof__frames_seen(&second.f) > cprof__frames_seen(&first.f) &&
-        memcmp(again, pcs, (size_t)(a < b ? a : b) * sizeof *pcs) == 0) {
-      memcpy(pcs, again, (size_t)n2 * sizeof *pcs);
-      n = n2;
-    }
-  }
-  free(again);
-  return mark_unreadable(ctx, pcs, n, max);
+  return two_walks(dwfl, ctx, pc, pcs, max);
 }
