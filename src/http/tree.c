@@ -158,8 +158,8 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
   char sock[128], target[2400];
   if (cprof__tree_socket_path(pid, sock, sizeof sock) != 0 || access(sock, F_OK) != 0 ||
       cprof__tree_describe(pid, &me) != 0) {
-    cprof__resp_error(resp, 404, "pid %d: not a process of this tree (see %s%sprocesses)",
-                      (int)pid, cfg->prefix, root);
+    cprof__resp_error(resp, 404, "pid %d: not a process of this tree (see %s%sprocesses)", (int)pid,
+                      cfg->prefix, root);
     return;
   }
   if (target_of(path, req->query, cfg, target, sizeof target) != 0) {
@@ -196,8 +196,8 @@ static void *gather_thread(void *arg) {
 
 /* Starts asking the members, at the owner of a tree that has some: 1, or
  * 0 when there is nothing to gather (g is then empty). */
-static int gather_start(gather_t *g, const char *target, long timeout_ms,
-                        int (*cancelled)(void *), void *ctx) {
+static int gather_start(gather_t *g, const char *target, long timeout_ms, int (*cancelled)(void *),
+                        void *ctx) {
   memset(g, 0, sizeof *g);
   if (cprof__tree_role() != CPROF_TREE_OWNER || strlen(target) >= sizeof g->target)
     return 0;
@@ -310,7 +310,8 @@ static int merge_protos(const gather_t *g, const void *own, size_t ownlen, cprof
         cprof__buf_free(&line);
     }
     rc = cprof__tree_merge(parts, nparts, (const char *const *)missing, nmissing, out, err,
-                           errlen) == 0 && !out->failed
+                           errlen) == 0 &&
+                 !out->failed
              ? 0
              : -1;
   }

@@ -86,7 +86,6 @@ static pid_t read_owner_in(const char *path, pid_t fallback) {
   return v > 0 && v <= INT_MAX ? (pid_t)v : fallback;
 }
 
-
 /* Each base directory a tree's may be in, as base_dir picks them. */
 static int bases(const char *out[3]) {
   int n = 0;
@@ -485,8 +484,9 @@ int cprof__tree_describe(pid_t pid, cprof__tree_proc_t *out) {
     unsigned long long start = 0;
     char state = '?';
     /* Fields 3 (state), 4 (ppid) and 22 (starttime, clock ticks after boot). */
-    if (sscanf(close_ + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                           "%*s %llu",
+    if (sscanf(close_ + 1,
+               " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+               "%*s %llu",
                &state, &ppid, &start) == 3) {
       out->state = state;
       out->ppid = ppid;

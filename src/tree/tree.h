@@ -54,7 +54,8 @@ typedef struct cprof__tree_watch {
   int pidfd;
   long long ended_ms; /* when it was first seen ended, CLOCK_MONOTONIC; 0 not yet */
 } cprof__tree_watch_t;
-#define CPROF_TREE_WATCH_INIT {0, -1, 0}
+#define CPROF_TREE_WATCH_INIT                                                                      \
+  { 0, -1, 0 }
 /* Waits up to ms for the owner the member serves (the directory's "owner"
  * file says which: the first, or one that took its place) to end. Returns
  * its pid when it has and this member should take its place; 0 when not

@@ -42,31 +42,29 @@
   // The process tree's charts: the total, then a line per process (added
   // as processes appear, dropped once out of the ring).
   const TREE_GROUPS = [
-    {id: "tree_cpu", title: "Process tree: CPU", unit: "cores", key: "cpu_cores"},
-    {id: "tree_rss", title: "Process tree: resident memory", unit: "bytes", key: "rss_bytes"},
-    {id: "tree_threads", title: "Process tree: threads", unit: "count", key: "threads"},
+    {id : "tree_cpu", title : "Process tree: CPU", unit : "cores", key : "cpu_cores"},
+    {id : "tree_rss", title : "Process tree: resident memory", unit : "bytes", key : "rss_bytes"},
+    {id : "tree_threads", title : "Process tree: threads", unit : "count", key : "threads"},
   ];
 
   // A colour per process, far apart for neighbours, stable for a pid's
   // place in the list.
-  function processColour(i) {
-    return "hsl(" + Math.round((i * 137.5 + 200) % 360) + ", 65%, 42%)";
-  }
+  function processColour(i) { return "hsl(" + Math.round((i * 137.5 + 200) % 360) + ", 65%, 42%)"; }
 
   const state = {
-    charts: {},          // group id -> Chart
-    groups: GROUPS.slice(), // every group drawn: GROUPS, then TREE_GROUPS once there is a tree
-    tree: null,          // the tree's section: {lastT, owner, processes: pid -> {name, colour}}
-    nows: {},            // group id -> the title's current values
-    lastT: null,         // the newest point's time, unix ms
-    startMs: null,       // the process's start, to see it restart
-    intervalMs: 1000,
-    ringS: 600,          // the ring's length, the longest window
-    windowS: 300,
-    updates: 0,          // responses applied: the tests wait on it
-    errors: [],
-    timer: null,
-    busy: false,
+    charts : {},             // group id -> Chart
+    groups : GROUPS.slice(), // every group drawn: GROUPS, then TREE_GROUPS once there is a tree
+    tree : null,             // the tree's section: {lastT, owner, processes: pid -> {name, colour}}
+    nows : {},               // group id -> the title's current values
+    lastT : null,            // the newest point's time, unix ms
+    startMs : null,          // the process's start, to see it restart
+    intervalMs : 1000,
+    ringS : 600, // the ring's length, the longest window
+    windowS : 300,
+    updates : 0, // responses applied: the tests wait on it
+    errors : [],
+    timer : null,
+    busy : false,
   };
 
   // ---- units ------------------------------------------------------------
@@ -109,7 +107,8 @@
       case "bytes_s": return bytes(v) + "/s";
       case "per_s": return count(v) + "/s";
       case "ms_s": return num(v) + " ms/s";
-      case "cores": return num(v) + (Math.abs(v) === 1 ? " core" : " cores");
+      case "cores":
+        return num(v) + (Math.abs(v) === 1 ? " core" : " cores");
       default: return count(v);
     }
   }
@@ -160,7 +159,8 @@
 
   function build() {
     const main = document.getElementById("charts");
-    for (const g of GROUPS) addCard(main, g);
+    for (const g of GROUPS)
+      addCard(main, g);
   }
 
   function addCard(parent, g) {
@@ -185,54 +185,59 @@
 
   function config(g) {
     return {
-      type: "line",
-      data: {
-        datasets: (g.series || [["total", "total"]]).map(([key, label], i) => ({
-          key: key,
-          label: label,
-          data: [],
-          borderColor: COLOURS[i % COLOURS.length],
-          backgroundColor: COLOURS[i % COLOURS.length],
-          borderWidth: 1.5,
-          pointRadius: 0,
-          pointHitRadius: 6,
-          tension: 0,
-          spanGaps: false,
-        })),
+      type : "line",
+      data : {
+        datasets :
+            (g.series || [ [ "total", "total" ] ]).map(([ key, label ], i) => ({
+                                                         key : key,
+                                                         label : label,
+                                                         data : [],
+                                                         borderColor : COLOURS[i % COLOURS.length],
+                                                         backgroundColor :
+                                                             COLOURS[i % COLOURS.length],
+                                                         borderWidth : 1.5,
+                                                         pointRadius : 0,
+                                                         pointHitRadius : 6,
+                                                         tension : 0,
+                                                         spanGaps : false,
+                                                       })),
       },
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        normalized: true,
-        interaction: {mode: "index", intersect: false},
-        plugins: {
-          legend: {display: !g.series || g.series.length > 1, labels: {boxWidth: 12, boxHeight: 2}},
-          tooltip: {
-            callbacks: {
-              title: (items) => items.length ? clock(items[0].parsed.x) : "",
-              label: (item) => item.dataset.label + ": " + format(g.unit, item.parsed.y),
+      options : {
+        animation : false,
+        responsive : true,
+        maintainAspectRatio : false,
+        normalized : true,
+        interaction : {mode : "index", intersect : false},
+        plugins : {
+          legend :
+              {display : !g.series || g.series.length > 1, labels : {boxWidth : 12, boxHeight : 2}},
+          tooltip : {
+            callbacks : {
+              title : (items) => items.length ? clock(items[0].parsed.x) : "",
+              label : (item) => item.dataset.label + ": " + format(g.unit, item.parsed.y),
             },
           },
         },
-        scales: {
-          x: {
-            type: "linear",
-            afterBuildTicks: timeTicks,
-            ticks: {
-              callback: (v) => clock(v),
-              stepSize: step(state.windowS),
-              includeBounds: false,
-              maxRotation: 0,
-              autoSkipPadding: 12,
+        scales : {
+          x : {
+            type : "linear",
+            afterBuildTicks : timeTicks,
+            ticks : {
+              callback : (v) => clock(v),
+              stepSize : step(state.windowS),
+              includeBounds : false,
+              maxRotation : 0,
+              autoSkipPadding : 12,
             },
           },
-          y: {
-            type: "linear",
-            beginAtZero: true,
-            suggestedMax: g.unit === "pct" ? 1 : g.unit === "cores" ? 0.01 : undefined,
-            afterDataLimits: g.unit === "bytes" || g.unit === "bytes_s" ? byteStep : undefined,
-            ticks: {callback: (v) => format(g.unit, v), maxTicksLimit: 6},
+          y : {
+            type : "linear",
+            beginAtZero : true,
+            suggestedMax : g.unit === "pct"     ? 1
+                           : g.unit === "cores" ? 0.01
+                                                : undefined,
+            afterDataLimits : g.unit === "bytes" || g.unit === "bytes_s" ? byteStep : undefined,
+            ticks : {callback : (v) => format(g.unit, v), maxTicksLimit : 6},
           },
         },
       },
@@ -245,7 +250,8 @@
     for (const id in state.charts)
       for (const ds of state.charts[id].data.datasets) ds.data = [];
     state.lastT = null;
-    if (state.tree) state.tree.lastT = null;
+    if (state.tree)
+      state.tree.lastT = null;
   }
 
   function apply(d) {
@@ -273,7 +279,8 @@
       }
       state.lastT = t;
     }
-    if (d.tree && typeof d.tree === "object") applyTree(d.tree);
+    if (d.tree && typeof d.tree === "object")
+      applyTree(d.tree);
     // The ring's length and no more.
     if (state.lastT !== null) {
       const oldest = state.lastT - state.ringS * 1000;
@@ -321,7 +328,9 @@
     const section = el("section", "group");
     section.id = "tree";
     const h = el("h2", "group-title", "Process tree");
-    h.appendChild(el("span", "note", " owner " + owner + ", " + "a line per process"));
+    h.appendChild(el("span", "note",
+                     " owner " + owner + ", " +
+                         "a line per process"));
     section.appendChild(h);
     for (const g of TREE_GROUPS) {
       addCard(section, g);
@@ -334,19 +343,28 @@
     main.insertBefore(own, main.firstChild);
     main.insertBefore(section, own);
     state.groups = TREE_GROUPS.concat(GROUPS);
-    state.tree = {lastT: null, owner: owner, processes: {}, added: 0};
+    state.tree = {lastT : null, owner : owner, processes : {}, added : 0};
   }
 
   // The dataset of process pid in chart g, made when first seen.
   function processSet(g, pid) {
     const chart = state.charts[g.id];
     let ds = chart.data.datasets.find((x) => x.pid === pid);
-    if (ds) return ds;
+    if (ds)
+      return ds;
     const p = state.tree.processes[pid];
     ds = {
-      key: g.key, pid: pid, label: pid + " " + p.name + (pid === state.tree.owner ? " (owner)" : ""),
-      data: [], borderColor: p.colour, backgroundColor: p.colour, borderWidth: 1.2,
-      pointRadius: 0, pointHitRadius: 6, tension: 0, spanGaps: false,
+      key : g.key,
+      pid : pid,
+      label : pid + " " + p.name + (pid === state.tree.owner ? " (owner)" : ""),
+      data : [],
+      borderColor : p.colour,
+      backgroundColor : p.colour,
+      borderWidth : 1.2,
+      pointRadius : 0,
+      pointHitRadius : 6,
+      tension : 0,
+      spanGaps : false,
     };
     // Points before it came: none, so that its line starts where it did.
     chart.data.datasets.push(ds);
@@ -354,25 +372,33 @@
   }
 
   function applyTree(tr) {
-    if (!Array.isArray(tr.t) || typeof tr.totals !== "object" || !Array.isArray(tr.processes)) return;
-    if (!state.tree) buildTree(tr.owner);
+    if (!Array.isArray(tr.t) || typeof tr.totals !== "object" || !Array.isArray(tr.processes))
+      return;
+    if (!state.tree)
+      buildTree(tr.owner);
     for (const p of tr.processes) {
       if (!state.tree.processes[p.pid])
-        state.tree.processes[p.pid] = {name: String(p.name), colour: processColour(state.tree.added++)};
+        state.tree.processes[p.pid] = {
+          name : String(p.name),
+          colour : processColour(state.tree.added++)
+        };
     }
     for (let i = 0; i < tr.t.length; i++) {
       const t = tr.t[i];
-      if (typeof t !== "number" || (state.tree.lastT !== null && t <= state.tree.lastT)) continue;
+      if (typeof t !== "number" || (state.tree.lastT !== null && t <= state.tree.lastT))
+        continue;
       for (const g of TREE_GROUPS) {
         const col = tr.totals[g.key];
         const v = Array.isArray(col) ? col[i] : null;
-        state.charts[g.id].data.datasets[0].data.push({x: t, y: typeof v === "number" ? v : null});
+        state.charts[g.id].data.datasets[0].data.push(
+            {x : t, y : typeof v === "number" ? v : null});
         for (const p of tr.processes) {
           const pc = p[g.key];
           const pv = Array.isArray(pc) ? pc[i] : null;
           const ds = processSet(g, p.pid);
           // A process not there at this point: a gap, not a drop to zero.
-          if (typeof pv === "number" || ds.data.length) ds.data.push({x: t, y: typeof pv === "number" ? pv : null});
+          if (typeof pv === "number" || ds.data.length)
+            ds.data.push({x : t, y : typeof pv === "number" ? pv : null});
         }
       }
       state.tree.lastT = t;
@@ -381,11 +407,12 @@
 
   // A process whose points have all left the ring leaves its charts.
   function dropGone() {
-    if (!state.tree) return;
+    if (!state.tree)
+      return;
     for (const g of TREE_GROUPS) {
       const chart = state.charts[g.id];
-      chart.data.datasets = chart.data.datasets.filter((ds, i) =>
-        i === 0 || ds.data.some((pt) => pt.y !== null));
+      chart.data.datasets =
+          chart.data.datasets.filter((ds, i) => i === 0 || ds.data.some((pt) => pt.y !== null));
     }
   }
 
@@ -470,11 +497,11 @@
 
   // For the tests and the curious: the charts and what the page has seen.
   window.cprofCharts = {
-    state: state,
-    groups: GROUPS,
-    treeGroups: TREE_GROUPS,
-    format: format,
-    setWindow: setWindow,
+    state : state,
+    groups : GROUPS,
+    treeGroups : TREE_GROUPS,
+    format : format,
+    setWindow : setWindow,
   };
   init();
 })();

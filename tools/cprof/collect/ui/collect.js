@@ -59,7 +59,8 @@
     var q = 'job=' + encodeURIComponent($('job').value) +
       '&type=' + encodeURIComponent($('type').value) + '&from=' + from + '&to=' + to;
     if ($('instance').value) q += '&instance=' + encodeURIComponent($('instance').value);
-    if ($('pid').value) q += '&pid=' + encodeURIComponent($('pid').value);
+    if ($('pid').value)
+      q += '&pid=' + encodeURIComponent($('pid').value);
     return q;
   }
 
@@ -74,14 +75,14 @@
     // A line per instance, and per process of a tree scraped with
     // process_tree: each (its rows carry a pid).
     var byInstance = {};
-    rows.forEach(function (r) {
+    rows.forEach(function(r) {
       var k = r.instance + (r.pid ? ' pid ' + r.pid : '');
-      (byInstance[k] = byInstance[k] || []).push({ x: r.t, y: r.total, ns: r.time_ns });
+      (byInstance[k] = byInstance[k] || []).push({x : r.t, y : r.total, ns : r.time_ns});
     });
     if (!$('pid').value) {
-      var pids = uniq(rows.filter(function (r) { return r.pid; })
-        .map(function (r) { return String(r.pid); }));
-      fill($('pid'), pids.sort(function (a, b) { return a - b; }), true);
+      var pids = uniq(
+          rows.filter(function(r) { return r.pid; }).map(function(r) { return String(r.pid); }));
+      fill($('pid'), pids.sort(function(a, b) { return a - b; }), true);
       $('pid').parentNode.style.display = pids.length ? '' : 'none';
     }
     var colors = ['#3b6fd8', '#d8613b', '#2e9d57', '#9b4bd1', '#c9a227', '#2aa3b8'];
@@ -133,9 +134,17 @@
   $('range').addEventListener('change', function () {
     $('custom').className = $('range').value === 'custom' ? 'on' : '';
   });
-  $('job').addEventListener('change', function () { $('pid').value = ''; pickers(); show(); });
-  $('instance').addEventListener('change', function () { $('pid').value = ''; pickers(); show(); });
-  $('pid').addEventListener('change', function () { show(); });
+  $('job').addEventListener('change', function() {
+    $('pid').value = '';
+    pickers();
+    show();
+  });
+  $('instance').addEventListener('change', function() {
+    $('pid').value = '';
+    pickers();
+    show();
+  });
+  $('pid').addEventListener('change', function() { show(); });
   $('type').addEventListener('change', function () { show(); });
   $('picker').addEventListener('submit', show);
 
