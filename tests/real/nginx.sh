@@ -110,11 +110,11 @@ stop_server() {
   grep -v '^cprof:' "$T/$1.err" >"$T/$1.msgs" || true
 }
 
-# workers: the master's children as the tree lists them, into W (waits
-# until there are 2, at most 10 s).
+# workers [GONE]: the master's children as the tree lists them, into W
+# (waits until there are 2, GONE not among them, at most 20 s).
 workers() {
   W=()
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 200); do
     [ "$(http "http://$ADDR/debug/pprof/processes")" = 200 ] &&
       mapfile -t W < <(grep -o "\"pid\":[0-9]*,\"ppid\":$PID," "$T/body" | cut -d: -f2 | cut -d, -f1)
     [ "${#W[@]}" = 2 ] && [ "${W[0]}" != "${1:-}" ] && [ "${W[1]}" != "${1:-}" ] && return 0
@@ -158,8 +158,16 @@ tree_checks() {
   workers "$gone"
   echo "after worker $gone was killed: ${W[*]}"
   check "a worker killed and started again appears with its new pid" \
-    bash -c "[ ${#W[@]} = 2 ] && [ '${W[0]}' != $gone ] && [ '${W[1]}' != $gone ]"
-  local new=${W[0]}
+    bash -c "[ ${#W[@]} = 2 ] && [ '${W[0]}' != $gone ] && [ '${W[1]:-}' != $gone ]"
+  if [ "${#W[@]}" != 2 ]; then # what the master has, and what its children run
+    cat "$T/body" >&2
+    ps -o pid,ppid,user,stat,cmd --ppid "$PID" >&2 || true
+    for c in $(ps -o pid= --ppid "$PID"); do
+      echo "$c: $(cat /proc/"$c"/task/*/comm 2>/dev/null | tr '\n' ' ')" >&2
+    done
+    W[1]=${W[0]:-0}
+  fi
+  local new=${W[0]:-0}
   [ "$new" = "${W[1]}" ] || { [ "${W[0]}" -gt "${W[1]}" ] || new=${W[1]}; }
   check "?pid=$new: the new worker answers" test "$(http "http://$ADDR/debug/pprof/heap?pid=$new")" = 200
 }
