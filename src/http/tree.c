@@ -115,8 +115,18 @@ static void serve_processes(cprof_response_t *resp) {
   cprof__resp_body(resp, "application/json", &b);
 }
 
-/* The member's answer as ours. */
+/* How long a member that could not answer is given to be seen ended:
+ * its connection is closed as its process exits, just before it does. */
+#define ENDING_MS 200
+
+/* The member's answer as ours. One that ended while asked (a worker that
+ * a server stops, a profile in flight) is a process that left the tree,
+ * a 404, as one that ended just before: a scraper counts it no failure. */
 static void relay(cprof__tree_reply_t *r, cprof_response_t *resp) {
+  if (!r->status && cprof__tree_ended_within(r->pid, ENDING_MS)) {
+    cprof__resp_error(resp, 404, "pid %d: ended while asked", (int)r->pid);
+    return;
+  }
   if (!r->status) {
     cprof__resp_error(resp, 502, "pid %d: not reached: %s", (int)r->pid, r->error);
     return;

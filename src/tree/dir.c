@@ -312,6 +312,16 @@ static int ended(pid_t pid, int pidfd) {
   return paren && paren[1] == ' ' && paren[2] == 'Z';
 }
 
+int cprof__tree_ended_within(pid_t pid, long ms) {
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0)
+    return errno == ESRCH;
+  struct pollfd p = {.fd = pidfd, .events = POLLIN};
+  int r = poll(&p, 1, (int)ms);
+  close(pidfd);
+  return r > 0;
+}
+
 pid_t cprof__tree_owner_wait(cprof__tree_watch_t *w, long ms) {
   if (role != CPROF_TREE_MEMBER)
     return -1;

@@ -73,6 +73,9 @@ void cprof__tree_watch_end(cprof__tree_watch_t *w);
  * naming it), 0 when another member was first. One at a time, under a
  * lock on the directory's "owner.lock". */
 int cprof__tree_claim(pid_t gone);
+/* Whether process pid has ended, or ends within ms (a pidfd's wait):
+ * for a member whose connection closed unanswered. */
+int cprof__tree_ended_within(pid_t pid, long ms);
 
 /* A process of the tree, as the index lists it. */
 typedef struct cprof__tree_proc {
