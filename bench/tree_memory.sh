@@ -13,10 +13,7 @@
 #            (CPU) for every worker N, from the address the master serves on
 #            (its "cprof: serving http://ADDR/" line); the run without cprof
 #            fetches nothing
-#   later    LATER s (default 10) after that: past the 3 s after which a
-#            member's server, idle, ends (src/http/server.c,
-#            SHARED_IDLE_MS), so a worker dormant again; at "fetched" the
-#            workers fetched last still run theirs
+#   later    LATER s (default 10) after that
 # and the master's own figures beside them. The table gives, for each moment
 # and figure, the median and the max over the workers, each the median of
 # the rounds: without cprof, with it, and what it added (with minus
