@@ -33,14 +33,17 @@
 
 static const char root[] = "/debug/pprof/";
 
-/* The query without its pid=... parts ("" when nothing is left). */
-static void without_pid(const char *query, char *out, size_t outlen) {
+/* The query without its pid=... parts ("" when nothing is left): 0, or -1
+ * when it does not fit. */
+static int without_pid(const char *query, char *out, size_t outlen) {
   size_t n = 0;
   out[0] = '\0';
   for (const char *p = query; p && *p;) {
     size_t len = strcspn(p, "&");
     if (!(len >= 4 && strncmp(p, "pid=", 4) == 0) && !(len == 3 && strncmp(p, "pid", 3) == 0) &&
-        len && n + len + 2 < outlen) {
+        len) {
+      if (n + len + 2 >= outlen)
+        return -1;
       if (n)
         out[n++] = '&';
       memcpy(out + n, p, len);
@@ -51,15 +54,23 @@ static void without_pid(const char *query, char *out, size_t outlen) {
     if (*p == '&')
       p++;
   }
+  return 0;
 }
 
 /* What a member is asked: the same path (under the prefix) and query. */
 static int target_of(const char *path, const char *query, const cprof__config_t *cfg, char *out,
                      size_t outlen) {
   char q[2048];
-  without_pid(query, q, sizeof q);
+  if (without_pid(query, q, sizeof q) != 0)
+    return -1;
   int n = snprintf(out, outlen, "%s%s%s%s", cfg->prefix, path, q[0] ? "?" : "", q);
-  return n > 0 && (size_t)n < outlen ? 0 : -1;
+  if (n <= 0 || (size_t)n >= outlen)
+    return -1;
+  /* It goes into a request line: no space nor control byte may end it. */
+  for (const char *c = out; *c; c++)
+    if ((unsigned char)*c <= ' ' || *c == 0x7f)
+      return -1;
+  return 0;
 }
 
 /* How long to wait for members: the request's seconds (the CPU and wall
@@ -173,7 +184,8 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
     return;
   }
   if (target_of(path, req->query, cfg, target, sizeof target) != 0) {
-    cprof__resp_error(resp, 400, "the query is too long");
+    cprof__resp_error(resp, 400, "the path or query cannot be passed on (too long, or a space or "
+                                 "control byte in it)");
     return;
   }
   cprof__tree_reply_t r = {.pid = pid};

@@ -12,14 +12,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -40,18 +40,6 @@ static pid_t owner_pid;
 static pid_t born_of; /* a member's parent when it was forked */
 
 int cprof__tree_role(void) { return role; }
-
-/* A directory to make the tree's in: absolute, and one we may write. */
-static const char *base_dir(void) {
-  const char *names[] = {"XDG_RUNTIME_DIR", "TMPDIR"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    const char *v = getenv(names[i]);
-    /* Room for "/cprof-PID-XXXXXX" and "/PID.sock" in a socket's path. */
-    if (v && v[0] == '/' && strlen(v) < sizeof dir - 32 && access(v, W_OK | X_OK) == 0)
-      return v;
-  }
-  return "/tmp";
-}
 
 /* The directory's "owner" file: the pid of the process that serves the
  * tree's address, replaced whole (a temporary file renamed over it). */
@@ -86,7 +74,9 @@ static pid_t read_owner_in(const char *path, pid_t fallback) {
   return v > 0 && v <= INT_MAX ? (pid_t)v : fallback;
 }
 
-/* Each base directory a tree's may be in, as base_dir picks them. */
+/* Each base directory a tree's may be in: $XDG_RUNTIME_DIR, $TMPDIR
+ * (absolute, with room for "/cprof-PID-XXXXXX" and "/PID.sock" in a
+ * socket's path), /tmp. */
 static int bases(const char *out[3]) {
   int n = 0;
   const char *names[] = {"XDG_RUNTIME_DIR", "TMPDIR"};
@@ -97,6 +87,16 @@ static int bases(const char *out[3]) {
   }
   out[n++] = "/tmp";
   return n;
+}
+
+/* A directory to make the tree's in: the first of bases we may write. */
+static const char *base_dir(void) {
+  const char *b[3];
+  int n = bases(b);
+  for (int i = 0; i < n - 1; i++)
+    if (access(b[i], W_OK | X_OK) == 0)
+      return b[i];
+  return b[n - 1];
 }
 
 /* Calls fn on each tree directory of ours in the base directories: a
