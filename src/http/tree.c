@@ -184,8 +184,9 @@ static void serve_one(pid_t pid, const char *path, const cprof_request_t *req,
     return;
   }
   if (target_of(path, req->query, cfg, target, sizeof target) != 0) {
-    cprof__resp_error(resp, 400, "the path or query cannot be passed on (too long, or a space or "
-                                 "control byte in it)");
+    cprof__resp_error(resp, 400,
+                      "the path or query cannot be passed on (too long, or a space or "
+                      "control byte in it)");
     return;
   }
   cprof__tree_reply_t r = {.pid = pid};
