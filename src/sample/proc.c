@@ -3,50 +3,26 @@
 #include "sample/proc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/fds.h"
+#include "core/procfs.h"
 #include "sample/heap.h"
 
 /* Bytes cprof read from /proc for the figures: /proc/self/io's rchar
  * counts them, and they are ours, not the program's. Atomic. */
 static int64_t own_read;
 
-/* The whole of a small /proc file into buf, NUL-terminated: its length,
- * or -1. */
+/* cprof__procfs_read, counting what it read in own_read. */
 static ssize_t read_small(const char *path, char *buf, size_t len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  size_t n = 0;
-  while (n + 1 < len) {
-    ssize_t r = read(fd, buf + n, len - 1 - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    n += (size_t)r;
-  }
-  close(fd);
-  buf[n] = '\0';
-  __atomic_add_fetch(&own_read, (int64_t)n, __ATOMIC_RELAXED);
-  return (ssize_t)n;
-}
-
-/* The number after "\nkey" in text (key includes its ':'), or -1. */
-static int64_t field(const char *text, const char *key) {
-  size_t kl = strlen(key);
-  for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-    if (strncmp(s, key, kl) == 0)
-      return strtoll(s + kl, NULL, 10);
-  }
-  return -1;
+  ssize_t n = cprof__procfs_read(path, buf, len);
+  if (n > 0)
+    __atomic_add_fetch(&own_read, (int64_t)n, __ATOMIC_RELAXED);
+  return n;
 }
 
 static int64_t kb(int64_t v) { return v < 0 ? -1 : v * 1024; }
@@ -70,20 +46,20 @@ void cprof__proc_usage(cprof__proc_usage_t *u) {
 void cprof__proc_status(cprof__proc_status_t *s) {
   char buf[4096];
   if (read_small("/proc/self/status", buf, sizeof buf) > 0) {
-    s->rss_bytes = kb(field(buf, "VmRSS:"));
-    s->rss_peak_bytes = kb(field(buf, "VmHWM:"));
-    s->vm_bytes = kb(field(buf, "VmSize:"));
-    s->threads = field(buf, "Threads:");
+    s->rss_bytes = kb(cprof__procfs_field(buf, "VmRSS:"));
+    s->rss_peak_bytes = kb(cprof__procfs_field(buf, "VmHWM:"));
+    s->vm_bytes = kb(cprof__procfs_field(buf, "VmSize:"));
+    s->threads = cprof__procfs_field(buf, "Threads:");
   } else {
     s->rss_bytes = s->rss_peak_bytes = s->vm_bytes = s->threads = -1;
   }
   /* Before the read, so that every read of ours rchar counts is in it. */
   int64_t ours = __atomic_load_n(&own_read, __ATOMIC_RELAXED);
   if (read_small("/proc/self/io", buf, sizeof buf) > 0) {
-    s->read_bytes = field(buf, "rchar:");
+    s->read_bytes = cprof__procfs_field(buf, "rchar:");
     if (s->read_bytes >= ours)
       s->read_bytes -= ours;
-    s->write_bytes = field(buf, "wchar:");
+    s->write_bytes = cprof__procfs_field(buf, "wchar:");
   } else {
     s->read_bytes = s->write_bytes = -1;
   }
@@ -112,7 +88,7 @@ int64_t cprof__proc_start_ms(void) {
   long long ticks = strtoll(s, NULL, 10);
   if (read_small("/proc/stat", buf, sizeof buf) <= 0)
     return 0;
-  int64_t btime = field(buf, "btime ");
+  int64_t btime = cprof__procfs_field(buf, "btime ");
   long hz = sysconf(_SC_CLK_TCK);
   if (btime < 0 || hz <= 0)
     return 0;

@@ -28,6 +28,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/procfs.h"
 #include "tree/tree.h"
 
 /* Written by the process's own thread that forks, joins or takes over,
@@ -62,14 +63,8 @@ static void write_owner(void) {
 static pid_t read_owner_in(const char *path, pid_t fallback) {
   char file[sizeof dir + 16], text[24];
   snprintf(file, sizeof file, "%s/owner", path);
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  if (cprof__procfs_read(file, text, sizeof text) <= 0)
     return fallback;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0)
-    return fallback;
-  text[n] = '\0';
   long v = strtol(text, NULL, 10);
   return v > 0 && v <= INT_MAX ? (pid_t)v : fallback;
 }
@@ -301,14 +296,9 @@ static int ended(pid_t pid, int pidfd) {
   }
   if (!alive(pid))
     return 1;
-  char path[40], stat[256] = "";
+  char path[40], stat[256];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, stat, sizeof stat - 1);
-  close(fd);
-  const char *paren = n > 0 ? strrchr(stat, ')') : NULL;
+  const char *paren = cprof__procfs_read(path, stat, sizeof stat) > 0 ? strrchr(stat, ')') : NULL;
   return paren && paren[1] == ' ' && paren[2] == 'Z';
 }
 

@@ -16,43 +16,14 @@
  * Stack buffers only: the metrics sampler allocates nothing. Only from a
  * thread in cprof's own descriptor table (core/fds.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/fds.h"
+#include "core/procfs.h"
 #include "tree/tree.h"
-
-/* The whole of a small /proc file into buf, NUL-terminated: its length, or
- * -1. */
-static ssize_t read_into(const char *path, char *buf, size_t len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  size_t n = 0;
-  while (n + 1 < len) {
-    ssize_t r = read(fd, buf + n, len - 1 - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    n += (size_t)r;
-  }
-  close(fd);
-  buf[n] = '\0';
-  return n ? (ssize_t)n : -1;
-}
-
-/* The number after "\nkey" (key includes its ':'), or -1. */
-static int64_t field(const char *text, const char *key) {
-  size_t kl = strlen(key);
-  for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL)
-    if (strncmp(s, key, kl) == 0)
-      return strtoll(s + kl, NULL, 10);
-  return -1;
-}
 
 /* Entries of /proc/PID/fd; -1 when it cannot be read. */
 static int64_t count_fds(pid_t pid) {
@@ -66,7 +37,7 @@ int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f) {
   f->pid = pid;
   char path[48], buf[4096];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  if (read_into(path, buf, sizeof buf) < 0)
+  if (cprof__procfs_read(path, buf, sizeof buf) <= 0)
     return -ENOENT;
   /* "PID (COMM) S ...": COMM may hold spaces and parentheses, so the
    * fields after it are counted from the last ')'. */
@@ -101,15 +72,15 @@ int cprof__tree_figures(pid_t pid, cprof__tree_figures_t *f) {
 
   f->ctx_voluntary = f->ctx_involuntary = -1;
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  if (read_into(path, buf, sizeof buf) > 0) {
-    f->ctx_voluntary = field(buf, "voluntary_ctxt_switches:");
-    f->ctx_involuntary = field(buf, "nonvoluntary_ctxt_switches:");
+  if (cprof__procfs_read(path, buf, sizeof buf) > 0) {
+    f->ctx_voluntary = cprof__procfs_field(buf, "voluntary_ctxt_switches:");
+    f->ctx_involuntary = cprof__procfs_field(buf, "nonvoluntary_ctxt_switches:");
   }
   f->read_bytes = f->write_bytes = -1;
   snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
-  if (read_into(path, buf, sizeof buf) > 0) {
-    f->read_bytes = field(buf, "rchar:");
-    f->write_bytes = field(buf, "wchar:");
+  if (cprof__procfs_read(path, buf, sizeof buf) > 0) {
+    f->read_bytes = cprof__procfs_field(buf, "rchar:");
+    f->write_bytes = cprof__procfs_field(buf, "wchar:");
   }
   f->open_fds = count_fds(pid);
   return 0;
