@@ -22,8 +22,7 @@ C=$B/cprof
 
 start tree LD_PRELOAD="$LIB" -- "$B/tests/host/host_prefork" 3 busy 120
 A=$ADDR MASTER=$PID
-for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
-mapfile -t W <"$T/tree.out"
+prefork_workers tree 3
 check "the master printed 3 workers" test "${#W[@]}" = 3
 for _ in $(seq 1 100); do
   http "http://$A/debug/pprof/processes" >/dev/null

@@ -19,8 +19,7 @@ PREFORK=$B/tests/host/host_prefork
 
 start tree LD_PRELOAD="$LIB" -- "$PREFORK" 3 busy 120
 MASTER=$PID
-for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
-mapfile -t W <"$T/tree.out"
+prefork_workers tree 3
 echo "master $MASTER, workers ${W[*]}"
 check "the master printed 3 workers" test "${#W[@]}" = 3
 

@@ -39,21 +39,16 @@ print(len(rows), *(int(statistics.median(c)) for c in zip(*rows)))
 EOF
 }
 
-workers_up() {
-  for _ in $(seq 1 100); do [ "$(wc -l <"$T/$1.out")" -ge $N ] && return 0; sleep 0.05; done
-  return 1
-}
-
 "$PREFORK" $N idle 120 >"$T/plain.out" 2>"$T/plain.err" &
 PID=$!
-workers_up plain
+prefork_workers plain $N
 sleep 1
 figures plain plain
 kill -TERM "$PID"
 await plain
 
 start tree LD_PRELOAD="$LIB" -- "$PREFORK" $N idle 120
-workers_up tree
+prefork_workers tree $N
 for _ in $(seq 1 100); do
   [ "$(http "http://$ADDR/debug/pprof/processes")" = 200 ] &&
     [ "$(grep -c "\"ppid\":$PID," "$T/body")" = $N ] && break

@@ -115,6 +115,14 @@ pprof_types() {
   done
 }
 
+# prefork_workers NAME N: waits (at most 5 s) until the prefork master
+# started as NAME (tests/host/programs/prefork.c, which prints its workers'
+# pids one a line) has printed N, and reads them into the array W.
+prefork_workers() {
+  for _ in $(seq 1 100); do [ "$(wc -l <"$T/$1.out")" -ge "$2" ] && break; sleep 0.05; done
+  mapfile -t W <"$T/$1.out"
+}
+
 # free_port: a TCP port nothing listens on now, for programs that take a
 # fixed port on their command line (a race with another test is possible,
 # but then the program says so and the test fails loudly).

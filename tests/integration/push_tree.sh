@@ -19,8 +19,7 @@ receiver tree
 start tree LD_PRELOAD="$LIB" CPROF_PUSH_URL="http://127.0.0.1:$RPORT" CPROF_PUSH_INTERVAL=1s \
   CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 3 busy 120
 MASTER=$PID
-for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
-mapfile -t W <"$T/tree.out"
+prefork_workers tree 3
 check "the master printed 3 workers" test "${#W[@]}" = 3
 echo "master $MASTER, workers ${W[*]}"
 
@@ -102,8 +101,7 @@ receiver big
 start big LD_PRELOAD="$LIB" CPROF_PUSH_URL="http://127.0.0.1:$RPORT" CPROF_PUSH_INTERVAL=1s \
   CPROF_PUSH_NAME='pf{env=ci}' -- "$B/tests/host/host_prefork" 16 idle 120
 BIG=$PID
-for _ in $(seq 1 100); do [ "$(wc -l <"$T/big.out")" -ge 16 ] && break; sleep 0.05; done
-mapfile -t W <"$T/big.out"
+prefork_workers big 16
 check "the big master printed 16 workers" test "${#W[@]}" = 16
 big_names() { # how many processes have 2 heap profiles pushed
   python3 - "$T/big.rx" <<'PY'

@@ -46,8 +46,7 @@ stop
 # A process tree's owner (issue 31): a prefork master and 3 busy workers;
 # the page shows the tree's section, a line per process.
 start tree LD_PRELOAD="$LIB" -- "$B/tests/host/host_prefork" 3 busy 90
-for _ in $(seq 1 100); do [ "$(wc -l <"$T/tree.out")" -ge 3 ] && break; sleep 0.05; done
-mapfile -t W <"$T/tree.out"
+prefork_workers tree 3
 for _ in $(seq 1 100); do
   curl -s "http://$ADDR/metrics" | grep -q '^cprof_tree_processes 4$' && break
   sleep 0.1
