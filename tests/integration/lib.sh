@@ -73,11 +73,15 @@ start() {
   env CPROF_ADDR=127.0.0.1:0 "${envs[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
   PID=$!
   for _ in $(seq 1 200); do
+    # Whether it still runs, asked before its stderr is read: one that has
+    # ended (a daemon's parent does, at once) wrote all it will write.
+    local running=1
+    kill -0 "$PID" 2>/dev/null || running=0
     ADDR=$(sed -n 's|^cprof: serving http://\([^/]*\)/.*|\1|p' "$T/$name.err" | head -1)
     if [ -n "$ADDR" ] && { [ $ready = 0 ] || has "$T/$name.out" '^ready$'; }; then
       return 0
     fi
-    if ! kill -0 "$PID" 2>/dev/null; then
+    if [ $running = 0 ]; then
       echo "$name exited before serving:" >&2
       cat "$T/$name.err" >&2
       return 1
