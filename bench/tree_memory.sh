@@ -17,7 +17,8 @@
 # and the master's own figures beside them. The table gives, for each moment
 # and figure, the median and the max over the workers, each the median of
 # the rounds: without cprof, with it, and what it added (with minus
-# without, round medians subtracted). About 2.5 minutes.
+# without, round medians subtracted). A last table splits what a worker's
+# VmRSS added by kind of page (see figures). About 2.5 minutes.
 #
 # The script says how many goroutine dumps came from the worker asked (a
 # "thread PID" line in the dump): a library from before issue 31 ignores
@@ -51,16 +52,32 @@ cleanup() {
   if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
-RES=$T/results # variant round moment who pid rss_kb pss_kb private_kb
+RES=$T/results # variant round moment who pid rss_kb pss_kb private_kb anon libc libs data (kB)
 : >"$RES"
 
-# figures PID: "VmRSS Pss Private" in kB, or nothing if PID is gone.
+# figures PID: "VmRSS Pss Private Anon Libc Libs Data" in kB, or nothing
+# if PID is gone. The last four split the resident pages (smaps' Rss) by
+# what they are: anonymous memory (heap, stacks, other anonymous mappings);
+# the C library's code and read-only data (libc.so and ld.so: file pages,
+# shared with every process that maps them); the other files' code and
+# read-only data (the program's, libcprof's and its libraries'; relro
+# included); the files' writable data.
 figures() {
-  local rss pss
+  local rss rest
   rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null) || return 0
-  pss=$(awk '$1 == "Pss:" { p = $2 } $1 ~ /^Private_(Clean|Dirty):$/ { q += $2 }
+  rest=$(awk '$1 == "Pss:" { p = $2 } $1 ~ /^Private_(Clean|Dirty):$/ { q += $2 }
     END { print p, q }' "/proc/$1/smaps_rollup" 2>/dev/null) || return 0
-  [ -n "$rss" ] && echo "$rss $pss"
+  rest="$rest $(awk '
+    /^[0-9a-f]+-[0-9a-f]+ / {
+      if ($6 !~ /^\//) k = 1
+      else if ($2 ~ /w/) k = 4
+      else if ($6 ~ /\/(libc\.so|ld-linux)[^\/]*$/) k = 2
+      else k = 3
+      next
+    }
+    $1 == "Rss:" { s[k] += $2 }
+    END { print s[1] + 0, s[2] + 0, s[3] + 0, s[4] + 0 }' "/proc/$1/smaps" 2>/dev/null)" || return 0
+  [ -n "$rss" ] && echo "$rss $rest"
 }
 
 # measure VARIANT ROUND MOMENT: one line per worker and one for the master.
@@ -143,7 +160,7 @@ function med(a, n,   i, j, t) {
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 { key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; n[key]++
-  for (c = 6; c <= 8; c++) { v[key, c, n[key]] = $c; if (n[key] == 1 || $c > mx[key, c]) mx[key, c] = $c } }
+  for (c = 6; c <= 12; c++) { v[key, c, n[key]] = $c; if (n[key] == 1 || $c > mx[key, c]) mx[key, c] = $c } }
 END {
   split("idle fetched later", moments, " ")
   name[6] = "VmRSS"; name[7] = "Pss"; name[8] = "Private"
@@ -189,5 +206,30 @@ END {
       md[k] = nm ? med(a1, nm) : "nan"
     }
     printf "| %s | %s | %s | %s | %+d |\n", moments[m], name[c], md[1], md[2], md[2] - md[1]
+  }
+  print ""
+  print "What a worker'"'"'s added VmRSS is made of, kB: the resident pages (smaps) by kind, with cprof minus"
+  print "without, the median of " rounds " rounds of the median worker. Code and read-only data are file pages"
+  print "in the page cache, shared with every process that maps them (Pss divides them among those)."
+  print ""
+  print "| moment | anonymous (heap, stacks) | libc and ld.so: code, read-only data | other files: code, read-only data | files: writable data |"
+  print "|---|---:|---:|---:|---:|"
+  for (m = 1; m <= 3; m++) {
+    row = "| " moments[m] " |"
+    for (c = 9; c <= 12; c++) {
+      nd = 0
+      for (r = 1; r <= rounds; r++) {
+        for (k = 1; k <= 2; k++) {
+          key = vs[k] SUBSEP r SUBSEP moments[m] SUBSEP "worker"
+          if (!(key in n)) break
+          delete w
+          for (i = 1; i <= n[key]; i++) w[i] = v[key, c, i]
+          got[k] = med(w, n[key])
+        }
+        if (k == 3) d1[++nd] = got[2] - got[1]
+      }
+      row = row (nd ? sprintf(" %+d |", med(d1, nd)) : " - |")
+    }
+    print row
   }
 }' "$RES"
