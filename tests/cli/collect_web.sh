@@ -2,8 +2,9 @@
 # nothing listens: /targets (HTML, escaped, and JSON) shows the live loops
 # Good and the dead one Bad with its error, and a killed program's loops
 # turn Bad; /metrics passes promtool; /api/merge's merged totals equal the
-# sum of the stored rows' totals for the range (which the scraper computed
-# from each profile on its own), for one instance, for all, and for a diff;
+# sum of the stored rows' totals for the range with mode=sum (which the
+# scraper computed from each profile on its own), for one instance, for all,
+# and for a diff, and by default a snapshot's range is its average;
 # bad parameters are 400s of one line.
 . "$(dirname "$0")/../integration/lib.sh"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
@@ -115,22 +116,33 @@ check "/api/series: 12 demo series, none of gone" json "$T/body" \
 
 # /api/merge: a range that ends at each instance's last row so far, so that
 # rows scraped later cannot fall in it (a loop's next scrape starts later).
-merge_checks() { # TYPE
+merge_checks() { # TYPE MODE: MODE the default mode= the answer names
   local t=$1 from to want n
   from=$(q "select min(time_ns) from profiles where job='demo' and type='$t'")
   to=$(q "select min(m) from (select max(time_ns) m from profiles where job='demo' and type='$t' group by instance)")
   want=$(q "select sum(total) || ' ' || count(*) from profiles where job='demo' and type='$t' and instance='$A' and time_ns between $from and $to")
-  check "/api/merge $t, one instance: 200" [ "$(http "http://$W/api/merge?job=demo&instance=$A&type=$t&from=$from&to=$to")" = 200 ]
-  check "/api/merge $t, one instance: total and count are the rows' ($want)" json "$T/body" \
-    "'%d %d' % (j['total'], j['profiles']) == '$want' and j['nodes'] and j['types']"
+  check "/api/merge $t mode=sum, one instance: 200" [ "$(http "http://$W/api/merge?job=demo&instance=$A&type=$t&from=$from&to=$to&mode=sum")" = 200 ]
+  check "/api/merge $t mode=sum, one instance: total and count are the rows' ($want)" json "$T/body" \
+    "'%d %d' % (j['total'], j['profiles']) == '$want' and j['nodes'] and j['types'] and j['mode'] == 'sum'"
   want=$(q "select sum(total) || ' ' || count(*) from profiles where job='demo' and type='$t' and time_ns between $from and $to")
-  http "http://$W/api/merge?job=demo&type=$t&from=$from&to=$to" >/dev/null
-  check "/api/merge $t, both instances: total and count are the rows' ($want)" json "$T/body" \
+  http "http://$W/api/merge?job=demo&type=$t&from=$from&to=$to&mode=sum" >/dev/null
+  check "/api/merge $t mode=sum, both instances: total and count are the rows' ($want)" json "$T/body" \
     "'%d %d' % (j['total'], j['profiles']) == '$want'"
+  # By default, by kind: a snapshot's range is each instance's average of
+  # its rows, added up (rounding each sample's mean: within 0.1 %).
+  if [ "$2" = sum ]; then
+    want=$(q "select sum(total) from profiles where job='demo' and type='$t' and time_ns between $from and $to")
+  else
+    want=$(q "select sum(a) from (select avg(total) a from profiles where job='demo' and type='$t' and time_ns between $from and $to group by instance)")
+  fi
+  http "http://$W/api/merge?job=demo&type=$t&from=$from&to=$to" >/dev/null
+  check "/api/merge $t by default: mode $2, total $want" json "$T/body" \
+    "j['mode'] == '$2' and abs(j['total'] - $want) <= max(1, $want * 0.001)"
+  check "/api/merge $t: X-Cprof-Mode says $2" grep -qi "^x-cprof-mode: $2" "$T/headers"
 }
-merge_checks memory
-merge_checks goroutine
-merge_checks process_cpu
+merge_checks memory delta+avg
+merge_checks goroutine avg
+merge_checks process_cpu sum
 
 # One moment (from = to = a row's time), and a diff of the first row
 # against the last.

@@ -85,6 +85,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
   }
   MHD_add_response_header(resp, "Content-Type", r.type ? r.type : WEB_TEXT);
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  for (size_t i = 0; i < r.nheaders; i++)
+    MHD_add_response_header(resp, r.headers[i].name, r.headers[i].value);
   /* Pages load only what this server gives them: Chart.js and the page's
    * script come from here, the viewer's page is inline. */
   MHD_add_response_header(resp, "Content-Security-Policy",

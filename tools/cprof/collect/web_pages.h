@@ -27,6 +27,11 @@ typedef struct web_reply {
   unsigned status;
   const char *type; /* Content-Type */
   cprof__buf_t body;
+  /* Headers of the page's own (X-Cprof-Mode: what a range's merge did). */
+  struct {
+    char name[40], value[200];
+  } headers[2];
+  size_t nheaders;
 } web_reply_t;
 
 #define WEB_HTML "text/html; charset=utf-8"
@@ -37,6 +42,8 @@ typedef struct web_reply {
 /* A reply of one line of text with status (web_reply.c). */
 void web_reply_error(web_reply_t *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Adds a header to the reply (at most two; more are ignored). */
+void web_reply_header(web_reply_t *r, const char *name, const char *value);
 
 void web_targets(const web_ctx_t *ctx, int json, web_reply_t *r);
 void web_metrics(const web_ctx_t *ctx, web_reply_t *r);

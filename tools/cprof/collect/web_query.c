@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/range.h"
 #include "collect/validate.h"
 #include "collect/web_pages.h"
 #include "model/model.h"
@@ -61,6 +62,8 @@ typedef struct ask {
   int diff;
   int64_t base_from, base_to;
   char pid[32]; /* pid="N" (store.h's label), "" for every process */
+  collect_mode_t mode; /* mode=: how the range is reduced (collect/range.h) */
+  int pprof;           /* format=pprof: the merged profile.proto, for go tool pprof */
 } ask_t;
 
 /* A time parameter into *v; absent leaves *v when optional. 0 or -1 after
@@ -99,6 +102,19 @@ static int parse_ask(web_param_fn param, void *req, int times_optional, ask_t *a
       return -1;
     }
     snprintf(a->pid, sizeof a->pid, "pid=\"%ld\"", v);
+  }
+  const char *mode = param(req, "mode");
+  a->mode = COLLECT_MODE_AUTO;
+  if (mode && *mode && collect_mode_parse(mode, &a->mode) != 0) {
+    web_reply_error(r, 400, "400 bad parameter mode=%s: want sum, delta, avg, latest or auto",
+                    mode);
+    return -1;
+  }
+  const char *format = param(req, "format");
+  a->pprof = format && strcmp(format, "pprof") == 0;
+  if (format && *format && !a->pprof && strcmp(format, "json") != 0) {
+    web_reply_error(r, 400, "400 bad parameter format=%s: want json or pprof", format);
+    return -1;
   }
   if (!a->job || !*a->job || !a->type || !*a->type) {
     web_reply_error(r, 400, "400 missing parameter %s", !a->job || !*a->job ? "job" : "type");
@@ -172,26 +188,39 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
 }
 
 typedef struct ids {
-  int64_t *v;
+  struct {
+    int64_t id;
+    char *series; /* the row's canonical labels: which series it is of */
+  } * v;
   size_t n, cap;
 } ids_t;
+
+static void ids_free(ids_t *ids) {
+  for (size_t i = 0; i < ids->n; i++)
+    free(ids->v[i].series);
+  free(ids->v);
+}
 
 static int row_id(void *arg, const collect_store_row_t *row) {
   ids_t *ids = arg;
   if (cprof__grow((void **)&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v) != 0)
     return -ENOMEM;
-  ids->v[ids->n++] = row->id;
+  if (!(ids->v[ids->n].series = strdup(row->labels)))
+    return -ENOMEM;
+  ids->v[ids->n++].id = row->id;
   return 0;
 }
 
-/* The profiles of a series in [from, to] merged into *out (NULL when the
- * range has none), and how many. 0, or -1 after an error reply. */
+/* The profiles of a series in [from, to] reduced by kind (collect/range.h)
+ * into *out (NULL when the range has none), with how many and what was
+ * applied. 0, or -1 after an error reply. */
 static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to, cprof__pf_t **out,
-                  size_t *count, web_reply_t *r) {
+                  size_t *count, char *applied, size_t appliedlen, web_reply_t *r) {
   *out = NULL;
   *count = 0;
   char err[512];
   ids_t ids = {0};
+  collect_range_t *range = NULL;
   collect_query_t q = {.job = a->job,
                        .instance = a->instance,
                        .type = a->type,
@@ -201,45 +230,44 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
                        .limit = MAX_MERGE + 1};
   int rc = collect_store_query(ctx->store, &q, row_id, &ids, err, sizeof err);
   if (rc != 0) {
-    free(ids.v);
+    ids_free(&ids);
     web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
     return -1;
   }
   if (ids.n > MAX_MERGE) {
-    free(ids.v);
+    ids_free(&ids);
     web_reply_error(r, 400, "400 the range holds more than %d profiles: choose a shorter one",
                     MAX_MERGE);
     return -1;
   }
-  cprof__pf_t **ps = calloc(ids.n ? ids.n : 1, sizeof *ps);
-  size_t n = 0;
-  rc = ps ? 0 : -ENOMEM;
+  if ((rc = collect_range_new(a->mode, &range)) != 0)
+    snprintf(err, sizeof err, "out of memory");
   for (size_t i = 0; i < ids.n && rc == 0; i++) {
     void *data;
     size_t len;
-    rc = collect_store_read(ctx->store, ids.v[i], &data, &len, err, sizeof err);
+    cprof__pf_t *p = NULL;
+    rc = collect_store_read(ctx->store, ids.v[i].id, &data, &len, err, sizeof err);
     if (rc == -ENOENT) { /* retention took it since the query */
       rc = 0;
       continue;
     }
     if (rc != 0)
       break;
-    rc = cprof__pf_decode(data, len, &ps[n], err, sizeof err);
+    rc = cprof__pf_decode(data, len, &p, err, sizeof err);
     free(data);
     if (rc == 0)
-      n++;
+      rc = collect_range_add(range, ids.v[i].series, p, err, sizeof err);
   }
-  if (rc == 0 && n > 0)
-    rc = cprof__pf_merge(ps, n, out, err, sizeof err);
-  for (size_t i = 0; i < n; i++)
-    cprof__pf_free(ps[i]);
-  free(ps);
-  free(ids.v);
+  if (rc == 0) {
+    *count = collect_range_count(range);
+    rc = collect_range_finish(range, out, applied, appliedlen, err, sizeof err);
+  }
+  collect_range_free(range);
+  ids_free(&ids);
   if (rc != 0) {
     web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
     return -1;
   }
-  *count = n;
   return 0;
 }
 
@@ -249,22 +277,50 @@ void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, we
     return;
   cprof__pf_t *p = NULL, *base = NULL;
   size_t n = 0, nbase = 0;
-  if (merged(ctx, &a, a.from, a.to, &p, &n, r) != 0)
+  char applied[64] = "", base_applied[64] = "";
+  if (merged(ctx, &a, a.from, a.to, &p, &n, applied, sizeof applied, r) != 0)
     return;
-  if (a.diff && merged(ctx, &a, a.base_from, a.base_to, &base, &nbase, r) != 0)
+  if (a.diff &&
+      merged(ctx, &a, a.base_from, a.base_to, &base, &nbase, base_applied, sizeof base_applied, r))
     goto done;
   if (!p || (a.diff && !base)) {
     web_reply_error(r, 404, "404 no %s profiles of job %s%s%s in the %srange", a.type, a.job,
                     a.instance ? " instance " : "", a.instance ? a.instance : "", p ? "base " : "");
     goto done;
   }
+  /* What the range means, said in a header for every format. */
+  web_reply_header(r, "X-Cprof-Mode", applied);
+  char err[512] = "out of memory";
+  if (a.pprof && !a.diff) {
+    int rc = cprof__pf_encode(p, 1, &r->body, err, sizeof err);
+    if (rc != 0)
+      web_reply_error(r, 500, "500 %s", err);
+    else {
+      r->status = 200;
+      r->type = "application/octet-stream";
+    }
+    goto done;
+  }
+  if (a.pprof) {
+    cprof__pf_t *d = NULL;
+    int rc = cprof__pf_diff(base, p, &d, err, sizeof err);
+    if (rc == 0)
+      rc = cprof__pf_encode(d, 1, &r->body, err, sizeof err);
+    cprof__pf_free(d);
+    if (rc != 0)
+      web_reply_error(r, rc == -EINVAL ? 400 : 500, "%d %s", rc == -EINVAL ? 400 : 500, err);
+    else {
+      r->status = 200;
+      r->type = "application/octet-stream";
+    }
+    goto done;
+  }
   char title[512];
-  snprintf(title, sizeof title, "%s %s of %s%s%s%s%s: %zu profiles%s",
+  snprintf(title, sizeof title, "%s %s of %s%s%s%s%s: %zu profiles, %s%s",
            a.diff ? "diff of" : "merged", a.type, a.job, a.instance ? " " : "",
-           a.instance ? a.instance : "", a.pid[0] ? " " : "", a.pid, n,
+           a.instance ? a.instance : "", a.pid[0] ? " " : "", a.pid, n, applied,
            a.diff ? " against a base range" : "");
   cprof__pf_tree_t *t = NULL;
-  char err[512] = "out of memory";
   int rc = a.diff ? cprof__pf_tree_diff(base, p, &t) : cprof__pf_tree(p, &t);
   if (rc == -EINVAL)
     snprintf(err, sizeof err, "the two ranges' profiles have different sample types");
@@ -281,7 +337,8 @@ void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, we
   } else if (rc == 0) {
     /* The figures the tests and the page check, in front of the viewer's
      * own fields (json starts with its "{"). */
-    cprof__buf_printf(&r->body, "{\"profiles\":%zu,\"total\":%" PRId64, n, collect_total(p));
+    cprof__buf_printf(&r->body, "{\"profiles\":%zu,\"total\":%" PRId64 ",\"mode\":\"%s\"", n,
+                      collect_total(p), applied);
     if (a.diff)
       cprof__buf_printf(&r->body, ",\"base_profiles\":%zu,\"base_total\":%" PRId64, nbase,
                         collect_total(base));

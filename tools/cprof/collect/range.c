@@ -1,0 +1,338 @@
+/* A range of stored profiles reduced by kind (collect/range.h). */
+#include "collect/range.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+
+const char *collect_kind_name(collect_kind_t k) {
+  return k == COLLECT_CUMULATIVE ? "cumulative" : k == COLLECT_SNAPSHOT ? "snapshot" : "delta";
+}
+
+static const char *const mode_names[] = {"auto", "sum", "delta", "avg", "latest"};
+
+const char *collect_mode_name(collect_mode_t m) {
+  return (size_t)m < sizeof mode_names / sizeof *mode_names ? mode_names[m] : "?";
+}
+
+int collect_mode_parse(const char *s, collect_mode_t *m) {
+  for (size_t i = 0; i < sizeof mode_names / sizeof *mode_names; i++)
+    if (s && strcmp(s, mode_names[i]) == 0) {
+      *m = (collect_mode_t)i;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+collect_kind_t collect_sample_kind(const char *name, int64_t duration_ns) {
+  if (duration_ns > 0)
+    return COLLECT_DELTA;
+  if (strncmp(name, "alloc_", 6) == 0 || !strcmp(name, "contentions") || !strcmp(name, "delay") ||
+      !strcmp(name, "threadcreate"))
+    return COLLECT_CUMULATIVE;
+  if (strncmp(name, "inuse_", 6) == 0 || !strcmp(name, "goroutine") || !strcmp(name, "threads"))
+    return COLLECT_SNAPSHOT;
+  return COLLECT_DELTA;
+}
+
+void collect_quantity_of(const char *name, int delta_scrape, collect_quantity_t *q) {
+  *q = (collect_quantity_t){COLLECT_DELTA, "", "", 0, 0};
+  if (!strcmp(name, "process_cpu") || !strcmp(name, "profile") || !strcmp(name, "cpu")) {
+    *q = (collect_quantity_t){COLLECT_DELTA, "cores", "CPU cores", 0, 1};
+  } else if (!strcmp(name, "wall")) {
+    *q = (collect_quantity_t){COLLECT_DELTA, "threads", "threads (wall time per second)", 0, 1};
+  } else if (!strcmp(name, "memory") || !strcmp(name, "heap")) {
+    *q = (collect_quantity_t){COLLECT_SNAPSHOT, "bytes", "bytes in use", 0, 0};
+  } else if (!strcmp(name, "allocs")) {
+    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "bytes/s", "bytes allocated per second", 1, 0};
+  } else if (!strcmp(name, "block") || !strcmp(name, "mutex")) {
+    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "s/s", "contention seconds per second", 1, 0};
+  } else if (!strcmp(name, "goroutine") || !strcmp(name, "threads")) {
+    *q = (collect_quantity_t){COLLECT_SNAPSHOT, "threads", "threads", 0, 0};
+  } else if (!strcmp(name, "threadcreate")) {
+    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "threads/s", "threads created per second", 1, 0};
+  }
+  /* Scraped with ?seconds=: each profile is its window's change already. */
+  if (delta_scrape && q->kind == COLLECT_CUMULATIVE)
+    q->kind = COLLECT_DELTA;
+}
+
+void collect_scale(cprof__pf_t *p, int64_t num, int64_t den) {
+  for (size_t i = 0; i < p->n_samples; i++)
+    for (size_t t = 0; t < p->n_sample_types; t++) {
+      __int128 v = (__int128)p->samples[i].values[t] * num;
+      __int128 half = den / 2;
+      p->samples[i].values[t] = (int64_t)(v >= 0 ? (v + half) / den : -((-v + half) / den));
+    }
+}
+
+int64_t collect_type_total(const cprof__pf_t *p, size_t i) {
+  int64_t sum = 0;
+  for (size_t s = 0; s < p->n_samples; s++)
+    if (i < p->n_sample_types)
+      sum += p->samples[s].values[i];
+  return sum;
+}
+
+/* ---- the range --------------------------------------------------------- */
+
+typedef struct series {
+  char *name;
+  cprof__pf_t **ps;
+  size_t n, cap;
+} series_t;
+
+struct collect_range {
+  collect_mode_t mode;
+  series_t *series;
+  size_t n, cap;
+  size_t profiles, restarts;
+};
+
+int collect_range_new(collect_mode_t mode, collect_range_t **out) {
+  *out = calloc(1, sizeof **out);
+  if (!*out)
+    return -ENOMEM;
+  (*out)->mode = mode;
+  return 0;
+}
+
+void collect_range_free(collect_range_t *r) {
+  if (!r)
+    return;
+  for (size_t i = 0; i < r->n; i++) {
+    for (size_t j = 0; j < r->series[i].n; j++)
+      cprof__pf_free(r->series[i].ps[j]);
+    free(r->series[i].ps);
+    free(r->series[i].name);
+  }
+  free(r->series);
+  free(r);
+}
+
+size_t collect_range_count(const collect_range_t *r) { return r->profiles; }
+size_t collect_range_restarts(const collect_range_t *r) { return r->restarts; }
+
+int collect_range_add(collect_range_t *r, const char *name, cprof__pf_t *p, char *err,
+                      size_t errlen) {
+  series_t *s = NULL;
+  /* Rows come ordered by time, series interleaved; the last one or two
+   * series are the likely ones, but a linear walk is fine for the few a
+   * range holds. */
+  for (size_t i = r->n; i-- > 0;)
+    if (strcmp(r->series[i].name, name) == 0) {
+      s = &r->series[i];
+      break;
+    }
+  if (!s) {
+    if (cprof__grow((void **)&r->series, &r->cap, r->n + 1, sizeof *r->series) != 0)
+      goto nomem;
+    s = &r->series[r->n];
+    *s = (series_t){.name = strdup(name)};
+    if (!s->name)
+      goto nomem;
+    r->n++;
+  } else if (cprof__pf_compatible(s->ps[0], p, "the series' first profile", "a later one", err,
+                                  errlen) != 0) {
+    cprof__pf_free(p);
+    return -EINVAL;
+  }
+  if (cprof__grow((void **)&s->ps, &s->cap, s->n + 1, sizeof *s->ps) != 0)
+    goto nomem;
+  s->ps[s->n++] = p;
+  r->profiles++;
+  return 0;
+nomem:
+  cprof__pf_free(p);
+  snprintf(err, errlen, "out of memory");
+  return -ENOMEM;
+}
+
+/* What each sample type of a series gets. */
+static collect_mode_t treatment(collect_mode_t mode, collect_kind_t k) {
+  if (mode != COLLECT_MODE_AUTO)
+    return mode;
+  return k == COLLECT_CUMULATIVE ? COLLECT_MODE_DELTA
+         : k == COLLECT_SNAPSHOT ? COLLECT_MODE_AVG
+                                 : COLLECT_MODE_SUM;
+}
+
+/* Zeroes the values of the types whose treatment is not m. */
+static void keep_only(cprof__pf_t *p, const collect_mode_t *treat, collect_mode_t m) {
+  for (size_t i = 0; i < p->n_samples; i++)
+    for (size_t t = 0; t < p->n_sample_types; t++)
+      if (treat[t] != m)
+        p->samples[i].values[t] = 0;
+}
+
+/* Whether cur's cumulative counters went down from prev's: the target
+ * restarted between them (its counters began again from zero). */
+static int restarted(const cprof__pf_t *prev, const cprof__pf_t *cur, const collect_kind_t *kind) {
+  for (size_t t = 0; t < cur->n_sample_types; t++)
+    if (kind[t] == COLLECT_CUMULATIVE && collect_type_total(cur, t) < collect_type_total(prev, t))
+      return 1;
+  return 0;
+}
+
+#define MAX_TYPES 32
+
+/* One series reduced into parts[*nparts] (at most 4 new profiles). */
+static int reduce_series(collect_range_t *r, series_t *s, cprof__pf_t **parts, size_t *nparts,
+                         unsigned *used, char *err, size_t errlen) {
+  cprof__pf_t *first = s->ps[0];
+  size_t nt = first->n_sample_types;
+  if (nt > MAX_TYPES) {
+    snprintf(err, errlen, "a profile with %zu sample types: at most %d", nt, MAX_TYPES);
+    return -EINVAL;
+  }
+  collect_kind_t kind[MAX_TYPES];
+  collect_mode_t treat[MAX_TYPES];
+  unsigned want = 0;
+  for (size_t t = 0; t < nt; t++) {
+    kind[t] = collect_sample_kind(first->sample_types[t].type, first->duration_nanos);
+    treat[t] = treatment(r->mode, kind[t]);
+    want |= 1u << treat[t];
+  }
+  *used |= want;
+  int rc = 0;
+  cprof__pf_t *p = NULL;
+  if (want & (1u << COLLECT_MODE_SUM)) {
+    if ((rc = cprof__pf_merge(s->ps, s->n, &p, err, errlen)))
+      return rc;
+    keep_only(p, treat, COLLECT_MODE_SUM);
+    parts[(*nparts)++] = p;
+  }
+  if (want & (1u << COLLECT_MODE_AVG)) {
+    if ((rc = cprof__pf_merge(s->ps, s->n, &p, err, errlen)))
+      return rc;
+    collect_scale(p, 1, (int64_t)s->n);
+    keep_only(p, treat, COLLECT_MODE_AVG);
+    parts[(*nparts)++] = p;
+  }
+  if (want & (1u << COLLECT_MODE_LATEST)) {
+    if ((rc = cprof__pf_merge(&s->ps[s->n - 1], 1, &p, err, errlen)))
+      return rc;
+    keep_only(p, treat, COLLECT_MODE_LATEST);
+    parts[(*nparts)++] = p;
+  }
+  if (want & (1u << COLLECT_MODE_DELTA)) {
+    /* Stretches between restarts: the first one's last minus its first
+     * (the baseline); each later one's last whole, since its first
+     * profile counts from zero. Negating in place is fine: the merges
+     * above copied what they needed. */
+    cprof__pf_t **ends = calloc(s->n + 1, sizeof *ends);
+    if (!ends) {
+      snprintf(err, errlen, "out of memory");
+      return -ENOMEM;
+    }
+    size_t ne = 0;
+    int in_first = 1;
+    for (size_t i = 1; i <= s->n; i++) {
+      int end = i == s->n || restarted(s->ps[i - 1], s->ps[i], kind);
+      if (!end)
+        continue;
+      if (i < s->n)
+        r->restarts++;
+      ends[ne++] = s->ps[i - 1];
+      if (in_first && i - 1 > 0) {
+        collect_scale(first, -1, 1);
+        ends[ne++] = first;
+      } else if (in_first) {
+        ne--; /* a first stretch of one profile is only the baseline */
+      }
+      in_first = 0;
+    }
+    if (ne > 0) {
+      rc = cprof__pf_merge(ends, ne, &p, err, errlen);
+      if (rc == 0) {
+        keep_only(p, treat, COLLECT_MODE_DELTA);
+        parts[(*nparts)++] = p;
+      }
+    }
+    free(ends);
+  }
+  return rc;
+}
+
+/* "cprof collect: range of N profiles of S series; alloc_space: delta
+ * between scrapes, summed; inuse_space: averaged; ..." on p. */
+static int comment(collect_range_t *r, cprof__pf_t *p, char *applied, size_t appliedlen) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__buf_printf(&b, "cprof collect: a range of %zu profiles of %zu series", r->profiles, r->n);
+  static const char *const says[] = {
+      "", "summed", "delta between consecutive scrapes (the first a baseline), summed",
+      "averaged over the scrapes", "the latest scrape"};
+  for (size_t t = 0; t < p->n_sample_types; t++) {
+    collect_mode_t m = treatment(
+        r->mode, collect_sample_kind(p->sample_types[t].type, r->series[0].ps[0]->duration_nanos));
+    cprof__buf_printf(&b, "; %s: %s", p->sample_types[t].type, says[m]);
+  }
+  if (r->restarts)
+    cprof__buf_printf(&b, "; %zu restarts (counted from zero)", r->restarts);
+  (void)applied, (void)appliedlen;
+  cprof__buf_putc(&b, '\0');
+  if (b.failed)
+    return -ENOMEM;
+  const char **cs = cprof__arena_array(p->arena, p->n_comments + 1, sizeof *cs);
+  char *c = cprof__arena_strdup(p->arena, b.data);
+  cprof__buf_free(&b);
+  if (!cs || !c)
+    return -ENOMEM;
+  if (p->n_comments)
+    memcpy(cs, p->comments, p->n_comments * sizeof *cs);
+  cs[p->n_comments++] = c;
+  p->comments = cs;
+  return 0;
+}
+
+int collect_range_finish(collect_range_t *r, cprof__pf_t **out, char *applied, size_t appliedlen,
+                         char *err, size_t errlen) {
+  *out = NULL;
+  if (appliedlen)
+    applied[0] = '\0';
+  if (!r->n)
+    return 0;
+  cprof__pf_t **parts = calloc(4 * r->n, sizeof *parts);
+  if (!parts) {
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  size_t np = 0;
+  unsigned used = 0;
+  int rc = 0;
+  for (size_t i = 0; i < r->n && rc == 0; i++)
+    rc = reduce_series(r, &r->series[i], parts, &np, &used, err, errlen);
+  if (rc == 0 && np == 0) {
+    /* Only baselines (one cumulative profile per series): an empty
+     * range, with the sample types: the first profile with no samples. */
+    rc = cprof__pf_merge(&r->series[0].ps[0], 1, out, err, errlen);
+    if (rc == 0)
+      (*out)->n_samples = 0;
+  } else if (rc == 0) {
+    rc = cprof__pf_merge(parts, np, out, err, errlen);
+  }
+  for (size_t i = 0; i < np; i++)
+    cprof__pf_free(parts[i]);
+  free(parts);
+  if (rc == 0) {
+    /* The order a person reads them in: the kind's own first. */
+    static const collect_mode_t order[] = {COLLECT_MODE_SUM, COLLECT_MODE_DELTA, COLLECT_MODE_AVG,
+                                           COLLECT_MODE_LATEST};
+    size_t n = 0;
+    for (size_t i = 0; i < 4; i++)
+      if (used & (1u << order[i]) && n < appliedlen)
+        n += (size_t)snprintf(applied + n, appliedlen - n, "%s%s", n ? "+" : "",
+                              collect_mode_name(order[i]));
+    if (comment(r, *out, applied, appliedlen) != 0) {
+      cprof__pf_free(*out);
+      *out = NULL;
+      snprintf(err, errlen, "out of memory");
+      rc = -ENOMEM;
+    }
+  }
+  return rc;
+}
