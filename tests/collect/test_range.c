@@ -260,7 +260,35 @@ static void test_names(void) {
   collect_range_free(r);
 }
 
+static void test_row_value(void) {
+  collect_quantity_t q;
+  double v = -1;
+  /* CPU: 1.5 s sampled in 2 s is 0.75 cores. */
+  collect_quantity_of("process_cpu", 1, &q);
+  CHECK(collect_row_value(&q, 1500000000, 10, 2000000000, 0, 0, 0, &v) == 0 && v == 0.75);
+  CHECK(collect_row_value(&q, 1500000000, 10, 0, 0, 0, 0, &v) == -1);
+  /* Block: 3 s more delay over 10 s is 0.3 s/s; none without a row before. */
+  collect_quantity_of("block", 0, &q);
+  CHECK(collect_row_value(&q, 5000000000, 20000000000, 0, 1, 2000000000, 10000000000, &v) == 0 &&
+        v > 0.2999 && v < 0.3001);
+  CHECK(collect_row_value(&q, 5000000000, 20000000000, 0, 0, 0, 0, &v) == -1);
+  /* Restarted: 1 s of delay, counted whole over the 10 s. */
+  CHECK(collect_row_value(&q, 1000000000, 20000000000, 0, 1, 9000000000, 10000000000, &v) == 0 &&
+        v > 0.0999 && v < 0.1001);
+  /* Scraped with ?seconds=5: 2.5 s of delay in 5 s. */
+  collect_quantity_of("block", 1, &q);
+  CHECK(collect_row_value(&q, 2500000000, 20000000000, 5000000000, 0, 0, 0, &v) == 0 && v == 0.5);
+  /* Memory: bytes in use as they are; threadcreate per second. */
+  collect_quantity_of("memory", 0, &q);
+  CHECK(collect_row_value(&q, 67108864, 1, 0, 0, 0, 0, &v) == 0 && v == 67108864);
+  collect_quantity_of("threadcreate", 0, &q);
+  CHECK(collect_row_value(&q, 30, 4000000000, 0, 1, 10, 2000000000, &v) == 0 && v == 10);
+  collect_quantity_of("custom", 0, &q);
+  CHECK(!q.known);
+}
+
 int main(void) {
+  test_row_value();
   test_cumulative();
   test_restart();
   test_heap();

@@ -39,25 +39,52 @@ collect_kind_t collect_sample_kind(const char *name, int64_t duration_ns) {
 }
 
 void collect_quantity_of(const char *name, int delta_scrape, collect_quantity_t *q) {
-  *q = (collect_quantity_t){COLLECT_DELTA, "", "", 0, 0};
-  if (!strcmp(name, "process_cpu") || !strcmp(name, "profile") || !strcmp(name, "cpu")) {
-    *q = (collect_quantity_t){COLLECT_DELTA, "cores", "CPU cores", 0, 1};
-  } else if (!strcmp(name, "wall")) {
-    *q = (collect_quantity_t){COLLECT_DELTA, "threads", "threads (wall time per second)", 0, 1};
-  } else if (!strcmp(name, "memory") || !strcmp(name, "heap")) {
-    *q = (collect_quantity_t){COLLECT_SNAPSHOT, "bytes", "bytes in use", 0, 0};
-  } else if (!strcmp(name, "allocs")) {
-    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "bytes/s", "bytes allocated per second", 1, 0};
-  } else if (!strcmp(name, "block") || !strcmp(name, "mutex")) {
-    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "s/s", "contention seconds per second", 1, 0};
-  } else if (!strcmp(name, "goroutine") || !strcmp(name, "threads")) {
-    *q = (collect_quantity_t){COLLECT_SNAPSHOT, "threads", "threads", 0, 0};
-  } else if (!strcmp(name, "threadcreate")) {
-    *q = (collect_quantity_t){COLLECT_CUMULATIVE, "threads/s", "threads created per second", 1, 0};
-  }
+  /* The units of the default sample types: cpu and delay nanoseconds,
+   * inuse_space and alloc_space bytes, goroutine and threadcreate counts. */
+  static const struct {
+    const char *name;
+    collect_quantity_t q;
+  } known[] = {
+      {"process_cpu", {COLLECT_DELTA, "cores", "CPU cores", 0, 1, 1e-9, 1}},
+      {"profile", {COLLECT_DELTA, "cores", "CPU cores", 0, 1, 1e-9, 1}},
+      {"wall", {COLLECT_DELTA, "threads", "threads (wall seconds per second)", 0, 1, 1e-9, 1}},
+      {"memory", {COLLECT_SNAPSHOT, "bytes", "bytes in use", 0, 0, 1, 1}},
+      {"heap", {COLLECT_SNAPSHOT, "bytes", "bytes in use", 0, 0, 1, 1}},
+      {"allocs", {COLLECT_CUMULATIVE, "bytes/s", "bytes allocated per second", 1, 0, 1, 1}},
+      {"block", {COLLECT_CUMULATIVE, "s/s", "contention seconds per second", 1, 0, 1e-9, 1}},
+      {"mutex", {COLLECT_CUMULATIVE, "s/s", "contention seconds per second", 1, 0, 1e-9, 1}},
+      {"goroutine", {COLLECT_SNAPSHOT, "threads", "threads", 0, 0, 1, 1}},
+      {"threadcreate", {COLLECT_CUMULATIVE, "threads/s", "threads created per second", 1, 0, 1, 1}},
+  };
+  *q = (collect_quantity_t){COLLECT_DELTA, "", "", 0, 0, 1, 0};
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+    if (!strcmp(name, known[i].name))
+      *q = known[i].q;
   /* Scraped with ?seconds=: each profile is its window's change already. */
   if (delta_scrape && q->kind == COLLECT_CUMULATIVE)
     q->kind = COLLECT_DELTA;
+}
+
+int collect_row_value(const collect_quantity_t *q, int64_t total, int64_t time_ns,
+                      int64_t duration_ns, int has_prev, int64_t prev_total, int64_t prev_ns,
+                      double *v) {
+  if (q->cpu || (q->per_second && q->kind == COLLECT_DELTA)) {
+    if (duration_ns <= 0)
+      return -1;
+    *v = (double)total * q->scale / ((double)duration_ns / 1e9);
+    return 0;
+  }
+  if (q->per_second) {
+    if (!has_prev || time_ns <= prev_ns)
+      return -1;
+    int64_t d = total - prev_total;
+    if (d < 0) /* restarted: counted from zero */
+      d = total;
+    *v = (double)d * q->scale / ((double)(time_ns - prev_ns) / 1e9);
+    return 0;
+  }
+  *v = (double)total * q->scale;
+  return 0;
 }
 
 void collect_scale(cprof__pf_t *p, int64_t num, int64_t den) {

@@ -71,8 +71,23 @@ typedef struct collect_quantity {
   const char *quantity; /* "CPU cores", "bytes in use", ... */
   int per_second;       /* value = the default type's change over the window / its seconds */
   int cpu;              /* value = sampled ns / duration ns */
+  double scale;         /* the default type's unit into unit's: 1e-9 from nanoseconds */
+  int known;            /* 0: a name this does not know (unit and quantity "") */
 } collect_quantity_t;
 void collect_quantity_of(const char *name, int delta_scrape, collect_quantity_t *q);
+
+/* A stored row's value in q's unit, from its total (the default sample
+ * type's), time and duration, and the total and time of the series' row
+ * before it (has_prev 0 when there is none). CPU: sampled seconds per
+ * second of the profile's duration; a cumulative series: the change since
+ * the row before per second between them (a counter that went down is a
+ * restart: the row's whole total over that time); a delta scrape of such
+ * a profile: its total per second of its duration; a snapshot: its total.
+ * 0 with *v, or -1 when there is none: a cumulative series' first row, a
+ * delta profile without a duration. */
+int collect_row_value(const collect_quantity_t *q, int64_t total, int64_t time_ns,
+                      int64_t duration_ns, int has_prev, int64_t prev_total, int64_t prev_ns,
+                      double *v);
 
 /* Scales every value of p by num/den, rounded to the nearest (den > 0). */
 void collect_scale(cprof__pf_t *p, int64_t num, int64_t den);

@@ -110,6 +110,7 @@ typedef struct {
   int64_t from_ns;
   int64_t to_ns;
   int64_t limit;
+  int newest_first; /* order by time descending: with limit 1, the last row before to_ns */
 } collect_query_t;
 
 /* One (type, job, instance) series for the UI's pickers. */

@@ -94,7 +94,9 @@ int collect_store_query(collect_store_t *s, const collect_query_t *q, collect_st
   if (q->label)
     n += (size_t)snprintf(sql + n, sizeof sql - n,
                           " AND (instr(labels, '{' || ?8) OR instr(labels, ',' || ?8))");
-  n += (size_t)snprintf(sql + n, sizeof sql - n, " ORDER BY time_ns, id");
+  n += (size_t)snprintf(sql + n, sizeof sql - n,
+                        q->newest_first ? " ORDER BY time_ns DESC, id DESC"
+                                        : " ORDER BY time_ns, id");
   if (q->limit > 0)
     snprintf(sql + n, sizeof sql - n, " LIMIT ?7");
 

@@ -15,8 +15,71 @@
 /* More than this many profiles in one merge is a 400: a shorter range. */
 #define MAX_MERGE 5000
 
-static int series_one(void *arg, const collect_series_t *s) {
-  cprof__buf_t *b = arg;
+/* Whether job's profile type is scraped with ?seconds= (delta: true). */
+static int delta_scrape(const web_ctx_t *ctx, const char *job, const char *type) {
+  for (size_t j = 0; j < ctx->cfg->njobs; j++)
+    if (!strcmp(ctx->cfg->jobs[j].name, job))
+      for (size_t i = 0; i < ctx->cfg->jobs[j].nprofiles; i++)
+        if (!strcmp(ctx->cfg->jobs[j].profiles[i].name, type))
+          return ctx->cfg->jobs[j].profiles[i].delta;
+  return 0;
+}
+
+static int row_newest(void *arg, const collect_store_row_t *row) {
+  *(int64_t *)arg = row->id;
+  return 0;
+}
+
+/* The quantity of a series (collect/range.h). A profile name it does not
+ * know (a custom path) takes its default sample type's name and unit from
+ * the series' newest profile, and the kind that type has. */
+static void series_quantity(const web_ctx_t *ctx, const char *job, const char *type,
+                            collect_quantity_t *q, char *unit, size_t unitlen, char *name,
+                            size_t namelen) {
+  collect_quantity_of(type, delta_scrape(ctx, job, type), q);
+  if (q->known)
+    return;
+  int64_t id = 0;
+  char err[256];
+  collect_query_t qq = {
+      .job = job, .type = type, .to_ns = INT64_MAX, .limit = 1, .newest_first = 1};
+  void *data = NULL;
+  size_t len;
+  cprof__pf_t *p = NULL;
+  if (collect_store_query(ctx->store, &qq, row_newest, &id, err, sizeof err) == 0 && id &&
+      collect_store_read(ctx->store, id, &data, &len, err, sizeof err) == 0 &&
+      cprof__pf_decode(data, len, &p, err, sizeof err) == 0 && p->n_sample_types) {
+    const cprof__value_type_t *vt = &p->sample_types[cprof__pf_default_index(p)];
+    q->kind = collect_sample_kind(vt->type, p->duration_nanos);
+    q->per_second = q->kind == COLLECT_CUMULATIVE;
+    snprintf(unit, unitlen, "%s%s", vt->unit, q->per_second ? "/s" : "");
+    snprintf(name, namelen, "%s%s", vt->type, q->per_second ? " per second" : "");
+    q->unit = unit;
+    q->quantity = name;
+  }
+  cprof__pf_free(p);
+  free(data);
+}
+
+typedef struct series_list {
+  collect_series_t *v;
+  size_t n, cap;
+} series_list_t;
+
+/* Copies a series (the store's strings live only in the callback). */
+static int series_keep(void *arg, const collect_series_t *s) {
+  series_list_t *l = arg;
+  if (cprof__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0)
+    return -ENOMEM;
+  collect_series_t c = *s;
+  c.job = strdup(s->job);
+  c.instance = strdup(s->instance);
+  c.type = strdup(s->type);
+  l->v[l->n++] = c;
+  return c.job && c.instance && c.type ? 0 : -ENOMEM;
+}
+
+static void series_one(const web_ctx_t *ctx, cprof__buf_t *b, const collect_series_t *s) {
   cprof__buf_puts(b, b->len > 1 ? ",\n{\"job\":" : "\n{\"job\":");
   cprof__viewer_json_string(b, s->job);
   cprof__buf_puts(b, ",\"instance\":");
@@ -24,21 +87,38 @@ static int series_one(void *arg, const collect_series_t *s) {
   cprof__buf_puts(b, ",\"type\":");
   cprof__viewer_json_string(b, s->type);
   cprof__buf_printf(
-      b, ",\"count\":%" PRId64 ",\"first_ns\":\"%" PRId64 "\",\"last_ns\":\"%" PRId64 "\"}",
+      b, ",\"count\":%" PRId64 ",\"first_ns\":\"%" PRId64 "\",\"last_ns\":\"%" PRId64 "\"",
       s->count, s->first_ns, s->last_ns);
-  return 0;
+  collect_quantity_t q;
+  char unit[64] = "", name[96] = "";
+  series_quantity(ctx, s->job, s->type, &q, unit, sizeof unit, name, sizeof name);
+  cprof__buf_printf(b, ",\"kind\":\"%s\",\"unit\":", collect_kind_name(q.kind));
+  cprof__viewer_json_string(b, q.unit);
+  cprof__buf_puts(b, ",\"quantity\":");
+  cprof__viewer_json_string(b, q.quantity);
+  cprof__buf_putc(b, '}');
 }
 
 void web_series(const web_ctx_t *ctx, web_reply_t *r) {
   char err[512];
-  cprof__buf_putc(&r->body, '[');
-  if (collect_store_series(ctx->store, series_one, &r->body, err, sizeof err) != 0) {
-    web_reply_error(r, 500, "500 %s", err);
-    return;
+  series_list_t l = {0};
+  int rc = collect_store_series(ctx->store, series_keep, &l, err, sizeof err);
+  if (rc == 0) {
+    cprof__buf_putc(&r->body, '[');
+    for (size_t i = 0; i < l.n; i++)
+      series_one(ctx, &r->body, &l.v[i]);
+    cprof__buf_puts(&r->body, "\n]\n");
+    r->status = 200;
+    r->type = WEB_JSON;
+  } else {
+    web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
   }
-  cprof__buf_puts(&r->body, "\n]\n");
-  r->status = 200;
-  r->type = WEB_JSON;
+  for (size_t i = 0; i < l.n; i++) {
+    free((char *)l.v[i].job);
+    free((char *)l.v[i].instance);
+    free((char *)l.v[i].type);
+  }
+  free(l.v);
 }
 
 /* A decimal int64 in s; 0 or -EINVAL. */
@@ -145,24 +225,67 @@ static int parse_ask(web_param_fn param, void *req, int times_optional, ask_t *a
   return 0;
 }
 
-static int row_json(void *arg, const collect_store_row_t *row) {
-  cprof__buf_t *b = arg;
+/* A row as /api/profiles gives it, kept until the series' rows before
+ * the range are known (the store's strings live only in its callback). */
+typedef struct prow {
+  collect_store_row_t row; /* path NULL; job, instance, type not kept */
+  char *instance, *labels;
+} prow_t;
+
+typedef struct prows {
+  prow_t *v;
+  size_t n, cap;
+} prows_t;
+
+static int row_keep(void *arg, const collect_store_row_t *row) {
+  prows_t *l = arg;
+  if (cprof__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0)
+    return -ENOMEM;
+  prow_t *p = &l->v[l->n++];
+  p->row = *row;
+  p->row.path = p->row.job = p->row.type = NULL;
+  p->instance = strdup(row->instance);
+  p->labels = strdup(row->labels);
+  return p->instance && p->labels ? 0 : -ENOMEM;
+}
+
+static void prows_free(prows_t *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].instance);
+    free(l->v[i].labels);
+  }
+  free(l->v);
+}
+
+static int row_prev(void *arg, const collect_store_row_t *row) {
+  collect_store_row_t *prev = arg;
+  prev->time_ns = row->time_ns;
+  prev->total = row->total;
+  prev->id = row->id;
+  return 0;
+}
+
+static void row_json(cprof__buf_t *b, const prow_t *p, int has_value, double value) {
+  const collect_store_row_t *row = &p->row;
   cprof__buf_puts(b, b->len > 1 ? ",\n{\"instance\":" : "\n{\"instance\":");
-  cprof__viewer_json_string(b, row->instance);
+  cprof__viewer_json_string(b, p->instance);
   cprof__buf_puts(b, ",\"labels\":");
-  cprof__viewer_json_string(b, row->labels);
+  cprof__viewer_json_string(b, p->labels);
   /* A tree's process (process_tree: each): its pid, for the page's lines. */
-  const char *pid = strstr(row->labels, ",pid=\"");
+  const char *pid = strstr(p->labels, ",pid=\"");
   if (!pid)
-    pid = strstr(row->labels, "{pid=\"");
+    pid = strstr(p->labels, "{pid=\"");
   if (pid)
     cprof__buf_printf(b, ",\"pid\":%ld", strtol(pid + 6, NULL, 10));
   cprof__buf_printf(b,
                     ",\"id\":%" PRId64 ",\"time_ns\":\"%" PRId64 "\",\"t\":%" PRId64
-                    ",\"duration_ns\":%" PRId64 ",\"size\":%" PRId64 ",\"total\":%" PRId64 "}",
+                    ",\"duration_ns\":%" PRId64 ",\"size\":%" PRId64 ",\"total\":%" PRId64,
                     row->id, row->time_ns, row->time_ns / 1000000, row->duration_ns, row->size,
                     row->total);
-  return 0;
+  if (has_value)
+    cprof__buf_printf(b, ",\"value\":%.9g}", value);
+  else
+    cprof__buf_puts(b, ",\"value\":null}");
 }
 
 void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r) {
@@ -177,11 +300,57 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
                        .to_ns = a.to,
                        .limit = 100000};
   char err[512];
-  cprof__buf_putc(&r->body, '[');
-  if (collect_store_query(ctx->store, &q, row_json, &r->body, err, sizeof err) != 0) {
-    web_reply_error(r, 500, "500 %s", err);
+  prows_t l = {0};
+  int rc = collect_store_query(ctx->store, &q, row_keep, &l, err, sizeof err);
+  if (rc != 0) {
+    prows_free(&l);
+    web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
     return;
   }
+  collect_quantity_t qt;
+  char unit[64] = "", name[96] = "";
+  series_quantity(ctx, a.job, a.type, &qt, unit, sizeof unit, name, sizeof name);
+  /* value: a cumulative series' row needs the row before it, the first
+   * one in the range the series' last row before the range. */
+  size_t *last = calloc(l.n ? l.n : 1, sizeof *last), nseries = 0; /* each series' last row */
+  if (!last) {
+    prows_free(&l);
+    web_reply_error(r, 500, "500 out of memory");
+    return;
+  }
+  cprof__buf_putc(&r->body, '[');
+  for (size_t i = 0; i < l.n; i++) {
+    prow_t *p = &l.v[i];
+    collect_store_row_t prev = {0};
+    int has_prev = 0;
+    size_t k = 0;
+    while (k < nseries && strcmp(l.v[last[k]].labels, p->labels))
+      k++;
+    if (k < nseries) {
+      prev = l.v[last[k]].row;
+      has_prev = 1;
+    } else {
+      nseries++;
+    }
+    last[k] = i;
+    if (!has_prev && qt.per_second && qt.kind == COLLECT_CUMULATIVE && p->row.time_ns > 0) {
+      collect_query_t pq = {.job = a.job,
+                            .type = a.type,
+                            .labels = p->labels,
+                            .from_ns = 0,
+                            .to_ns = p->row.time_ns - 1,
+                            .limit = 1,
+                            .newest_first = 1};
+      if (collect_store_query(ctx->store, &pq, row_prev, &prev, err, sizeof err) == 0 && prev.id)
+        has_prev = 1;
+    }
+    double v = 0;
+    int has = collect_row_value(&qt, p->row.total, p->row.time_ns, p->row.duration_ns, has_prev,
+                                prev.total, prev.time_ns, &v) == 0;
+    row_json(&r->body, p, has, v);
+  }
+  free(last);
+  prows_free(&l);
   cprof__buf_puts(&r->body, "\n]\n");
   r->status = 200;
   r->type = WEB_JSON;

@@ -1,0 +1,156 @@
+# What a range of stored profiles means (issue 32), against real cprof
+# targets under LD_PRELOAD: a heap of known size (programs/heap_target.c,
+# 8 MiB in use, every allocation sampled) averaged over a range reads that
+# size +-5 %, in the merged profile go tool pprof reads and in the rows'
+# value; a block profile's range total is the contention the program
+# measured in that range (programs/contention.c: a round of mutex and
+# condition waits, nothing blocking outside a round) +-10 %, and so are
+# the rows' values (contention seconds per second) times their windows;
+# the old meaning (mode=sum) is what made both wrong, and reads far more.
+. "$(dirname "$0")/../integration/lib.sh"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
+command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
+command -v go >/dev/null || skip "go is not installed"
+C=$B/cprof
+P=$B/tests/integration
+MiB=1048576
+
+start heap --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=1 -- "$P/heap_target"
+H=$ADDR HPID=$PID
+start lock --ready LD_PRELOAD="$LIB" CPROF_BLOCK_RATE=1 CPROF_MUTEX_FRACTION=1 -- "$P/contention" 3000
+L=$ADDR LPID=$PID
+cat >"$T/parca.yaml" <<YAML
+object_storage:
+  bucket:
+    type: "FILESYSTEM"
+    config:
+      directory: "$T/store"
+scrape_configs:
+  - job_name: "heap"
+    scrape_interval: "1s"
+    static_configs:
+      - targets: [ '$H' ]
+    profiling_config:
+      pprof_config:
+        process_cpu: { enabled: false }
+        block: { enabled: false }
+        mutex: { enabled: false }
+        goroutine: { enabled: false }
+  - job_name: "lock"
+    scrape_interval: "1s"
+    static_configs:
+      - targets: [ '$L' ]
+        labels: { team: "locks" }
+    profiling_config:
+      pprof_config:
+        process_cpu: { enabled: false }
+        memory: { enabled: false }
+        mutex: { enabled: false }
+        goroutine: { enabled: false }
+YAML
+q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
+# near GOT WANT TOLERANCE: |GOT - WANT| <= WANT * TOLERANCE, said.
+near() {
+  python3 -c "import sys; g, w, t = map(float, sys.argv[1:]); print('got %.0f, want %.0f +- %d%%' % (g, w, t * 100)); sys.exit(0 if abs(g - w) <= w * t else 1)" "$@"
+}
+# pprof_total FILE ARGS...: the total go tool pprof reads in a profile.
+pprof_total() {
+  local f=$1
+  shift
+  pprof -top "$@" "$f" | sed -n 's/.* of \([0-9.]*\)[a-zA-Z]* total.*/\1/p' | head -1
+}
+
+"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
+CPID=$!
+W=
+for _ in $(seq 1 100); do
+  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
+  [ -n "$W" ] && break
+  sleep 0.1
+done
+check "prints where it serves" [ -n "$W" ]
+[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+rows() { q "select count(*) from profiles where job='$1' and type='$2' and time_ns > ${3:-0}"; }
+until_rows() { # JOB TYPE N [AFTER_NS]: at least N rows (60 s bound)
+  for _ in $(seq 1 600); do
+    [ "$(rows "$1" "$2" "${4:-0}")" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+now_ns() { date +%s%N; }
+
+# ---- a block profile's range: the contention of one round -------------
+check "two block scrapes before the round" until_rows lock block 2
+kill -USR1 "$LPID"
+for _ in $(seq 1 200); do has "$T/lock.out" '^round 1 ' && break; sleep 0.05; done
+check "the round ended" has "$T/lock.out" '^round 1 '
+after=$(now_ns)
+check "two block scrapes after the round" until_rows lock block 2 "$after"
+truth=$(awk '$1 == "round" && $2 == 1 { for (i = 3; i <= NF; i++) { split($i, kv, "=");
+  if (kv[1] == "wait_ns" || kv[1] == "cond_ns") s += kv[2] } printf "%d\n", s }' "$T/lock.out")
+from=$(q "select min(time_ns) from profiles where job='lock' and type='block'")
+to=$(q "select max(time_ns) from profiles where job='lock' and type='block'")
+check "block: /api/merge by default, 200" [ "$(http "http://$W/api/merge?job=lock&type=block&from=$from&to=$to")" = 200 ]
+check "block: mode delta, said in the answer and the header" bash -c \
+  "grep -qi '^x-cprof-mode: delta' '$T/headers' && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"mode\"] != \"delta\")' '$T/body'"
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/body")
+check "block: the range's delay is the round's contention ($truth ns)" near "$got" "$truth" 0.10
+curl -s -o "$T/block.pb.gz" "http://$W/api/merge?job=lock&type=block&from=$from&to=$to&format=pprof"
+got=$(pprof_total "$T/block.pb.gz" -sample_index=delay -unit=ns)
+check "block: go tool pprof reads the same delay" near "${got:-0}" "$truth" 0.10
+check "block: the profile says what was done" bash -c \
+  "go tool pprof -comments '$T/block.pb.gz' 2>/dev/null | grep -q 'delay: delta between consecutive scrapes'"
+http "http://$W/api/merge?job=lock&type=block&from=$from&to=$to&mode=sum" >/dev/null
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/body")
+check "block: mode=sum, the old meaning, reads more than 1.5 times as much ($got)" \
+  python3 -c "import sys; sys.exit(0 if $got > 1.5 * $truth else 1)"
+# The rows: contention seconds per second, times each row's window.
+http "http://$W/api/profiles?job=lock&type=block&from=$from&to=$to" >/dev/null
+cp "$T/body" "$T/block_rows.json"
+got=$(python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+s = 0.0
+for a, b in zip(rows, rows[1:]):
+    s += b["value"] * (int(b["time_ns"]) - int(a["time_ns"]))
+print(s)' "$T/block_rows.json")
+check "block rows: value x window adds up to the round's contention" near "$got" "$truth" 0.10
+check "block rows: the first is a baseline (value null), the rest numbers" json "$T/block_rows.json" \
+  "j[0]['value'] is None and all(isinstance(r['value'], (int, float)) for r in j[1:])"
+http "http://$W/api/series" >/dev/null
+check "/api/series: block is cumulative, contention seconds per second" json "$T/body" \
+  "[s for s in j if s['type'] == 'block' and s['kind'] == 'cumulative' and s['unit'] == 's/s' and s['quantity'] == 'contention seconds per second']"
+check "/api/series: memory is a snapshot of bytes in use" json "$T/body" \
+  "[s for s in j if s['type'] == 'memory' and s['kind'] == 'snapshot' and s['unit'] == 'bytes' and s['quantity'] == 'bytes in use']"
+
+# ---- a heap of known size, averaged ------------------------------------
+check "four heap scrapes" until_rows heap memory 4
+from=$(q "select min(time_ns) from profiles where job='heap' and type='memory'")
+to=$(q "select max(time_ns) from profiles where job='heap' and type='memory'")
+n=$(q "select count(*) from profiles where job='heap' and type='memory' and time_ns between $from and $to")
+check "memory: /api/merge by default, 200" [ "$(http "http://$W/api/merge?job=heap&type=memory&from=$from&to=$to")" = 200 ]
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/body")
+check "memory: the average of $n scrapes is the 8 MiB in use" near "$got" $((8 * MiB)) 0.05
+check "memory: in use averaged, allocations as deltas" json "$T/body" "j['mode'] == 'delta+avg'"
+curl -s -o "$T/heap.pb.gz" "http://$W/api/merge?job=heap&type=memory&from=$from&to=$to&format=pprof"
+got=$(pprof_total "$T/heap.pb.gz" -sample_index=inuse_space -unit=B)
+check "memory: go tool pprof reads 8 MiB in use" near "${got:-0}" $((8 * MiB)) 0.05
+curl -s -o "$T/heap_latest.pb.gz" "http://$W/api/merge?job=heap&type=memory&from=$from&to=$to&format=pprof&mode=latest"
+got=$(pprof_total "$T/heap_latest.pb.gz" -sample_index=inuse_space -unit=B)
+check "memory mode=latest: 8 MiB" near "${got:-0}" $((8 * MiB)) 0.05
+http "http://$W/api/merge?job=heap&type=memory&from=$from&to=$to&mode=sum" >/dev/null
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/body")
+check "memory mode=sum, the old meaning: $n times as much" near "$got" $((n * 8 * MiB)) 0.05
+http "http://$W/api/profiles?job=heap&type=memory&from=$from&to=$to" >/dev/null
+check "memory rows: each value is the 8 MiB in use" json "$T/body" \
+  "len(j) == $n and all(abs(r['value'] - 8 * $MiB) <= 0.05 * 8 * $MiB for r in j)"
+check "mode=mean: a 400 of one line" bash -c \
+  "[ \"\$(curl -s -o '$T/bad' -w '%{http_code}' 'http://$W/api/merge?job=heap&type=memory&from=0&to=$to&mode=mean')\" = 400 ] && [ \$(wc -l <'$T/bad') = 1 ]"
+
+kill -TERM "$CPID"
+wait "$CPID" || true
+stop "$LPID"
+stop "$HPID"
+finish
