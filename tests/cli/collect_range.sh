@@ -7,6 +7,9 @@
 # condition waits, nothing blocking outside a round) +-10 %, and so are
 # the rows' values (contention seconds per second) times their windows;
 # the old meaning (mode=sum) is what made both wrong, and reads far more.
+# A target killed mid-run: its failures in /api/scrapes with their class
+# and error text, a down transition, the log naming each, /metrics' count
+# by reason (promtool), /targets' error and Labels column.
 . "$(dirname "$0")/../integration/lib.sh"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
 command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
@@ -89,7 +92,7 @@ check "the round ended" has "$T/lock.out" '^round 1 '
 after=$(now_ns)
 check "two block scrapes after the round" until_rows lock block 2 "$after"
 truth=$(awk '$1 == "round" && $2 == 1 { for (i = 3; i <= NF; i++) { split($i, kv, "=");
-  if (kv[1] == "wait_ns" || kv[1] == "cond_ns") s += kv[2] } printf "%d\n", s }' "$T/lock.out")
+  if (kv[1] == "wait_ns" || kv[1] == "cond_ns") s += kv[2] } printf "%.0f\n", s }' "$T/lock.out")
 from=$(q "select min(time_ns) from profiles where job='lock' and type='block'")
 to=$(q "select max(time_ns) from profiles where job='lock' and type='block'")
 check "block: /api/merge by default, 200" [ "$(http "http://$W/api/merge?job=lock&type=block&from=$from&to=$to")" = 200 ]
@@ -149,8 +152,49 @@ check "memory rows: each value is the 8 MiB in use" json "$T/body" \
 check "mode=mean: a 400 of one line" bash -c \
   "[ \"\$(curl -s -o '$T/bad' -w '%{http_code}' 'http://$W/api/merge?job=heap&type=memory&from=0&to=$to&mode=mean')\" = 400 ] && [ \$(wc -l <'$T/bad') = 1 ]"
 
+# ---- a target killed mid-run: its failures are data ---------------------
+killed=$(now_ns)
+stop "$HPID"
+until_failed() { # at least 2 failures of the heap job in /api/scrapes (30 s bound)
+  for _ in $(seq 1 300); do
+    http "http://$W/api/scrapes?job=heap&from=$killed" >/dev/null &&
+      json "$T/body" "len(j['failures']) >= 2" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "/api/scrapes: the killed target's failures" until_failed
+cp "$T/body" "$T/scrapes.json"
+check "/api/scrapes: each with its time, type, class and the error text" json "$T/scrapes.json" \
+  "all(f['job'] == 'heap' and f['instance'] == '$H' and f['type'] == 'memory' and
+       int(f['time_ns']) >= $killed and f['reason'] == 'connection_refused' and
+       'onnect' in f['error'] for f in j['failures'])"
+check "/api/scrapes: one down transition" json "$T/scrapes.json" \
+  "[t for t in j['transitions'] if t['up'] is False and t['instance'] == '$H'] and len(j['transitions']) == 1"
+http "http://$W/api/scrapes?job=lock" >/dev/null
+check "/api/scrapes?job=lock: nothing (it never failed)" json "$T/body" "j['failures'] == [] and j['transitions'] == []"
+check "/api/scrapes?from=x: a 400" [ "$(http "http://$W/api/scrapes?from=x")" = 400 ]
+check "the log names the target, profile and reason of each failure" \
+  grep -q "failed, .*: heap $H (memory): connection_refused: .*onnect" "$T/c.err"
+check "the log never says only how many failed" bash -c \
+  "! grep -E '[1-9][0-9]* failed, [0-9.]+ MB in the last [0-9]+ s\$' '$T/c.err'"
+http "http://$W/metrics" >/dev/null
+cp "$T/body" "$T/metrics"
+check "/metrics: failures by job, instance, type and reason" \
+  grep -Eq "^cprof_collect_target_scrape_failures_total\{job=\"heap\",instance=\"$H\",type=\"memory\",reason=\"connection_refused\"\} [1-9]" "$T/metrics"
+if command -v promtool >/dev/null; then
+  check "/metrics: promtool check metrics" bash -c "promtool check metrics <'$T/metrics'"
+fi
+http "http://$W/targets" >/dev/null
+check "/targets: the Labels column has job, instance and the target's labels" bash -c \
+  "grep -q 'job=lock</span><span class=\"label\">instance=$L</span><span class=\"label\">team=locks' '$T/body'"
+check "/targets: the killed target's error with its class" grep -q "<b>connection_refused</b>: " "$T/body"
+http "http://$W/targets?format=json" >/dev/null
+check "/targets JSON: last_failure and failures_by_reason" json "$T/body" \
+  "[t for x in j['jobs'] for t in x['targets'] if t['target'] == '$H' and t['last_reason'] == 'connection_refused' and t['failures_by_reason']['connection_refused'] >= 2 and t['last_failure']]"
+
 kill -TERM "$CPID"
 wait "$CPID" || true
+check "the store keeps the failures: sqlite3" [ "$(q "select count(*) from scrape_events where job='heap' and event='failure'")" -ge 2 ]
 stop "$LPID"
-stop "$HPID"
 finish

@@ -212,6 +212,21 @@ static void test_heap(void) {
   cprof__pf_free(p);
 }
 
+static void test_small_counts(void) {
+  /* Threads 1+0, 0+1, 1+1: an average of 4/3 threads, 1 rounded; each
+   * stack's 2/3 rounded on its own would make 2. */
+  spec_t a = {.types = {"goroutine"}, .v1 = {1}, .v2 = {0}};
+  spec_t b = {.types = {"goroutine"}, .v1 = {0}, .v2 = {1}};
+  spec_t c = {.types = {"goroutine"}, .v1 = {1}, .v2 = {1}};
+  add_t adds[] = {{"g", a}, {"g", b}, {"g", c}};
+  char applied[64];
+  cprof__pf_t *p = reduce(COLLECT_MODE_AUTO, adds, 3, applied, NULL);
+  CHECK_EQ_STR(applied, "avg");
+  CHECK_EQ_INT(collect_type_total(p, 0), 1);
+  CHECK_EQ_INT(value(p, 1, 0) + value(p, 2, 0), 1);
+  cprof__pf_free(p);
+}
+
 static void test_cpu(void) {
   add_t adds[] = {{"c", CPU(10, 1)}, {"c", CPU(20, 2)}, {"d", CPU(5, 0)}};
   char applied[64];
@@ -293,6 +308,7 @@ int main(void) {
   test_restart();
   test_heap();
   test_cpu();
+  test_small_counts();
   test_baseline_only();
   test_names();
   return check_result("collect/range");

@@ -177,16 +177,46 @@ nomem:
   return -ENOMEM;
 }
 
+const char *collect_reason_name(collect_reason_t r) {
+  static const char *const names[COLLECT_REASON_N] = {
+      "",         "connection_refused", "timeout",         "dns",   "tls",  "too_large",
+      "transfer", "http_status",        "invalid_profile", "store", "other"};
+  return (unsigned)r < COLLECT_REASON_N ? names[r] : "other";
+}
+
+static collect_reason_t reason_of(CURLcode code) {
+  switch (code) {
+  case CURLE_COULDNT_CONNECT:
+    return COLLECT_REASON_REFUSED;
+  case CURLE_OPERATION_TIMEDOUT:
+    return COLLECT_REASON_TIMEOUT;
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+    return COLLECT_REASON_DNS;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+    return COLLECT_REASON_TLS;
+  default:
+    return COLLECT_REASON_TRANSFER;
+  }
+}
+
 /* The result of a transfer that ended with code, handed to its callback. */
 static void finish(collect_fetcher_t *f, transfer_t *t, CURLcode code) {
   collect_result_t r = {0};
   r.duration_ns = cprof__now_ns(CLOCK_MONOTONIC) - t->start_ns;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &r.status);
-  if (t->too_big || code == CURLE_FILESIZE_EXCEEDED)
+  if (t->too_big || code == CURLE_FILESIZE_EXCEEDED) {
     snprintf(r.error, sizeof r.error, "the answer is larger than %zu bytes", f->max_bytes);
-  else if (code != CURLE_OK)
+    r.reason = COLLECT_REASON_TOO_LARGE;
+  } else if (code != CURLE_OK) {
     snprintf(r.error, sizeof r.error, "%s",
              t->curl_err[0] ? t->curl_err : curl_easy_strerror(code));
+    r.reason = reason_of(code);
+  }
   r.data = t->data;
   r.len = t->len;
   t->data = NULL;

@@ -20,12 +20,34 @@ typedef struct collect_request {
   const char *bearer_token;        /* Authorization: Bearer, when not NULL */
 } collect_request_t;
 
+/* Why a scrape failed, in a few classes, for /metrics' reason label and
+ * /api/scrapes (the whole error text goes beside it). The transfer's
+ * classes are fetch.c's; the others scrape.c's. */
+typedef enum collect_reason {
+  COLLECT_REASON_NONE,
+  COLLECT_REASON_REFUSED,   /* connection_refused: nothing listens (or it died) */
+  COLLECT_REASON_TIMEOUT,   /* timeout: no whole answer within scrape_timeout */
+  COLLECT_REASON_DNS,       /* dns: the host name does not resolve */
+  COLLECT_REASON_TLS,       /* tls: the handshake or the certificate */
+  COLLECT_REASON_TOO_LARGE, /* too_large: past the largest profile taken */
+  COLLECT_REASON_TRANSFER,  /* transfer: any other libcurl error (reset, empty reply) */
+  COLLECT_REASON_HTTP,      /* http_status: an answer other than 200 */
+  COLLECT_REASON_INVALID,   /* invalid_profile: not a profile Parca would take */
+  COLLECT_REASON_STORE,     /* store: the profile could not be stored */
+  COLLECT_REASON_OTHER,     /* other: out of memory, a process list unreadable */
+  COLLECT_REASON_N
+} collect_reason_t;
+
+/* "connection_refused", "timeout", ... ("" for none). */
+const char *collect_reason_name(collect_reason_t r);
+
 typedef struct collect_result {
   long status;         /* the HTTP status; 0 when no answer came */
   unsigned char *data; /* the body (the callback may take it: set to NULL) */
   size_t len;
   int64_t duration_ns; /* from the request's start to its end */
   char error[256];     /* "" when the transfer ended with an answer */
+  collect_reason_t reason; /* the class of error; NONE with an answer */
 } collect_result_t;
 
 /* Called once per request, from collect_fetcher_run. */

@@ -87,13 +87,53 @@ int collect_row_value(const collect_quantity_t *q, int64_t total, int64_t time_n
   return 0;
 }
 
+/* floor(a / b) and its remainder (0 <= rem < b) for b > 0. */
+static __int128 floor_div(__int128 a, __int128 b, __int128 *rem) {
+  __int128 q = a / b, r = a % b;
+  if (r < 0)
+    q--, r += b;
+  *rem = r;
+  return q;
+}
+
+typedef struct {
+  size_t i;
+  __int128 rem;
+} rem_t;
+
+static int by_rem(const void *a, const void *b) {
+  const rem_t *x = a, *y = b;
+  return x->rem < y->rem ? 1 : x->rem > y->rem ? -1 : (x->i > y->i) - (x->i < y->i);
+}
+
 void collect_scale(cprof__pf_t *p, int64_t num, int64_t den) {
-  for (size_t i = 0; i < p->n_samples; i++)
-    for (size_t t = 0; t < p->n_sample_types; t++) {
+  /* Rounding each sample on its own would move the total: three scrapes
+   * of 20 threads, one of them each, average 0.67 a sample and 13.3 in
+   * all, but round to 1 and 20. So each value is rounded down, then the
+   * samples with the largest remainders get one more until the total is
+   * the scaled total rounded (the largest remainder method). */
+  rem_t *rems = den > 1 && p->n_samples ? calloc(p->n_samples, sizeof *rems) : NULL;
+  for (size_t t = 0; t < p->n_sample_types; t++) {
+    __int128 total = 0, floors = 0, r;
+    for (size_t i = 0; i < p->n_samples; i++) {
       __int128 v = (__int128)p->samples[i].values[t] * num;
-      __int128 half = den / 2;
-      p->samples[i].values[t] = (int64_t)(v >= 0 ? (v + half) / den : -((-v + half) / den));
+      total += v;
+      __int128 q = floor_div(v, den, &r);
+      floors += q;
+      p->samples[i].values[t] = (int64_t)q;
+      if (rems)
+        rems[i] = (rem_t){i, r};
     }
+    if (den <= 1)
+      continue;
+    __int128 want = floor_div(total + den / 2, den, &r), extra = want - floors;
+    if (!rems) /* out of memory: each rounded down */
+      continue;
+    qsort(rems, p->n_samples, sizeof *rems, by_rem);
+    for (size_t k = 0; k < p->n_samples && extra > 0; k++, extra--)
+      p->samples[rems[k].i].values[t]++;
+  }
+  free(rems);
 }
 
 int64_t collect_type_total(const cprof__pf_t *p, size_t i) {

@@ -32,6 +32,7 @@ typedef struct loop {
     int pending;
     uint64_t failed;
     char error[256]; /* the first failure's */
+    collect_reason_t reason;
     int64_t start_ns;
   } round;
 } loop_t;
@@ -54,6 +55,16 @@ struct collect_scraper {
   collect_scrape_totals_t totals;
   struct {
     uint64_t ok, failed, bytes;
+    /* The round's failed loops by target and class, for its line. */
+    struct {
+      const collect_job_t *job;
+      const collect_target_t *target;
+      collect_reason_t reason;
+      const char *types[8];
+      size_t ntypes, more;
+      char error[160]; /* the first one's text */
+    } why[8];
+    size_t nwhy, unnamed;
   } round;
   int stop; /* atomic */
 };
@@ -238,10 +249,12 @@ static void first_line(const unsigned char *data, size_t len, char *out, size_t 
   out[n] = '\0';
 }
 
-/* Why an answer is not a 200, into err; 0 when it is one. */
-static int bad_answer(const collect_result_t *r, char *err, size_t errlen) {
+/* Why an answer is not a 200, into err and *reason; 0 when it is one. */
+static int bad_answer(const collect_result_t *r, char *err, size_t errlen,
+                      collect_reason_t *reason) {
   if (r->error[0]) {
     snprintf(err, errlen, "%s", r->error);
+    *reason = r->reason ? r->reason : COLLECT_REASON_TRANSFER;
     return -1;
   }
   if (r->status != 200) {
@@ -249,6 +262,7 @@ static int bad_answer(const collect_result_t *r, char *err, size_t errlen) {
     first_line(r->data, r->len, line, sizeof line);
     snprintf(err, errlen, "server returned HTTP status %ld%s%s", r->status, line[0] ? ": " : "",
              line);
+    *reason = COLLECT_REASON_HTTP;
     return -1;
   }
   return 0;
@@ -256,18 +270,20 @@ static int bad_answer(const collect_result_t *r, char *err, size_t errlen) {
 
 /* A profile answered: checked, stored, pushed. err gets why not. */
 static void take(loop_t *l, const proc_scrape_t *proc, collect_result_t *r, int64_t start_ns,
-                 char *err, size_t errlen) {
-  if (bad_answer(r, err, errlen) != 0)
+                 char *err, size_t errlen, collect_reason_t *reason) {
+  if (bad_answer(r, err, errlen, reason) != 0)
     return;
   cprof__pf_t *p = NULL;
   char why[200];
   collect_label_t own[66];
   size_t nown = series_labels(l, proc, own, sizeof own / sizeof *own);
-  if (collect_decode_valid(r->data, r->len, &p, why, sizeof why) != 0)
+  if (collect_decode_valid(r->data, r->len, &p, why, sizeof why) != 0) {
     snprintf(err, errlen, "invalid profile: %s", why);
-  else if (store(l, own, nown, p, r->data, r->len, start_ns, why, sizeof why) != 0)
+    *reason = COLLECT_REASON_INVALID;
+  } else if (store(l, own, nown, p, r->data, r->len, start_ns, why, sizeof why) != 0) {
     snprintf(err, errlen, "cannot store the profile: %s", why);
-  else if (l->s->pusher)
+    *reason = COLLECT_REASON_STORE;
+  } else if (l->s->pusher)
     push(l, own, nown, p, r->data, r->len, start_ns);
   cprof__pf_free(p);
 }
@@ -287,32 +303,118 @@ static void count_fetch(collect_scraper_t *s, const collect_result_t *r, int fai
   pthread_mutex_unlock(&s->lock);
 }
 
-/* The loop's scrape is over: its health is err's ("" is good). */
-static void loop_done(loop_t *l, int64_t start_ns, int64_t duration_ns, const char *err) {
+/* Names a failed loop in the round's line: grouped by target and class. */
+static void round_why(collect_scraper_t *s, const loop_t *l, const char *err,
+                      collect_reason_t reason) {
+  size_t i = 0;
+  while (i < s->round.nwhy &&
+         !(s->round.why[i].target == l->st.target && s->round.why[i].job == l->st.job &&
+           s->round.why[i].reason == reason))
+    i++;
+  if (i == s->round.nwhy) {
+    if (i == sizeof s->round.why / sizeof *s->round.why) {
+      s->round.unnamed++;
+      return;
+    }
+    s->round.nwhy++;
+    s->round.why[i].job = l->st.job;
+    s->round.why[i].target = l->st.target;
+    s->round.why[i].reason = reason;
+    s->round.why[i].ntypes = s->round.why[i].more = 0;
+    snprintf(s->round.why[i].error, sizeof s->round.why[i].error, "%s", err);
+  }
+  if (s->round.why[i].ntypes < sizeof s->round.why[i].types / sizeof *s->round.why[i].types)
+    s->round.why[i].types[s->round.why[i].ntypes++] = l->st.profile->name;
+  else
+    s->round.why[i].more++;
+}
+
+/* The round's line: what was scraped, and why each failure failed. */
+static void round_line(collect_scraper_t *s, int64_t shortest) {
+  cprof__buf_t b;
+  cprof__buf_init(&b);
+  cprof__buf_printf(
+      &b, "cprof collect: %llu scraped and stored, %llu failed, %.1f MB in the last %.0f s",
+      (unsigned long long)s->round.ok, (unsigned long long)s->round.failed,
+      (double)s->round.bytes / 1e6, (double)shortest / 1e9);
+  for (size_t i = 0; i < s->round.nwhy; i++) {
+    cprof__buf_printf(&b, "%s%s %s (", i ? "; " : ": ", s->round.why[i].job->name,
+                      s->round.why[i].target->addr);
+    for (size_t t = 0; t < s->round.why[i].ntypes; t++)
+      cprof__buf_printf(&b, "%s%s", t ? ", " : "", s->round.why[i].types[t]);
+    if (s->round.why[i].more)
+      cprof__buf_printf(&b, " and %zu more", s->round.why[i].more);
+    cprof__buf_printf(&b, "): %s: %s", collect_reason_name(s->round.why[i].reason),
+                      s->round.why[i].error);
+  }
+  if (s->round.unnamed)
+    cprof__buf_printf(&b, "; and %zu more", s->round.unnamed);
+  cprof__buf_putc(&b, '\0');
+  if (!b.failed)
+    fprintf(stderr, "%s\n", b.data);
+  cprof__buf_free(&b);
+}
+
+/* The loop's scrape is over: its health is err's ("" is good). A failure,
+ * and a loop good again, go to the store's scrape events. */
+static void loop_done(loop_t *l, int64_t start_ns, int64_t duration_ns, const char *err,
+                      collect_reason_t reason) {
   collect_scraper_t *s = l->s;
   pthread_mutex_lock(&s->lock);
+  collect_health_t before = l->st.health;
   l->in_flight = 0;
   l->st.last_ns = start_ns;
   l->st.last_duration_ns = duration_ns;
   l->st.scrapes++;
   if (err[0]) {
+    if (reason <= COLLECT_REASON_NONE || reason >= COLLECT_REASON_N)
+      reason = COLLECT_REASON_OTHER;
     l->st.health = COLLECT_BAD;
     l->st.failures++;
+    l->st.failures_by[reason]++;
+    l->st.last_reason = reason;
+    l->st.last_failure_ns = start_ns;
     snprintf(l->st.last_error, sizeof l->st.last_error, "%s", err);
+    snprintf(l->st.last_failure, sizeof l->st.last_failure, "%s", err);
+    round_why(s, l, err, reason);
   } else {
     l->st.health = COLLECT_GOOD;
     l->st.last_error[0] = '\0';
   }
   pthread_mutex_unlock(&s->lock);
+  if (!err[0] && before != COLLECT_BAD)
+    return;
+  const collect_target_t *t = l->st.target;
+  collect_store_label_t labels[2 + 64];
+  size_t n = 0;
+  labels[n++] = (collect_store_label_t){"job", l->st.job->name};
+  labels[n++] = (collect_store_label_t){"instance", t->addr};
+  for (size_t i = 0; i < t->nlabels && n < sizeof labels / sizeof *labels; i++)
+    labels[n++] = (collect_store_label_t){t->labels[i].name, t->labels[i].value};
+  char *text = collect_store_labels_text(labels, n);
+  collect_scrape_event_t e = {.time_ns = start_ns,
+                              .job = l->st.job->name,
+                              .instance = t->addr,
+                              .type = l->st.profile->name,
+                              .labels = text ? text : "{}",
+                              .event = err[0] ? "failure" : "up",
+                              .down = err[0] && before != COLLECT_BAD,
+                              .reason = err[0] ? collect_reason_name(reason) : "",
+                              .error = err};
+  char why[256];
+  if (collect_store_put_event(s->store, &e, why, sizeof why) != 0)
+    fprintf(stderr, "cprof collect: cannot keep a failed scrape of %s: %s\n", l->url, why);
+  free(text);
 }
 
 static void done(void *arg, collect_result_t *r) {
   loop_t *l = arg;
   char err[256] = "";
+  collect_reason_t reason = COLLECT_REASON_NONE;
   int64_t start_ns = wall_ns() - r->duration_ns;
-  take(l, NULL, r, start_ns, err, sizeof err);
+  take(l, NULL, r, start_ns, err, sizeof err, &reason);
   count_fetch(l->s, r, err[0] != 0);
-  loop_done(l, start_ns, r->duration_ns, err);
+  loop_done(l, start_ns, r->duration_ns, err, reason);
 }
 
 /* ---- process_tree: each ---- */
@@ -400,18 +502,21 @@ static void proc_done(void *arg, collect_result_t *r) {
   proc_scrape_t *ps = arg;
   loop_t *l = ps->l;
   char err[256] = "", why[230] = "";
+  collect_reason_t reason = COLLECT_REASON_NONE;
   int gone = !r->error[0] && r->status == 404;
   if (!gone)
-    take(l, ps, r, wall_ns() - r->duration_ns, why, sizeof why);
+    take(l, ps, r, wall_ns() - r->duration_ns, why, sizeof why, &reason);
   if (why[0]) {
     snprintf(err, sizeof err, "pid %s: %s", ps->pid, why);
-    if (!l->round.failed++)
+    if (!l->round.failed++) {
       snprintf(l->round.error, sizeof l->round.error, "%s", err);
+      l->round.reason = reason;
+    }
   }
   count_fetch(l->s, r, err[0] != 0);
   free(ps);
   if (--l->round.pending == 0)
-    loop_done(l, l->round.start_ns, wall_ns() - l->round.start_ns, l->round.error);
+    loop_done(l, l->round.start_ns, wall_ns() - l->round.start_ns, l->round.error, l->round.reason);
 }
 
 static int start_fetch(collect_scraper_t *s, loop_t *l, const char *url, collect_fetch_done_fn fn,
@@ -435,6 +540,7 @@ static void procs_done(void *arg, collect_result_t *r) {
   loop_t *l = arg;
   collect_scraper_t *s = l->s;
   char err[256] = "";
+  collect_reason_t reason = COLLECT_REASON_OTHER;
   if (!r->error[0] && r->status == 404) {
     if (start_fetch(s, l, l->url, done, l) == 0)
       return;
@@ -442,7 +548,7 @@ static void procs_done(void *arg, collect_result_t *r) {
   }
   proc_scrape_t *procs = err[0] ? NULL : calloc(MAX_TREE, sizeof *procs);
   int n = 0;
-  if (!err[0] && bad_answer(r, err, sizeof err) == 0) {
+  if (!err[0] && bad_answer(r, err, sizeof err, &reason) == 0) {
     char *body = procs ? malloc(r->len + 1) : NULL;
     if (body) {
       memcpy(body, r->data, r->len);
@@ -462,6 +568,7 @@ static void procs_done(void *arg, collect_result_t *r) {
   l->round.pending = 0;
   l->round.failed = 0;
   l->round.error[0] = '\0';
+  l->round.reason = reason;
   l->round.start_ns = wall_ns() - r->duration_ns;
   /* pending counts one more until every fetch is added: none may end the
    * round early (a callback runs only from collect_fetcher_run, but an
@@ -489,7 +596,7 @@ static void procs_done(void *arg, collect_result_t *r) {
     count_fetch(s, r, 1);
   }
   if (--l->round.pending == 0)
-    loop_done(l, l->round.start_ns, r->duration_ns, l->round.error);
+    loop_done(l, l->round.start_ns, r->duration_ns, l->round.error, l->round.reason);
 }
 
 static int start_scrape(collect_scraper_t *s, loop_t *l) {
@@ -532,10 +639,7 @@ int collect_scraper_run(collect_scraper_t *s) {
         wait = l->next_ns - now;
     }
     if (now >= next_log) {
-      fprintf(stderr,
-              "cprof collect: %llu scraped and stored, %llu failed, %.1f MB in the last %.0f s\n",
-              (unsigned long long)s->round.ok, (unsigned long long)s->round.failed,
-              (double)s->round.bytes / 1e6, (double)shortest / 1e9);
+      round_line(s, shortest);
       memset(&s->round, 0, sizeof s->round);
       while (next_log <= now)
         next_log += shortest;

@@ -9,7 +9,11 @@
  * the profile's name as type, the target's labels with job and instance,
  * the scrape's start, the profile's duration and the sum of its default
  * sample type). Anything else marks the loop Bad with the reason kept, as
- * Parca's /targets shows it; a loop not yet scraped is Unknown. */
+ * Parca's /targets shows it; a loop not yet scraped is Unknown. A failure
+ * is also data: a row in the store's scrape_events (with its class and
+ * text; the one that turned the loop Bad marked down), as is a loop good
+ * again (up), and the round's line on stderr names each failure's target,
+ * profiles and reason. */
 #ifndef CPROF_COLLECT_SCRAPE_H
 #define CPROF_COLLECT_SCRAPE_H
 
@@ -18,6 +22,7 @@
 #include <stdint.h>
 
 #include "collect/config.h"
+#include "collect/fetch.h"
 #include "collect/push.h"
 #include "collect/store.h"
 
@@ -35,6 +40,12 @@ typedef struct collect_loop_status {
   int64_t last_duration_ns; /* how long it took */
   char last_error[256];     /* "" when good */
   uint64_t scrapes, failures;
+  /* The last failure, kept after the loop is good again, and the
+   * failures by class (fetch.h), for /targets and /metrics. */
+  int64_t last_failure_ns; /* 0 before one */
+  char last_failure[256];
+  collect_reason_t last_reason;
+  uint64_t failures_by[COLLECT_REASON_N];
 } collect_loop_status_t;
 
 /* The collector's own figures, for its /metrics. */

@@ -23,7 +23,9 @@
 
 #include "collect/store_db.h"
 
-#define SCHEMA_VERSION 1
+/* 1: profiles. 2: scrape_events, the failed scrapes and the recoveries
+ * (store_events.c); a store of version 1 gains the table at open. */
+#define SCHEMA_VERSION 2
 
 static const char schema_sql[] =
     "CREATE TABLE profiles("
@@ -41,6 +43,23 @@ static const char schema_sql[] =
     "CREATE INDEX profiles_series ON profiles(type, job, instance, time_ns);"
     /* Retention walks oldest first; queries without a type use it too. */
     "CREATE INDEX profiles_time ON profiles(time_ns);";
+
+static const char schema_v2_sql[] =
+    /* A failed scrape (event 'failure', down 1 when the loop was not Bad
+     * before: a target going down) or a loop good again ('up'). reason is
+     * the class (fetch.h), error the whole text. */
+    "CREATE TABLE scrape_events("
+    " id INTEGER PRIMARY KEY,"
+    " time_ns INTEGER NOT NULL,"
+    " job TEXT NOT NULL,"
+    " instance TEXT NOT NULL,"
+    " type TEXT NOT NULL,"
+    " labels TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " down INTEGER NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " error TEXT NOT NULL);"
+    "CREATE INDEX scrape_events_time ON scrape_events(time_ns);";
 
 int store_fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   if (err && errlen) {
@@ -159,12 +178,12 @@ static int schema(collect_store_t *s, char *err, size_t errlen) {
     return store_sqlfail(s, s->w, rc, err, errlen, "PRAGMA user_version");
   if (version == SCHEMA_VERSION)
     return 0;
-  if (version != 0)
+  if (version != 0 && version != 1)
     return store_fail(err, errlen, -EPROTO, "%s: schema version %d, this cprof knows %d",
                       s->db_path, version, SCHEMA_VERSION);
-  char sql[1024];
-  snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; %s PRAGMA user_version=%d; COMMIT;", schema_sql,
-           SCHEMA_VERSION);
+  char sql[2048];
+  snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; %s %s PRAGMA user_version=%d; COMMIT;",
+           version == 0 ? schema_sql : "", schema_v2_sql, SCHEMA_VERSION);
   int err_rc = store_exec(s, s->w, sql, err, errlen);
   if (err_rc)
     sqlite3_exec(s->w, "ROLLBACK", NULL, NULL, NULL);

@@ -168,6 +168,34 @@ int collect_store_retain(collect_store_t *s, int64_t max_age_ns, int64_t max_byt
  * counters, so this does not touch the database. */
 void collect_store_totals(collect_store_t *s, int64_t *profiles, int64_t *bytes);
 
+/* A scrape that failed, or a loop good again after failures: what
+ * /api/scrapes gives for the query page's gap marks. event is "failure"
+ * or "up"; down is 1 on the failure that turned a loop Bad (a target
+ * going down); reason the class (fetch.h's collect_reason_name), error
+ * the whole text ("" for up). Kept as long as the profiles: retention
+ * removes the events older than its age, and those older than the oldest
+ * profile left after a retention by size. */
+typedef struct {
+  int64_t time_ns;
+  const char *job;
+  const char *instance;
+  const char *type;
+  const char *labels;
+  const char *event;
+  int down;
+  const char *reason;
+  const char *error;
+} collect_scrape_event_t;
+
+int collect_store_put_event(collect_store_t *s, const collect_scrape_event_t *e, char *err,
+                            size_t errlen);
+
+/* Events with time_ns in [from_ns, to_ns], oldest first, NULL job,
+ * instance or type matching all; limit 0 is no limit. */
+typedef int (*collect_store_event_fn)(void *arg, const collect_scrape_event_t *e);
+int collect_store_events(collect_store_t *s, const collect_query_t *q, collect_store_event_fn fn,
+                         void *arg, char *err, size_t errlen);
+
 /* The canonical text of a label set: sorted by name, then value,
  * {a="x",b="y"}, with \, " and newline escaped as in Prometheus's text
  * format; "{}" when empty. Malloc'd; NULL when out of memory. */

@@ -39,6 +39,11 @@ int store_fsync_dir(const char *path, char *err, size_t errlen);
 /* mkdir(2) that takes a directory already there; *created (may be NULL)
  * says whether it was made. */
 int store_make_dir(const char *path, int *created, char *err, size_t errlen);
+/* Retention of the scrape events (store_events.c): those before cutoff
+ * when by_age, and, when sized, those before the oldest profile. Behind
+ * the writer's mutex. */
+int store_retain_events(collect_store_t *s, int by_age, int64_t cutoff, int sized, char *err,
+                        size_t errlen);
 /* Removes the day directories retention or repair emptied. */
 void store_remove_empty_days(const char *profiles);
 

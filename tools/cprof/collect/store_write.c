@@ -273,6 +273,11 @@ int collect_store_retain(collect_store_t *s, int64_t max_age_ns, int64_t max_byt
     }
   }
   free(files);
+  if (ret == 0 && (by_age || (max_bytes > 0 && done.profiles))) {
+    pthread_mutex_lock(&s->wmu);
+    ret = store_retain_events(s, by_age, cutoff, max_bytes > 0 && done.profiles, err, errlen);
+    pthread_mutex_unlock(&s->wmu);
+  }
   if (done.profiles)
     store_remove_empty_days(s->profiles_dir);
   if (out)

@@ -51,6 +51,8 @@ static void route(const web_ctx_t *ctx, struct MHD_Connection *c, const char *ur
     web_series(ctx, r);
   else if (strcmp(url, "/api/profiles") == 0)
     web_profiles(ctx, param, c, r);
+  else if (strcmp(url, "/api/scrapes") == 0)
+    web_scrapes(ctx, param, c, r);
   else if (strcmp(url, "/api/merge") == 0)
     web_merge(ctx, param, c, 0, r);
   else if (strcmp(url, "/view") == 0)

@@ -8,8 +8,13 @@
  *                     Parca's targets page; ?format=json (or /api/targets)
  *                     the same as JSON
  *   /metrics          the collector's own figures, Prometheus text 0.0.4
- *   /api/series       the stored (job, instance, type) series, JSON
- *   /api/profiles     one series' rows in a range, JSON, for the line
+ *   /api/series       the stored (job, instance, type) series, JSON, each
+ *                     with its kind, unit and quantity (collect/range.h)
+ *   /api/profiles     one series' rows in a range, JSON, for the line, each
+ *                     with its value in the series' unit
+ *   /api/scrapes      the failed scrapes (time, job, instance, type, reason,
+ *                     error) and the up/down transitions, JSON, for the
+ *                     line's gap marks
  *   /api/merge        the profiles of a range merged, as the viewer's JSON
  *                     (ui/viewer.h) with "profiles" (how many were merged)
  *                     and "total" (the default sample type's sum) in front;
@@ -17,6 +22,10 @@
  *                     range (then "base_profiles" and "base_total" too)
  *   /view             the same merge as a whole viewer page, for the
  *                     query page's frame
+ *
+ * A range is reduced by kind (collect/range.h), mode= choosing otherwise;
+ * X-Cprof-Mode says what was done; /api/merge?format=pprof gives the
+ * merged profile.proto, for go tool pprof.
  *
  * Times in parameters are Unix nanoseconds (decimal integers), the
  * store's own unit, so that a point of the line names its profile

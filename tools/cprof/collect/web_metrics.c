@@ -15,6 +15,17 @@ static void metric(cprof__buf_t *b, const char *name, const char *type, const ch
   cprof__buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A label value escaped as the text format wants: \\, \" and \\n. */
+static void label_value(cprof__buf_t *b, const char *s) {
+  for (; *s; s++)
+    if (*s == '\\' || *s == '"')
+      cprof__buf_putc(b, '\\'), cprof__buf_putc(b, *s);
+    else if (*s == '\n')
+      cprof__buf_puts(b, "\\n");
+    else
+      cprof__buf_putc(b, *s);
+}
+
 /* The process_* metrics; what /proc does not give is left out. */
 static void process(const web_ctx_t *ctx, cprof__buf_t *b) {
   struct timespec cpu;
@@ -62,13 +73,30 @@ void web_metrics(const web_ctx_t *ctx, web_reply_t *r) {
     n = collect_scraper_status(ctx->scraper, st, n);
     for (size_t i = 0; i < n; i++)
       health[st[i].health]++;
-    free(st);
   }
   metric(b, "cprof_collect_scrapes_total", "counter", "Scrapes done, good or not.");
   cprof__buf_printf(b, "cprof_collect_scrapes_total %" PRIu64 "\n", t.scrapes);
   metric(b, "cprof_collect_scrape_failures_total", "counter",
          "Scrapes that failed: no answer, not a 200, or not a valid profile.");
   cprof__buf_printf(b, "cprof_collect_scrape_failures_total %" PRIu64 "\n", t.failures);
+  /* By loop and class: a loop's target is its instance, its profile the
+   * type, as the store's rows and /api/scrapes name them. */
+  metric(b, "cprof_collect_target_scrape_failures_total", "counter",
+         "Failed scrapes by job, instance, profile type and class of reason.");
+  for (size_t i = 0; st && i < n; i++)
+    for (int k = 1; k < COLLECT_REASON_N; k++) {
+      if (!st[i].failures_by[k])
+        continue;
+      cprof__buf_puts(b, "cprof_collect_target_scrape_failures_total{job=\"");
+      label_value(b, st[i].job->name);
+      cprof__buf_puts(b, "\",instance=\"");
+      label_value(b, st[i].target->addr);
+      cprof__buf_puts(b, "\",type=\"");
+      label_value(b, st[i].profile->name);
+      cprof__buf_printf(b, "\",reason=\"%s\"} %" PRIu64 "\n",
+                        collect_reason_name((collect_reason_t)k), st[i].failures_by[k]);
+    }
+  free(st);
   metric(b, "cprof_collect_scraped_bytes_total", "counter", "Bytes of the answers scraped.");
   cprof__buf_printf(b, "cprof_collect_scraped_bytes_total %" PRIu64 "\n", t.bytes_scraped);
   metric(b, "cprof_collect_stored_profiles", "gauge", "Profiles in the store.");

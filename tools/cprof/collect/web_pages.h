@@ -49,6 +49,8 @@ void web_targets(const web_ctx_t *ctx, int json, web_reply_t *r);
 void web_metrics(const web_ctx_t *ctx, web_reply_t *r);
 void web_series(const web_ctx_t *ctx, web_reply_t *r);
 void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r);
+/* /api/scrapes: the failed scrapes and up/down transitions, JSON. */
+void web_scrapes(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r);
 /* page 0: /api/merge's JSON; 1: /view's page. */
 void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, web_reply_t *r);
 

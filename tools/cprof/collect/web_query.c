@@ -524,3 +524,76 @@ done:
   cprof__pf_free(p);
   cprof__pf_free(base);
 }
+
+/* ---- /api/scrapes ------------------------------------------------------ */
+
+typedef struct scrapes_out {
+  cprof__buf_t failures, transitions;
+} scrapes_out_t;
+
+static int event_json(void *arg, const collect_scrape_event_t *e) {
+  scrapes_out_t *o = arg;
+  int failure = strcmp(e->event, "failure") == 0;
+  cprof__buf_t *bs[2] = {failure ? &o->failures : NULL,
+                         failure && !e->down ? NULL : &o->transitions};
+  for (int i = 0; i < 2; i++) {
+    cprof__buf_t *b = bs[i];
+    if (!b)
+      continue;
+    cprof__buf_puts(b, b->len ? ",\n{\"time_ns\":" : "\n{\"time_ns\":");
+    cprof__buf_printf(b, "\"%" PRId64 "\",\"t\":%" PRId64 ",\"job\":", e->time_ns,
+                      e->time_ns / 1000000);
+    cprof__viewer_json_string(b, e->job);
+    cprof__buf_puts(b, ",\"instance\":");
+    cprof__viewer_json_string(b, e->instance);
+    cprof__buf_puts(b, ",\"type\":");
+    cprof__viewer_json_string(b, e->type);
+    cprof__buf_puts(b, ",\"labels\":");
+    cprof__viewer_json_string(b, e->labels);
+    if (i == 1)
+      cprof__buf_printf(b, ",\"up\":%s", failure ? "false" : "true");
+    if (failure) {
+      cprof__buf_puts(b, ",\"reason\":");
+      cprof__viewer_json_string(b, e->reason);
+      cprof__buf_puts(b, ",\"error\":");
+      cprof__viewer_json_string(b, e->error);
+    }
+    cprof__buf_putc(b, '}');
+  }
+  return o->failures.failed || o->transitions.failed ? -ENOMEM : 0;
+}
+
+void web_scrapes(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r) {
+  collect_query_t q = {.job = param(req, "job"),
+                       .instance = param(req, "instance"),
+                       .type = param(req, "type"),
+                       .to_ns = INT64_MAX,
+                       .limit = 100000};
+  if (q.job && !*q.job)
+    q.job = NULL;
+  if (q.instance && !*q.instance)
+    q.instance = NULL;
+  if (q.type && !*q.type)
+    q.type = NULL;
+  if (time_param(param, req, "from", 1, &q.from_ns, r) ||
+      time_param(param, req, "to", 1, &q.to_ns, r))
+    return;
+  scrapes_out_t o;
+  cprof__buf_init(&o.failures);
+  cprof__buf_init(&o.transitions);
+  char err[512];
+  int rc = collect_store_events(ctx->store, &q, event_json, &o, err, sizeof err);
+  if (rc != 0) {
+    web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
+  } else {
+    cprof__buf_puts(&r->body, "{\"failures\":[");
+    cprof__buf_append(&r->body, o.failures.data, o.failures.len);
+    cprof__buf_puts(&r->body, "\n],\"transitions\":[");
+    cprof__buf_append(&r->body, o.transitions.data, o.transitions.len);
+    cprof__buf_puts(&r->body, "\n]}\n");
+    r->status = 200;
+    r->type = WEB_JSON;
+  }
+  cprof__buf_free(&o.failures);
+  cprof__buf_free(&o.transitions);
+}

@@ -89,7 +89,22 @@ static void json(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
                         collect_health_name(st[i].health), when, st[i].last_ns,
                         (double)st[i].last_duration_ns / 1e9, st[i].scrapes, st[i].failures);
       cprof__viewer_json_string(b, st[i].last_error);
-      cprof__buf_putc(b, '}');
+      /* The last failure, kept once the loop is good again, and the
+       * failures by class (/metrics' reason label). */
+      cprof__buf_puts(b, ",\"last_failure\":");
+      cprof__viewer_json_string(b, st[i].last_failure);
+      cprof__buf_printf(b, ",\"last_failure_ns\":\"%" PRId64 "\",\"last_reason\":\"%s\"",
+                        st[i].last_failure_ns,
+                        st[i].last_failure_ns ? collect_reason_name(st[i].last_reason) : "");
+      cprof__buf_puts(b, ",\"failures_by_reason\":{");
+      int any = 0;
+      for (int k = 1; k < COLLECT_REASON_N; k++)
+        if (st[i].failures_by[k]) {
+          cprof__buf_printf(b, "%s\"%s\":%" PRIu64, any ? "," : "",
+                            collect_reason_name((collect_reason_t)k), st[i].failures_by[k]);
+          any = 1;
+        }
+      cprof__buf_puts(b, "}}");
     }
     cprof__buf_puts(b, "]}");
   }
@@ -108,7 +123,7 @@ static const char style[] =
     "margin:0 .2rem .2rem 0;font-size:12px}"
     ".Good{color:#fff;background:#2e7d32}.Bad{color:#fff;background:#c62828}"
     ".Unknown{background:#cfd3da}.health{padding:.1rem .4rem;border-radius:3px}"
-    ".err{color:#c62828;font-family:monospace;white-space:pre-wrap}";
+    ".err{color:#c62828;font-family:monospace;white-space:pre-wrap}.past{color:#6b7280}";
 
 static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n, web_reply_t *r) {
   cprof__buf_t *b = &r->body;
@@ -140,7 +155,14 @@ static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
         continue;
       cprof__buf_puts(b, "<tr><td>");
       cprof__ui_html_text(b, st[i].url);
-      cprof__buf_puts(b, "</td><td>");
+      /* The labels a series of this target has, as Prometheus's and
+       * Parca's targets pages show them: job and instance, then the
+       * static_configs entry's own. */
+      cprof__buf_puts(b, "</td><td><span class=\"label\">job=");
+      cprof__ui_html_text(b, job->name);
+      cprof__buf_puts(b, "</span><span class=\"label\">instance=");
+      cprof__ui_html_text(b, st[i].target->addr);
+      cprof__buf_puts(b, "</span>");
       for (size_t k = 0; k < st[i].target->nlabels; k++) {
         cprof__buf_puts(b, "<span class=\"label\">");
         cprof__ui_html_text(b, st[i].target->labels[k].name);
@@ -162,7 +184,18 @@ static void html(const web_ctx_t *ctx, const collect_loop_status_t *st, size_t n
       if (st[i].last_ns)
         cprof__buf_printf(b, "%.3fs", (double)st[i].last_duration_ns / 1e9);
       cprof__buf_puts(b, "</td><td class=\"err\">");
-      cprof__ui_html_text(b, st[i].last_error);
+      if (st[i].last_error[0]) {
+        cprof__buf_printf(b, "<b>%s</b>: ", collect_reason_name(st[i].last_reason));
+        cprof__ui_html_text(b, st[i].last_error);
+      } else if (st[i].last_failure_ns) {
+        /* Good now: the last failure, so that a flapping target shows. */
+        char a[40];
+        ago(a, sizeof a, now - st[i].last_failure_ns);
+        cprof__buf_printf(b, "<small class=\"past\">last failed %s (%" PRIu64 " in all), %s: ", a,
+                          st[i].failures, collect_reason_name(st[i].last_reason));
+        cprof__ui_html_text(b, st[i].last_failure);
+        cprof__buf_puts(b, "</small>");
+      }
       cprof__buf_puts(b, "</td></tr>\n");
     }
     cprof__buf_puts(b, "</tbody></table>\n");
