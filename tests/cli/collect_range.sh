@@ -9,7 +9,9 @@
 # the old meaning (mode=sum) is what made both wrong, and reads far more.
 # A target killed mid-run: its failures in /api/scrapes with their class
 # and error text, a down transition, the log naming each, /metrics' count
-# by reason (promtool), /targets' error and Labels column.
+# by reason (promtool), /targets' error and Labels column. A selector
+# picks series by their labels and samples by the program's (cprof_do's
+# in programs/labels_do.c), and a malformed one is a 400 of one line.
 . "$(dirname "$0")/../integration/lib.sh"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
 command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
@@ -22,6 +24,8 @@ start heap --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=1 -- "$P/heap_target"
 H=$ADDR HPID=$PID
 start lock --ready LD_PRELOAD="$LIB" CPROF_BLOCK_RATE=1 CPROF_MUTEX_FRACTION=1 -- "$P/contention" 3000
 L=$ADDR LPID=$PID
+start labels --ready -- "$P/labels_do"
+D=$ADDR DPID=$PID
 cat >"$T/parca.yaml" <<YAML
 object_storage:
   bucket:
@@ -50,6 +54,16 @@ scrape_configs:
         memory: { enabled: false }
         mutex: { enabled: false }
         goroutine: { enabled: false }
+  - job_name: "labels"
+    scrape_interval: "1s"
+    static_configs:
+      - targets: [ '$D' ]
+    profiling_config:
+      pprof_config:
+        process_cpu: { enabled: false }
+        memory: { enabled: false }
+        block: { enabled: false }
+        mutex: { enabled: false }
 YAML
 q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
@@ -152,6 +166,49 @@ check "memory rows: each value is the 8 MiB in use" json "$T/body" \
 check "mode=mean: a 400 of one line" bash -c \
   "[ \"\$(curl -s -o '$T/bad' -w '%{http_code}' 'http://$W/api/merge?job=heap&type=memory&from=0&to=$to&mode=mean')\" = 400 ] && [ \$(wc -l <'$T/bad') = 1 ]"
 
+# ---- a label selector, both ways ----------------------------------------
+check "two goroutine scrapes of the labelled program" until_rows labels goroutine 2
+to=$(q "select max(time_ns) from profiles")
+# sel PAGE SELECTOR [ARGS...]: PAGE?from=0&to=$to&selector=SELECTOR&ARGS, URL-encoded.
+sel() {
+  local page=$1 s=$2 a
+  shift 2
+  local args=(-G --data-urlencode "selector=$s" --data-urlencode "from=0" --data-urlencode "to=$to")
+  for a in "$@"; do args+=(--data-urlencode "$a"); done
+  http "http://$W/$page" "${args[@]}"
+}
+total() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/body"; }
+sel api/merge '{}' job=labels type=goroutine >/dev/null
+all=$(total)
+check "selector on samples: {thread=\"nested\"} is its one thread" bash -c \
+  "[ \"\$(curl -s -G --data-urlencode 'selector={thread=\"nested\"}' 'http://$W/api/merge?job=labels&type=goroutine&from=0&to=$to' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"total\"])')\" = 1 ]"
+sel api/merge '{thread!="nested"}' job=labels type=goroutine >/dev/null
+check "selector on samples: {thread!=\"nested\"} is the others ($all - 1)" [ "$(total)" = $((all - 1)) ]
+sel api/merge '{request=~"checkout|refund", job="labels"}' job=labels type=goroutine >/dev/null
+check "selector on samples and series: two threads in a request" [ "$(total)" = 2 ]
+sel api/merge '{thread="nested"}' job=labels type=goroutine format=pprof >/dev/null
+cp "$T/body" "$T/nested.pb.gz"
+pprof -tags "$T/nested.pb.gz" >"$T/nested.tags" || true
+check "selector on samples: go tool pprof sees the nested thread alone" bash -c \
+  "grep -q 'nested' '$T/nested.tags' && ! grep -q 'inherited' '$T/nested.tags'"
+n=$(q "select count(*) from profiles where job='lock' and type='block' and time_ns <= $to")
+sel api/profiles '{team="locks", instance=~"127.0.0.1:.*"}' job=lock type=block >/dev/null
+check "selector on series: {team=\"locks\", instance=~...} keeps the $n rows" json "$T/body" "len(j) == $n"
+sel api/profiles '{team!="locks"}' job=lock type=block >/dev/null
+check "selector on series: {team!=\"locks\"} keeps none" json "$T/body" "j == []"
+check "selector on series: a regex is anchored (127 is no match): 404" \
+  [ "$(sel api/merge '{instance=~"127"}' job=lock type=block)" = 404 ]
+sel api/profiles '{thread="nested"}' job=labels type=goroutine >/dev/null
+check "selector on samples in /api/profiles: each row's total and value is the one thread" json "$T/body" \
+  "j and all(r['total'] == 1 and r['value'] == 1 for r in j)"
+for bad in '{thread=worker}' '{thread="worker"' 'thread="worker"' '{thread=~"("}' '{thread=="x"}'; do
+  check "malformed selector $bad: a 400 of one line" bash -c \
+    "[ \"\$(curl -s -o '$T/bad' -w '%{http_code}' -G --data-urlencode 'selector=$bad' 'http://$W/api/merge?job=labels&type=goroutine&from=0&to=1')\" = 400 ] && [ \$(wc -l <'$T/bad') = 1 ] && grep -q '^400 bad selector' '$T/bad'"
+done
+c1=$(sel view '{x}' job=labels type=goroutine)
+c2=$(sel api/profiles '{x}' job=labels type=goroutine)
+check "malformed selector on /view and /api/profiles too ($c1, $c2)" [ "$c1" = 400 -a "$c2" = 400 ]
+
 # ---- a target killed mid-run: its failures are data ---------------------
 killed=$(now_ns)
 stop "$HPID"
@@ -197,4 +254,5 @@ kill -TERM "$CPID"
 wait "$CPID" || true
 check "the store keeps the failures: sqlite3" [ "$(q "select count(*) from scrape_events where job='heap' and event='failure'")" -ge 2 ]
 stop "$LPID"
+stop "$DPID"
 finish

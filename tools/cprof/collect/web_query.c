@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collect/range.h"
+#include "collect/selector.h"
 #include "collect/validate.h"
 #include "collect/web_pages.h"
 #include "model/model.h"
@@ -144,7 +145,23 @@ typedef struct ask {
   char pid[32]; /* pid="N" (store.h's label), "" for every process */
   collect_mode_t mode; /* mode=: how the range is reduced (collect/range.h) */
   int pprof;           /* format=pprof: the merged profile.proto, for go tool pprof */
+  collect_selector_t *sel; /* selector=, or NULL */
 } ask_t;
+
+/* Series labels: what the store's rows carry (job, instance, a tree's
+ * pid and process, a target's labels from the config). */
+static int is_series_label(void *arg, const char *name) {
+  const collect_config_t *cfg = arg;
+  if (!strcmp(name, "job") || !strcmp(name, "instance") || !strcmp(name, "pid") ||
+      !strcmp(name, "process"))
+    return 1;
+  for (size_t j = 0; j < cfg->njobs; j++)
+    for (size_t t = 0; t < cfg->jobs[j].ntargets; t++)
+      for (size_t l = 0; l < cfg->jobs[j].targets[t].nlabels; l++)
+        if (!strcmp(cfg->jobs[j].targets[t].labels[l].name, name))
+          return 1;
+  return 0;
+}
 
 /* A time parameter into *v; absent leaves *v when optional. 0 or -1 after
  * a 400. */
@@ -164,11 +181,22 @@ static int time_param(web_param_fn param, void *req, const char *name, int optio
   return 0;
 }
 
-static int parse_ask(web_param_fn param, void *req, int times_optional, ask_t *a, web_reply_t *r) {
+static int parse_ask(const web_ctx_t *ctx, web_param_fn param, void *req, int times_optional,
+                     ask_t *a, web_reply_t *r) {
   *a = (ask_t){.job = param(req, "job"),
                .instance = param(req, "instance"),
                .type = param(req, "type"),
                .to = INT64_MAX};
+  const char *selector = param(req, "selector");
+  if (selector && *selector) {
+    char err[300];
+    int rc = collect_selector_parse(selector, &a->sel, err, sizeof err);
+    if (rc != 0) {
+      web_reply_error(r, rc == -EINVAL ? 400 : 500, "%d %s", rc == -EINVAL ? 400 : 500, err);
+      return -1;
+    }
+    collect_selector_split(a->sel, is_series_label, (void *)ctx->cfg);
+  }
   if (a->instance && !*a->instance)
     a->instance = NULL;
   /* pid: one process of a tree scraped with process_tree: each. */
@@ -235,10 +263,13 @@ typedef struct prow {
 typedef struct prows {
   prow_t *v;
   size_t n, cap;
+  const collect_selector_t *sel; /* series matchers pick rows */
 } prows_t;
 
 static int row_keep(void *arg, const collect_store_row_t *row) {
   prows_t *l = arg;
+  if (!collect_selector_match_series(l->sel, row->labels))
+    return 0;
   if (cprof__grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0)
     return -ENOMEM;
   prow_t *p = &l->v[l->n++];
@@ -255,6 +286,27 @@ static void prows_free(prows_t *l) {
     free(l->v[i].labels);
   }
   free(l->v);
+}
+
+/* row's total made that of its samples that satisfy sel's sample
+ * matchers. 0, or a negative errno (the row gone, unreadable). */
+static int sample_total(const web_ctx_t *ctx, const collect_selector_t *sel,
+                        collect_store_row_t *row) {
+  void *data;
+  size_t len;
+  char err[256];
+  cprof__pf_t *p = NULL;
+  int rc = collect_store_read(ctx->store, row->id, &data, &len, err, sizeof err);
+  if (rc != 0)
+    return rc;
+  rc = cprof__pf_decode(data, len, &p, err, sizeof err);
+  free(data);
+  if (rc != 0)
+    return rc;
+  collect_selector_filter(sel, p);
+  row->total = collect_total(p);
+  cprof__pf_free(p);
+  return 0;
 }
 
 static int row_prev(void *arg, const collect_store_row_t *row) {
@@ -288,10 +340,16 @@ static void row_json(cprof__buf_t *b, const prow_t *p, int has_value, double val
     cprof__buf_puts(b, ",\"value\":null}");
 }
 
+static void profiles(const web_ctx_t *ctx, ask_t a, web_reply_t *r);
+
 void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply_t *r) {
   ask_t a;
-  if (parse_ask(param, req, 1, &a, r) != 0)
-    return;
+  if (parse_ask(ctx, param, req, 1, &a, r) == 0)
+    profiles(ctx, a, r);
+  collect_selector_free(a.sel);
+}
+
+static void profiles(const web_ctx_t *ctx, ask_t a, web_reply_t *r) {
   collect_query_t q = {.job = a.job,
                        .instance = a.instance,
                        .type = a.type,
@@ -300,7 +358,7 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
                        .to_ns = a.to,
                        .limit = 100000};
   char err[512];
-  prows_t l = {0};
+  prows_t l = {.sel = a.sel};
   int rc = collect_store_query(ctx->store, &q, row_keep, &l, err, sizeof err);
   if (rc != 0) {
     prows_free(&l);
@@ -318,6 +376,9 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
     web_reply_error(r, 500, "500 out of memory");
     return;
   }
+  /* Sample matchers: each row's total is that of its samples that match,
+   * read from its profile. */
+  int sampled = a.sel && a.sel->nsamples;
   cprof__buf_putc(&r->body, '[');
   for (size_t i = 0; i < l.n; i++) {
     prow_t *p = &l.v[i];
@@ -333,6 +394,10 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
       nseries++;
     }
     last[k] = i;
+    if (sampled && sample_total(ctx, a.sel, &p->row) != 0) {
+      row_json(&r->body, p, 0, 0); /* retention took it since the query */
+      continue;
+    }
     if (!has_prev && qt.per_second && qt.kind == COLLECT_CUMULATIVE && p->row.time_ns > 0) {
       collect_query_t pq = {.job = a.job,
                             .type = a.type,
@@ -342,7 +407,7 @@ void web_profiles(const web_ctx_t *ctx, web_param_fn param, void *req, web_reply
                             .limit = 1,
                             .newest_first = 1};
       if (collect_store_query(ctx->store, &pq, row_prev, &prev, err, sizeof err) == 0 && prev.id)
-        has_prev = 1;
+        has_prev = !sampled || sample_total(ctx, a.sel, &prev) == 0;
     }
     double v = 0;
     int has = collect_row_value(&qt, p->row.total, p->row.time_ns, p->row.duration_ns, has_prev,
@@ -362,6 +427,7 @@ typedef struct ids {
     char *series; /* the row's canonical labels: which series it is of */
   } * v;
   size_t n, cap;
+  const collect_selector_t *sel; /* series matchers pick rows */
 } ids_t;
 
 static void ids_free(ids_t *ids) {
@@ -372,6 +438,8 @@ static void ids_free(ids_t *ids) {
 
 static int row_id(void *arg, const collect_store_row_t *row) {
   ids_t *ids = arg;
+  if (!collect_selector_match_series(ids->sel, row->labels))
+    return 0;
   if (cprof__grow((void **)&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v) != 0)
     return -ENOMEM;
   if (!(ids->v[ids->n].series = strdup(row->labels)))
@@ -388,7 +456,7 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   *out = NULL;
   *count = 0;
   char err[512];
-  ids_t ids = {0};
+  ids_t ids = {.sel = a->sel};
   collect_range_t *range = NULL;
   collect_query_t q = {.job = a->job,
                        .instance = a->instance,
@@ -431,6 +499,11 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
     *count = collect_range_count(range);
     rc = collect_range_finish(range, out, applied, appliedlen, err, sizeof err);
   }
+  /* Sample matchers: the samples the program labelled so. The range's
+   * reduction keys on labels too, so filtering after it is the same as
+   * filtering each profile before. */
+  if (rc == 0 && *out)
+    collect_selector_filter(a->sel, *out);
   collect_range_free(range);
   ids_free(&ids);
   if (rc != 0) {
@@ -440,10 +513,16 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   return 0;
 }
 
+static void merge(const web_ctx_t *ctx, ask_t a, int page, web_reply_t *r);
+
 void web_merge(const web_ctx_t *ctx, web_param_fn param, void *req, int page, web_reply_t *r) {
   ask_t a;
-  if (parse_ask(param, req, 0, &a, r) != 0)
-    return;
+  if (parse_ask(ctx, param, req, 0, &a, r) == 0)
+    merge(ctx, a, page, r);
+  collect_selector_free(a.sel);
+}
+
+static void merge(const web_ctx_t *ctx, ask_t a, int page, web_reply_t *r) {
   cprof__pf_t *p = NULL, *base = NULL;
   size_t n = 0, nbase = 0;
   char applied[64] = "", base_applied[64] = "";
