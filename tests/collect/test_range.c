@@ -180,6 +180,33 @@ static void test_restart(void) {
   cprof__pf_free(p);
 }
 
+static void test_before(void) {
+  /* The series' scrape before the range read 50; the range's first reads
+   * 8: a restart in between, so the 8 count, and then 20 more. */
+  collect_range_t *r;
+  char err[256] = "", applied[64];
+  CHECK(collect_range_new(COLLECT_MODE_AUTO, &r) == 0);
+  CHECK(collect_range_before(r, "s", make(BLOCK(5, 50, 0, 0)), err, sizeof err) == 0);
+  CHECK(collect_range_add(r, "s", make(BLOCK(1, 8, 0, 0)), err, sizeof err) == 0);
+  CHECK(collect_range_add(r, "s", make(BLOCK(2, 28, 0, 0)), err, sizeof err) == 0);
+  cprof__pf_t *p = NULL;
+  CHECK(collect_range_finish(r, &p, applied, sizeof applied, err, sizeof err) == 0 && p);
+  CHECK_EQ_INT(value(p, 1, 1), 28);
+  CHECK_EQ_INT(collect_range_restarts(r), 1);
+  cprof__pf_free(p);
+  collect_range_free(r);
+  /* No restart since (40 before, 45 then 60): the first is the baseline. */
+  CHECK(collect_range_new(COLLECT_MODE_AUTO, &r) == 0);
+  CHECK(collect_range_before(r, "s", make(BLOCK(5, 40, 0, 0)), err, sizeof err) == 0);
+  CHECK(collect_range_add(r, "s", make(BLOCK(6, 45, 0, 0)), err, sizeof err) == 0);
+  CHECK(collect_range_add(r, "s", make(BLOCK(7, 60, 0, 0)), err, sizeof err) == 0);
+  CHECK(collect_range_finish(r, &p, applied, sizeof applied, err, sizeof err) == 0 && p);
+  CHECK_EQ_INT(value(p, 1, 1), 15);
+  CHECK_EQ_INT(collect_range_restarts(r), 0);
+  cprof__pf_free(p);
+  collect_range_free(r);
+}
+
 static void test_heap(void) {
   /* In use 100, 200, 300 bytes (average 200); allocated 1000, 1500,
    * 4000 (a range of 3000). */
@@ -306,6 +333,7 @@ int main(void) {
   test_row_value();
   test_cumulative();
   test_restart();
+  test_before();
   test_heap();
   test_cpu();
   test_small_counts();

@@ -150,6 +150,7 @@ typedef struct series {
   char *name;
   cprof__pf_t **ps;
   size_t n, cap;
+  cprof__pf_t *before; /* the last profile before the range, or NULL */
 } series_t;
 
 struct collect_range {
@@ -175,6 +176,7 @@ void collect_range_free(collect_range_t *r) {
       cprof__pf_free(r->series[i].ps[j]);
     free(r->series[i].ps);
     free(r->series[i].name);
+    cprof__pf_free(r->series[i].before);
   }
   free(r->series);
   free(r);
@@ -183,27 +185,43 @@ void collect_range_free(collect_range_t *r) {
 size_t collect_range_count(const collect_range_t *r) { return r->profiles; }
 size_t collect_range_restarts(const collect_range_t *r) { return r->restarts; }
 
+/* The series named name, made when new; NULL when out of memory. */
+static series_t *series_of(collect_range_t *r, const char *name) {
+  /* Rows come ordered by time, series interleaved; a linear walk is fine
+   * for the few a range holds. */
+  for (size_t i = r->n; i-- > 0;)
+    if (strcmp(r->series[i].name, name) == 0)
+      return &r->series[i];
+  if (cprof__grow((void **)&r->series, &r->cap, r->n + 1, sizeof *r->series) != 0)
+    return NULL;
+  series_t *s = &r->series[r->n];
+  *s = (series_t){.name = strdup(name)};
+  if (!s->name)
+    return NULL;
+  r->n++;
+  return s;
+}
+
+int collect_range_before(collect_range_t *r, const char *name, cprof__pf_t *p, char *err,
+                         size_t errlen) {
+  series_t *s = series_of(r, name);
+  if (!s) {
+    cprof__pf_free(p);
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  cprof__pf_free(s->before);
+  s->before = p;
+  return 0;
+}
+
 int collect_range_add(collect_range_t *r, const char *name, cprof__pf_t *p, char *err,
                       size_t errlen) {
-  series_t *s = NULL;
-  /* Rows come ordered by time, series interleaved; the last one or two
-   * series are the likely ones, but a linear walk is fine for the few a
-   * range holds. */
-  for (size_t i = r->n; i-- > 0;)
-    if (strcmp(r->series[i].name, name) == 0) {
-      s = &r->series[i];
-      break;
-    }
-  if (!s) {
-    if (cprof__grow((void **)&r->series, &r->cap, r->n + 1, sizeof *r->series) != 0)
-      goto nomem;
-    s = &r->series[r->n];
-    *s = (series_t){.name = strdup(name)};
-    if (!s->name)
-      goto nomem;
-    r->n++;
-  } else if (cprof__pf_compatible(s->ps[0], p, "the series' first profile", "a later one", err,
-                                  errlen) != 0) {
+  series_t *s = series_of(r, name);
+  if (!s)
+    goto nomem;
+  if (s->n && cprof__pf_compatible(s->ps[0], p, "the series' first profile", "a later one", err,
+                                   errlen) != 0) {
     cprof__pf_free(p);
     return -EINVAL;
   }
@@ -238,6 +256,8 @@ static void keep_only(cprof__pf_t *p, const collect_mode_t *treat, collect_mode_
 /* Whether cur's cumulative counters went down from prev's: the target
  * restarted between them (its counters began again from zero). */
 static int restarted(const cprof__pf_t *prev, const cprof__pf_t *cur, const collect_kind_t *kind) {
+  if (prev->n_sample_types != cur->n_sample_types)
+    return 0;
   for (size_t t = 0; t < cur->n_sample_types; t++)
     if (kind[t] == COLLECT_CUMULATIVE && collect_type_total(cur, t) < collect_type_total(prev, t))
       return 1;
@@ -249,6 +269,8 @@ static int restarted(const cprof__pf_t *prev, const cprof__pf_t *cur, const coll
 /* One series reduced into parts[*nparts] (at most 4 new profiles). */
 static int reduce_series(collect_range_t *r, series_t *s, cprof__pf_t **parts, size_t *nparts,
                          unsigned *used, char *err, size_t errlen) {
+  if (!s->n) /* only a profile before the range */
+    return 0;
   cprof__pf_t *first = s->ps[0];
   size_t nt = first->n_sample_types;
   if (nt > MAX_TYPES) {
@@ -296,7 +318,10 @@ static int reduce_series(collect_range_t *r, series_t *s, cprof__pf_t **parts, s
       return -ENOMEM;
     }
     size_t ne = 0;
-    int in_first = 1;
+    /* Restarted since the scrape before the range: no baseline. */
+    int in_first = !(s->before && restarted(s->before, first, kind));
+    if (!in_first)
+      r->restarts++;
     for (size_t i = 1; i <= s->n; i++) {
       int end = i == s->n || restarted(s->ps[i - 1], s->ps[i], kind);
       if (!end)
@@ -361,7 +386,7 @@ int collect_range_finish(collect_range_t *r, cprof__pf_t **out, char *applied, s
   *out = NULL;
   if (appliedlen)
     applied[0] = '\0';
-  if (!r->n)
+  if (!r->profiles)
     return 0;
   cprof__pf_t **parts = calloc(4 * r->n, sizeof *parts);
   if (!parts) {

@@ -13,7 +13,12 @@
  *               range is its baseline: what happened before it is not the
  *               range's. A restarted target (a sample type's total lower
  *               than the scrape before) starts a new stretch whose first
- *               profile counts from zero, whole.
+ *               profile counts from zero, whole; so does the range's
+ *               first when the target restarted since the series' last
+ *               scrape before the range. A series with no scrape before
+ *               (a new target, a new process of a tree, a new collector)
+ *               starts with a baseline: the collector cannot tell a
+ *               process that just started from one it just met.
  *   snapshot    a state at the scrape (the heap's inuse_* sample types,
  *               goroutine/threads): the range is their average over the
  *               series' scrapes in it, or the latest one.
@@ -106,6 +111,13 @@ int collect_range_new(collect_mode_t mode, collect_range_t **out);
  * from the series' first profile's. */
 int collect_range_add(collect_range_t *r, const char *series, cprof__pf_t *p, char *err,
                       size_t errlen);
+/* The series' last profile before the range (taken over, as by add):
+ * when the target restarted between it and the series' first profile in
+ * the range, that first profile counts from zero too, instead of being
+ * the baseline. Before the series' first add. */
+int collect_range_before(collect_range_t *r, const char *series, cprof__pf_t *p, char *err,
+                         size_t errlen);
+
 /* The range reduced: *out (NULL when nothing was added), and in applied
  * what was done, for a person ("delta", "avg", "delta+avg" for the heap's
  * mixed types...). A comment saying it per sample type is added to the

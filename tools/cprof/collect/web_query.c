@@ -479,6 +479,39 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   }
   if ((rc = collect_range_new(a->mode, &range)) != 0)
     snprintf(err, sizeof err, "out of memory");
+  /* Each series' last profile before the range, for a restart between it
+   * and the range's first (collect/range.h). */
+  size_t *seen = calloc(ids.n ? ids.n : 1, sizeof *seen), nseen = 0;
+  if (!seen && rc == 0) {
+    snprintf(err, sizeof err, "out of memory");
+    rc = -ENOMEM;
+  }
+  for (size_t i = 0; i < ids.n && rc == 0 && from > 0; i++) {
+    if (a->mode != COLLECT_MODE_AUTO && a->mode != COLLECT_MODE_DELTA)
+      break;
+    size_t j = 0;
+    while (j < nseen && strcmp(ids.v[seen[j]].series, ids.v[i].series))
+      j++;
+    if (j < nseen)
+      continue; /* a series seen already */
+    seen[nseen++] = i;
+    collect_store_row_t prev = {0};
+    collect_query_t pq = {.job = a->job,
+                          .type = a->type,
+                          .labels = ids.v[i].series,
+                          .to_ns = from - 1,
+                          .limit = 1,
+                          .newest_first = 1};
+    void *data = NULL;
+    size_t len;
+    cprof__pf_t *p = NULL;
+    if (collect_store_query(ctx->store, &pq, row_prev, &prev, err, sizeof err) == 0 && prev.id &&
+        collect_store_read(ctx->store, prev.id, &data, &len, err, sizeof err) == 0 &&
+        cprof__pf_decode(data, len, &p, err, sizeof err) == 0)
+      rc = collect_range_before(range, ids.v[i].series, p, err, sizeof err);
+    free(data);
+  }
+  free(seen);
   for (size_t i = 0; i < ids.n && rc == 0; i++) {
     void *data;
     size_t len;
