@@ -1,7 +1,9 @@
 /* The collector's storage (tools/cprof/collect/store.c): puts, range
  * queries, reopening, the repair after a crash (simulated, and a real
- * SIGKILL in the middle of puts), retention, and failing puts that must
- * leave nothing behind. Everything happens in a mkdtemp directory. */
+ * SIGKILL in the middle of puts), retention, failing puts that must
+ * leave nothing behind, and the failed scrapes' events (kept, read,
+ * retained, and a store of schema 1 gaining them). Everything happens in a
+ * mkdtemp directory. */
 #include "collect/store.h"
 
 #include "../check.h"
@@ -628,14 +630,94 @@ static void test_sigkill(const char *dir) {
   sqlite3_close(db);
 }
 
+static int collect_event(void *arg, const collect_scrape_event_t *e) {
+  char *out = arg;
+  size_t n = strlen(out);
+  snprintf(out + n, 1024 - n, "%s%lld %s %s %s %s %d %s %s", n ? "|" : "",
+           (long long)((e->time_ns - T0) / SEC), e->job, e->instance, e->type, e->event, e->down,
+           e->reason, e->error);
+  return 0;
+}
+
+/* events FROM TO JOB: the events as one line, oldest first. */
+static const char *events(collect_store_t *s, int64_t from, int64_t to, const char *job) {
+  static char out[1024];
+  out[0] = '\0';
+  collect_query_t q = {.job = job, .from_ns = from, .to_ns = to};
+  CHECK_EQ_INT(collect_store_events(s, &q, collect_event, out, err, sizeof err), 0);
+  return out;
+}
+
+/* Failed scrapes: kept, read by job and time, removed by retention with
+ * the profiles; a store of schema 1 (before them) gains their table. */
+static void test_events(const char *dir) {
+  /* A store of schema 1, as the collector before issue 32 left it. */
+  CHECK_EQ_INT(mkdir(dir, 0755), 0);
+  CHECK_EQ_INT(sql_exec(dir, "CREATE TABLE profiles(id INTEGER PRIMARY KEY, job TEXT NOT NULL,"
+                             " instance TEXT NOT NULL, type TEXT NOT NULL, labels TEXT NOT NULL,"
+                             " time_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,"
+                             " size INTEGER NOT NULL, total INTEGER NOT NULL,"
+                             " file TEXT NOT NULL UNIQUE); PRAGMA user_version=1;"),
+               SQLITE_OK);
+  collect_store_t *s;
+  CHECK_EQ_INT(collect_store_open(dir, &s, NULL, err, sizeof err), 0);
+  if (!s)
+    return;
+  collect_scrape_event_t e = {.job = "a",
+                              .instance = "h:1",
+                              .type = "block",
+                              .labels = "{instance=\"h:1\",job=\"a\"}",
+                              .event = "failure",
+                              .down = 1,
+                              .reason = "connection_refused",
+                              .error = "refused"};
+  for (int i = 0; i < 3; i++) {
+    e.time_ns = T0 + i * 60 * SEC;
+    e.down = i == 0;
+    CHECK_EQ_INT(collect_store_put_event(s, &e, err, sizeof err), 0);
+  }
+  e = (collect_scrape_event_t){
+      .time_ns = T0 + 3 * 60 * SEC, .job = "a", .instance = "h:1", .type = "block", .event = "up"};
+  CHECK_EQ_INT(collect_store_put_event(s, &e, err, sizeof err), 0);
+  e = (collect_scrape_event_t){.time_ns = T0 + 90 * SEC,
+                               .job = "b",
+                               .instance = "h:2",
+                               .type = "memory",
+                               .event = "failure",
+                               .reason = "http_status",
+                               .error = "server returned HTTP status 500: boom"};
+  CHECK_EQ_INT(collect_store_put_event(s, &e, err, sizeof err), 0);
+  CHECK_EQ_STR(events(s, 0, INT64_MAX, "a"),
+               "0 a h:1 block failure 1 connection_refused refused|"
+               "60 a h:1 block failure 0 connection_refused refused|"
+               "120 a h:1 block failure 0 connection_refused refused|180 a h:1 block up 0  ");
+  CHECK_EQ_STR(events(s, T0 + 60 * SEC, T0 + 100 * SEC, NULL),
+               "60 a h:1 block failure 0 connection_refused refused|"
+               "90 b h:2 memory failure 0 http_status server returned HTTP status 500: boom");
+  /* Retention by age, at T0 + 4 min keeping 2: the events before 2 min go. */
+  collect_store_retained_t got;
+  CHECK_EQ_INT(collect_store_retain(s, 2 * 60 * SEC, 0, T0 + 4 * 60 * SEC, &got, err, sizeof err),
+               0);
+  CHECK_EQ_STR(events(s, 0, INT64_MAX, NULL),
+               "120 a h:1 block failure 0 connection_refused refused|180 a h:1 block up 0  ");
+  collect_store_close(s);
+  /* Open again: schema 2 now, nothing lost. */
+  CHECK_EQ_INT(collect_store_open(dir, &s, NULL, err, sizeof err), 0);
+  if (!s)
+    return;
+  CHECK_EQ_STR(events(s, 0, INT64_MAX, "a"),
+               "120 a h:1 block failure 0 connection_refused refused|180 a h:1 block up 0  ");
+  collect_store_close(s);
+}
+
 int main(void) {
   char base[] = "/tmp/cprof-test-store-XXXXXX";
   if (!mkdtemp(base)) {
     perror("mkdtemp");
     return 1;
   }
-  char dir[4][256];
-  for (int i = 0; i < 4; i++)
+  char dir[5][256];
+  for (int i = 0; i < 5; i++)
     snprintf(dir[i], sizeof dir[i], "%s/s%d", base, i);
   test_labels();
   test_put_query(dir[0]);
@@ -644,6 +726,7 @@ int main(void) {
   test_retain(dir[1]);
   test_threads(dir[2]);
   test_sigkill(dir[3]);
+  test_events(dir[4]);
   rm_tree(base);
   return check_result("collect/store");
 }
