@@ -308,12 +308,12 @@ static void test_row_value(void) {
   /* CPU: 1.5 s sampled in 2 s is 0.75 cores. */
   collect_quantity_of("process_cpu", 1, &q);
   CHECK(collect_row_value(&q, 1500000000, 10, 2000000000, 0, 0, 0, &v) == 0 && v == 0.75);
-  CHECK(collect_row_value(&q, 1500000000, 10, 0, 0, 0, 0, &v) == -1);
+  CHECK(collect_row_value(&q, 1500000000, 10, 0, 0, 0, 0, &v) == -ENODATA);
   /* Block: 3 s more delay over 10 s is 0.3 s/s; none without a row before. */
   collect_quantity_of("block", 0, &q);
   CHECK(collect_row_value(&q, 5000000000, 20000000000, 0, 1, 2000000000, 10000000000, &v) == 0 &&
         v > 0.2999 && v < 0.3001);
-  CHECK(collect_row_value(&q, 5000000000, 20000000000, 0, 0, 0, 0, &v) == -1);
+  CHECK(collect_row_value(&q, 5000000000, 20000000000, 0, 0, 0, 0, &v) == -ENODATA);
   /* Restarted: 1 s of delay, counted whole over the 10 s. */
   CHECK(collect_row_value(&q, 1000000000, 20000000000, 0, 1, 9000000000, 10000000000, &v) == 0 &&
         v > 0.0999 && v < 0.1001);

@@ -70,13 +70,13 @@ int collect_row_value(const collect_quantity_t *q, int64_t total, int64_t time_n
                       double *v) {
   if (q->cpu || (q->per_second && q->kind == COLLECT_DELTA)) {
     if (duration_ns <= 0)
-      return -1;
+      return -ENODATA;
     *v = (double)total * q->scale / ((double)duration_ns / 1e9);
     return 0;
   }
   if (q->per_second) {
     if (!has_prev || time_ns <= prev_ns)
-      return -1;
+      return -ENODATA;
     int64_t d = total - prev_total;
     if (d < 0) /* restarted: counted from zero */
       d = total;
@@ -351,7 +351,7 @@ static int reduce_series(collect_range_t *r, series_t *s, cprof__pf_t **parts, s
 
 /* "cprof collect: range of N profiles of S series; alloc_space: delta
  * between scrapes, summed; inuse_space: averaged; ..." on p. */
-static int comment(collect_range_t *r, cprof__pf_t *p, char *applied, size_t appliedlen) {
+static int comment(collect_range_t *r, cprof__pf_t *p) {
   cprof__buf_t b;
   cprof__buf_init(&b);
   cprof__buf_printf(&b, "cprof collect: a range of %zu profiles of %zu series", r->profiles, r->n);
@@ -365,7 +365,6 @@ static int comment(collect_range_t *r, cprof__pf_t *p, char *applied, size_t app
   }
   if (r->restarts)
     cprof__buf_printf(&b, "; %zu restarts (counted from zero)", r->restarts);
-  (void)applied, (void)appliedlen;
   cprof__buf_putc(&b, '\0');
   if (b.failed)
     return -ENOMEM;
@@ -419,7 +418,7 @@ int collect_range_finish(collect_range_t *r, cprof__pf_t **out, char *applied, s
       if (used & (1u << order[i]) && n < appliedlen)
         n += (size_t)snprintf(applied + n, appliedlen - n, "%s%s", n ? "+" : "",
                               collect_mode_name(order[i]));
-    if (comment(r, *out, applied, appliedlen) != 0) {
+    if (comment(r, *out) != 0) {
       cprof__pf_free(*out);
       *out = NULL;
       snprintf(err, errlen, "out of memory");

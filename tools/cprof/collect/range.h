@@ -88,8 +88,8 @@ void collect_quantity_of(const char *name, int delta_scrape, collect_quantity_t 
  * the row before per second between them (a counter that went down is a
  * restart: the row's whole total over that time); a delta scrape of such
  * a profile: its total per second of its duration; a snapshot: its total.
- * 0 with *v, or -1 when there is none: a cumulative series' first row, a
- * delta profile without a duration. */
+ * 0 with *v, or -ENODATA when there is none: a cumulative series' first
+ * row, a delta profile without a duration. */
 int collect_row_value(const collect_quantity_t *q, int64_t total, int64_t time_ns,
                       int64_t duration_ns, int has_prev, int64_t prev_total, int64_t prev_ns,
                       double *v);
