@@ -94,6 +94,7 @@ pprof_total() {
   pprof -top "$@" "$f" | sed -n 's/.* of \([0-9.]*\)[a-zA-Z]* total.*/\1/p' | head -1
 }
 
+: >"$T/c.err" # read below before the child may have opened it
 "$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
 CPID=$!
 W=

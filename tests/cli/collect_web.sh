@@ -44,6 +44,7 @@ q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
 # succeeds when it is true.
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 
+: >"$T/c.err" # read below before the child may have opened it (set -e)
 "$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
 CPID=$!
 W=
