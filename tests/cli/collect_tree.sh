@@ -163,6 +163,9 @@ http "http://$WEB/api/merge?job=each&type=process_cpu&from=0&to=$now&pid=${W[2]}
 check "/api/merge?pid=${W[2]}: merges as many profiles" has "$T/body" "^\{\"profiles\":$n2,"
 check "/api/merge?pid=${W[2]}: its title names the process" grep -qF "pid=\\\"${W[2]}\\\"" "$T/body"
 check "/api/profiles?pid=x: 400" test "$(http "http://$WEB/api/profiles?job=each&type=memory&pid=x")" = 400
+# In an each job pid is a series label: selector={pid="N"} is pid=N.
+http "http://$WEB/api/merge?job=each&type=process_cpu&from=0&to=$now" -G --data-urlencode "selector={pid=\"${W[2]}\"}" >/dev/null
+check "/api/merge?selector={pid=\"${W[2]}\"}: the process's series, as pid=" has "$T/body" "^\{\"profiles\":$n2,"
 
 # A worker leaves: its series stops, the others go on, nothing turns Bad.
 kill -TERM "${W[0]}"
@@ -186,6 +189,14 @@ CPID=$!
 STORE=mstore
 until_merged() { for _ in $(seq 1 300); do [ "$(rows merged process_cpu %)" -ge 2 ] && return 0; sleep 0.2; done; return 1; }
 check "merged: CPU rows stored" until_merged
+# In a merged tree pid is a sample label: selector={pid="N"} keeps that
+# worker's samples of the one series.
+MWEB=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/m.err")
+curl -s -o "$T/msel.pb.gz" -G --data-urlencode "selector={pid=\"${W[1]}\"}" \
+  "http://$MWEB/api/merge?job=merged&type=process_cpu&from=0&to=$(date +%s%N)&format=pprof"
+pprof -tags "$T/msel.pb.gz" >"$T/msel.tags" || true
+check "merged: selector={pid=\"${W[1]}\"} keeps worker ${W[1]}'s samples alone" bash -c \
+  "grep -Eq ': ${W[1]}\$' '$T/msel.tags' && ! grep -Eq ': (${W[2]}|$MASTER)\$' '$T/msel.tags'"
 kill -TERM "$CPID"
 wait "$CPID" || true
 f=$T/mstore/profiles/$(q "select file from profiles where job='merged' and type='process_cpu' order by time_ns desc limit 1")

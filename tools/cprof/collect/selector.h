@@ -9,10 +9,12 @@
  * reads as "", as in Prometheus: {pid=""} selects what has no pid.
  *
  * A matcher is one of two kinds, by its name: a series label (job,
- * instance, pid, process, and the config's target labels) selects stored
- * profiles by their labels; any other name filters the samples inside
- * them by the labels the program gave them (cprof_do's, a tree's pid
- * when merged), and a sample without the label reads "" too. */
+ * instance, the config's target labels, and pid and process in a job
+ * scraped with process_tree: each) selects stored profiles by their
+ * labels; any other name filters the samples inside them by the labels
+ * the program gave them (cprof_do's, a merged tree's pid), and a sample
+ * without the label reads "" too. The caller says which is which
+ * (collect_selector_split). */
 #ifndef CPROF_COLLECT_SELECTOR_H
 #define CPROF_COLLECT_SELECTOR_H
 

@@ -148,13 +148,26 @@ typedef struct ask {
   collect_selector_t *sel; /* selector=, or NULL */
 } ask_t;
 
-/* Series labels: what the store's rows carry (job, instance, a tree's
- * pid and process, a target's labels from the config). */
+/* Series labels: what the store's rows carry: job, instance, a target's
+ * labels from the config, and a tree's pid and process when the job asked
+ * for is scraped with process_tree: each (one series per process); in a
+ * merged tree's profile pid is a label of the samples. */
+typedef struct series_names {
+  const collect_config_t *cfg;
+  const char *job;
+} series_names_t;
+
 static int is_series_label(void *arg, const char *name) {
-  const collect_config_t *cfg = arg;
-  if (!strcmp(name, "job") || !strcmp(name, "instance") || !strcmp(name, "pid") ||
-      !strcmp(name, "process"))
+  const series_names_t *sn = arg;
+  const collect_config_t *cfg = sn->cfg;
+  if (!strcmp(name, "job") || !strcmp(name, "instance"))
     return 1;
+  if (!strcmp(name, "pid") || !strcmp(name, "process")) {
+    for (size_t j = 0; j < cfg->njobs; j++)
+      if (sn->job && !strcmp(cfg->jobs[j].name, sn->job))
+        return cfg->jobs[j].process_tree_each;
+    return 1;
+  }
   for (size_t j = 0; j < cfg->njobs; j++)
     for (size_t t = 0; t < cfg->jobs[j].ntargets; t++)
       for (size_t l = 0; l < cfg->jobs[j].targets[t].nlabels; l++)
@@ -195,7 +208,8 @@ static int parse_ask(const web_ctx_t *ctx, web_param_fn param, void *req, int ti
       web_reply_error(r, rc == -EINVAL ? 400 : 500, "%d %s", rc == -EINVAL ? 400 : 500, err);
       return -1;
     }
-    collect_selector_split(a->sel, is_series_label, (void *)ctx->cfg);
+    series_names_t sn = {ctx->cfg, a->job};
+    collect_selector_split(a->sel, is_series_label, &sn);
   }
   if (a->instance && !*a->instance)
     a->instance = NULL;
