@@ -43,6 +43,11 @@ cprof__cpu_profile_t *cprof__cpu_profile_new(int hz) {
   return p;
 }
 
+void cprof__cpu_profile_restart(cprof__cpu_profile_t *p) {
+  cprof__builder_set_time(p->b, cprof__now_ns(CLOCK_REALTIME));
+  p->start_ns = cprof__now_ns(CLOCK_MONOTONIC);
+}
+
 static int grow(cprof__cpu_profile_t *p) {
   size_t cap = p->cap ? p->cap * 2 : 64;
   pid_t *tid = calloc(cap, sizeof *tid);

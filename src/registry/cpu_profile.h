@@ -11,6 +11,9 @@ typedef struct cprof__cpu_profile cprof__cpu_profile_t;
 
 /* A profile sampled at hz, started now. NULL on allocation failure. */
 cprof__cpu_profile_t *cprof__cpu_profile_new(int hz);
+/* Makes the profile's window begin now: time_nanos and the start of its
+ * duration. For a profile made before its window opened. */
+void cprof__cpu_profile_restart(cprof__cpu_profile_t *p);
 /* The sink to hand to cprof__cpu_drain/cprof__cpu_stop (arg: the profile). */
 void cprof__cpu_profile_add(void *arg, const cprof__cpu_sample_t *s);
 /* Adds the lost samples as a frame of their own, sets the duration, and
