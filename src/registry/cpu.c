@@ -236,6 +236,7 @@ int cprof__cpu_reader_cut(cprof__cpu_reader_t *r, cprof__buf_t *out) {
       lost = dropped - r->dropped;
       r->dropped = dropped;
       done = r->profile;
+      cprof__cpu_profile_end(done);
       cprof__cpu_profile_restart(next);
       r->profile = next;
       pthread_mutex_unlock(&profile_lock);
@@ -313,6 +314,8 @@ int cprof__cpu_reader_stop(cprof__cpu_reader_t *r, cprof__buf_t *out) {
     else
       cprof__cpu_drain(fan_out, NULL);
     lost = dropped_now() - r->dropped;
+    if (r->profile)
+      cprof__cpu_profile_end(r->profile);
     rec.readers[i] = rec.readers[--rec.n];
     if (last)
       memset(&rec, 0, sizeof rec);
