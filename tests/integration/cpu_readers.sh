@@ -35,15 +35,25 @@ sleep 0.5
 fetch p5 "$U/profile?seconds=5"
 sleep 0.5
 fetch p3 "$U/profile?seconds=3"
+fetch wall3 "$U/wall?seconds=3"
 sleep 0.5
 fetch p2 "$U/profile?seconds=2"
 fetch wall "$U/wall?seconds=2"
 sleep 0.3
 fetch trace "$U/trace?seconds=1"
+# The wall recording runs at the default 50 Hz: another rate is refused.
+code=$(http "$U/wall?seconds=1&hz=100")
+check "a wall profile at another rate meanwhile: 409 ($code)" [ "$code" = 409 ]
+check "... naming the running rate" has "$T/body" 'already records at 50 Hz'
+code=$(http "$U/profile?seconds=1&hz=100")
+check "a CPU profile at another rate meanwhile: 409 ($code)" [ "$code" = 409 ]
+check "... naming the running rate" has "$T/body" 'records at 250 Hz'
+code=$(http "$U/profile?seconds=1&hz=250")
+check "one at the running rate, said: 200 ($code)" [ "$code" = 200 ]
 for job in $(jobs -p); do
   [ "$job" = "$PID" ] || wait "$job" || true
 done
-for r in p5 p3 p2 wall trace; do
+for r in p5 p3 p2 wall3 wall trace; do
   code=$(cat "$T/$r.code")
   check "$r: HTTP 200 ($code)" [ "$code" = 200 ]
   [ "$code" = 200 ] || head -c 300 "$T/$r" >&2
@@ -95,8 +105,7 @@ PY
 
 # time_nanos and duration_nanos, read from the profiles themselves
 # (profile.proto fields 9 and 10, varints at the top level).
-check "each lasts its own seconds within 5 %; they start in the order asked" \
-  python3 - "$T/p5" "$T/p3" "$T/p2" <<'PY'
+cat >"$T/nanos.py" <<'PY'
 import gzip, sys
 def top_fields(path):
     b, i, f = gzip.open(path).read(), 0, {}
@@ -115,19 +124,39 @@ def top_fields(path):
         else: raise SystemExit("wire type %d" % wire)
     return f
 ok, starts = True, []
-for path, secs in zip(sys.argv[1:], (5, 3, 2)):
+args = sys.argv[1:]
+for path, secs in zip(args[::2], map(int, args[1::2])):
     f = top_fields(path)
     t, d = f.get(9, 0), f.get(10, 0)
     print("%ss: time_nanos %d duration %.3f s" % (secs, t, d / 1e9))
     ok = ok and abs(d / 1e9 - secs) <= 0.05 * secs
     starts.append(t)
-print("started %.3f s and %.3f s apart" % ((starts[1] - starts[0]) / 1e9, (starts[2] - starts[1]) / 1e9))
-sys.exit(0 if ok and 0 < starts[0] < starts[1] < starts[2] else 1)
+print("started", ", ".join("%.3f s" % ((b - a) / 1e9) for a, b in zip(starts, starts[1:])), "apart")
+sys.exit(0 if ok and 0 < starts[0] and all(a < b for a, b in zip(starts, starts[1:])) else 1)
 PY
+check "each CPU profile lasts its own seconds within 5 %; they start in the order asked" \
+  python3 "$T/nanos.py" "$T/p5" 5 "$T/p3" 3 "$T/p2" 2
+check "each wall profile too" python3 "$T/nanos.py" "$T/wall3" 3 "$T/wall" 2
 
 # The wall profile and the trace beside them.
-pprof -top "$T/wall" >"$T/wall.top" || fail "wall: go tool pprof -top"
-check "wall: a wall profile of the work" eval 'has "$T/wall.top" "^Type: wall$" && has "$T/wall.top" " work_60$"'
+for r in wall3 wall; do
+  pprof -top "$T/$r" >"$T/$r.top" || fail "$r: go tool pprof -top"
+  check "$r: a wall profile of the work" eval 'has "$T/$r.top" "^Type: wall$" && has "$T/$r.top" " work_60$"'
+done
+for r in wall3 wall; do pprof -tags "$T/$r" >"$T/$r.tags" || fail "$r: go tool pprof -tags"; done
+check "each wall profile's working thread (cpu_split) stands for its own seconds, within 5 %" \
+  python3 - "$T/wall3.tags" 3 "$T/wall.tags" 2 <<'PY'
+import re, sys
+args, ok = sys.argv[1:], True
+for path, secs in zip(args[::2], map(int, args[1::2])):
+    text = open(path).read()
+    block = text.split(" thread:", 1)[1].split("\n\n", 1)[0] if " thread:" in text else ""
+    got = {name: float(v) / (1000 if unit == "ms" else 1)
+           for v, unit, name in re.findall(r'([\d.]+)(ms|s) \( *[\d.]+%\): (\S+)', block)}
+    print(path.rsplit("/", 1)[1], got)
+    ok = ok and abs(got.get("cpu_split", 0) - secs) <= 0.05 * secs
+sys.exit(0 if ok else 1)
+PY
 check "trace: its CPU samples from the running recording, naming the work" python3 - "$T/trace" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
