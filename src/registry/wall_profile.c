@@ -63,65 +63,64 @@ const char *cprof__syscall_name(long nr, char *buf, size_t len) {
  * from_ns, to_ns), and each reader gets the part of it inside its window,
  * so a reader's threads add up to its own seconds. A reader stays until
  * the sampler has handed out everything up to its end (the tick after
- * it), but for the stacks of running threads asked for and still to come.
- * The sampler's end is the latest reader's: a reader that comes while it
- * runs moves it on, and one that comes once it is ending waits for it to
- * end and starts the next. The rate and the budget are the first
- * reader's: an explicit other rate is refused (-ERANGE), as the CPU's. */
+ * it, and the samples still waiting then for a stack or a place). The
+ * sampler's end is the latest reader's: a reader that comes while it runs
+ * moves it on; once the sampler has settled its end (closing), a reader
+ * that comes starts the next recording, the one closing finishing for its
+ * own readers meanwhile. The rate and the budget are the first reader's:
+ * an explicit other rate is refused (-ERANGE), as the CPU's. */
 #define MAX_READERS 16
 #define WAIT_SLICE_MS 20
 /* How long a reader waits past its end for the sampler's tick after it. */
 #define SETTLE_NS 3000000000LL
 
-typedef struct wall_reader {
-  cprof__builder_t *b;
-  int64_t start, end; /* CLOCK_MONOTONIC: its window */
-  int failed;
-  long ticks, threads, reused; /* the sampler's ticks inside the window */
-  int64_t cpu_ns;
-} wall_reader_t;
+typedef struct wall_reader wall_reader_t;
 
-static struct {
-  int alive;   /* a sampler thread to join */
-  int closing; /* its end is settled: a reader now waits for the next */
-  int ended;   /* it returned */
+typedef struct wall_rec {
+  int closing; /* its end is settled: no reader joins it any more */
   int hz;
   int n;
   wall_reader_t *readers[MAX_READERS];
   int64_t through;          /* every interval before this has been handed out */
   long threads, reused;     /* the sampler's figures at its last tick */
   int64_t cpu_ns;           /* its CPU time at its last tick */
-  cprof__wall_opts_t o;     /* the sampler's */
-  cprof__wall_result_t res; /* the sampler's result, once ended */
-  pid_t owner;
+  cprof__wall_opts_t o;     /* the sampler's: arg is this */
   pthread_t thread;
-} w;
+} wall_rec_t;
 
-/* `life` is held while the sampler starts or is joined; `w_lock` guards
- * the rest and is what the sampler takes (never `life`). */
-static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
+struct wall_reader {
+  wall_rec_t *rec;
+  cprof__builder_t *b;
+  int64_t start, end; /* CLOCK_MONOTONIC: its window */
+  int failed;
+  long ticks, threads, reused; /* the sampler's ticks inside the window */
+  int64_t cpu_ns;
+};
+
+/* Guards every recording, and `current`, the one a reader joins. */
 static pthread_mutex_t w_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t w_cond;
+static wall_rec_t *current;
 static pthread_once_t w_once = PTHREAD_ONCE_INIT;
 
-static void atfork_prepare(void) {
-  pthread_mutex_lock(&life);
-  pthread_mutex_lock(&w_lock);
-}
-static void atfork_parent(void) {
-  pthread_mutex_unlock(&w_lock);
-  pthread_mutex_unlock(&life);
-}
+static void atfork_prepare(void) { pthread_mutex_lock(&w_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&w_lock); }
 static void atfork_child(void) {
-  /* The sampler stayed in the parent, and so did the readers. */
+  /* The samplers stayed in the parent, and so did the readers. */
   pthread_mutex_unlock(&w_lock);
-  pthread_mutex_unlock(&life);
-  memset(&w, 0, sizeof w);
+  current = NULL;
 }
 
 static void init_once(void) {
   cprof__cond_init_monotonic(&w_cond);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Under w_lock: no reader joins rec from now. */
+static void close_locked(wall_rec_t *rec) {
+  rec->closing = 1;
+  if (current == rec)
+    current = NULL;
 }
 
 static int add_labelled(cprof__builder_t *b, const cprof__thread_stack_t *t, int64_t count,
@@ -154,10 +153,10 @@ static int add_labelled(cprof__builder_t *b, const cprof__thread_stack_t *t, int
  * window, and the ticks in proportion. */
 static int fan_out(void *arg, const cprof__thread_stack_t *t, int64_t count, int64_t weight_ns,
                    int64_t from, int64_t to) {
-  (void)arg;
+  wall_rec_t *rec = arg;
   pthread_mutex_lock(&w_lock);
-  for (int i = 0; i < w.n; i++) {
-    wall_reader_t *r = w.readers[i];
+  for (int i = 0; i < rec->n; i++) {
+    wall_reader_t *r = rec->readers[i];
     int64_t lo = from > r->start ? from : r->start, hi = to < r->end ? to : r->end;
     int64_t c = count, v = weight_ns;
     if (to > from) {
@@ -178,47 +177,47 @@ static int fan_out(void *arg, const cprof__thread_stack_t *t, int64_t count, int
 
 static void on_tick(void *arg, int64_t at, int64_t pending, const cprof__wall_result_t *res,
                     int64_t cpu_ns) {
-  (void)arg;
+  wall_rec_t *rec = arg;
   pthread_mutex_lock(&w_lock);
-  for (int i = 0; i < w.n; i++) {
-    wall_reader_t *r = w.readers[i];
+  for (int i = 0; i < rec->n; i++) {
+    wall_reader_t *r = rec->readers[i];
     if (at < r->start || at >= r->end)
       continue;
     r->ticks++;
-    r->threads += res->threads - w.threads;
-    r->reused += res->reused - w.reused;
-    r->cpu_ns += cpu_ns - w.cpu_ns;
+    r->threads += res->threads - rec->threads;
+    r->reused += res->reused - rec->reused;
+    r->cpu_ns += cpu_ns - rec->cpu_ns;
   }
-  w.threads = res->threads;
-  w.reused = res->reused;
-  w.cpu_ns = cpu_ns;
-  w.through = pending < at ? pending : at;
+  rec->threads = res->threads;
+  rec->reused = res->reused;
+  rec->cpu_ns = cpu_ns;
+  rec->through = pending < at ? pending : at;
   pthread_cond_broadcast(&w_cond);
   pthread_mutex_unlock(&w_lock);
 }
 
 /* The latest reader's end; with last, settled once last is past it. */
 static int64_t until(void *arg, int64_t last) {
-  (void)arg;
+  wall_rec_t *rec = arg;
   pthread_mutex_lock(&w_lock);
   int64_t end = 0;
-  for (int i = 0; i < w.n; i++)
-    if (w.readers[i]->end > end)
-      end = w.readers[i]->end;
-  if (!w.n) /* every reader went away early: end now */
+  for (int i = 0; i < rec->n; i++)
+    if (rec->readers[i]->end > end)
+      end = rec->readers[i]->end;
+  if (!rec->n) /* every reader went away early: end now */
     end = cprof__now_ns(CLOCK_MONOTONIC);
   if (last && last >= end)
-    w.closing = 1;
+    close_locked(rec);
   pthread_mutex_unlock(&w_lock);
   return end;
 }
 
 /* The sampler's waits: cut short once no reader is left. */
 static int sampler_wait(void *ctx, long ms) {
-  (void)ctx;
+  wall_rec_t *rec = ctx;
   for (;;) {
     pthread_mutex_lock(&w_lock);
-    int gone = w.n == 0;
+    int gone = rec->n == 0;
     pthread_mutex_unlock(&w_lock);
     if (gone)
       return -1;
@@ -232,118 +231,99 @@ static int sampler_wait(void *ctx, long ms) {
 }
 
 static void *sampler(void *arg) {
-  (void)arg;
+  wall_rec_t *rec = arg;
   pthread_setname_np(pthread_self(), "cprof-wall");
   /* The sampling keeps /proc files open: not in the program's descriptor
    * table (a thread made on one of the program's threads shares it). */
   int err = cprof__fds_in_own_table() ? 0 : cprof__fds_unshare();
   cprof__wall_result_t res = {0};
   if (!err)
-    err = cprof__wall_record(&w.o, &res);
+    cprof__wall_record(&rec->o, &res); /* an error ends it early: its readers get what came */
   pthread_mutex_lock(&w_lock);
-  w.res = res;
-  w.closing = w.ended = 1;
-  w.through = INT64_MAX;
-  (void)err; /* a reader sees what it got; the sampler's own error ends it early */
+  close_locked(rec);
+  rec->through = INT64_MAX;
   pthread_cond_broadcast(&w_cond);
   pthread_mutex_unlock(&w_lock);
   return NULL;
 }
 
-/* With life held: the sampler that ended, or is ending, is joined. */
-static void join_locked(void) {
-  if (!w.alive)
-    return;
-  pthread_join(w.thread, NULL);
-  pthread_mutex_lock(&w_lock);
-  w.alive = w.closing = w.ended = 0;
-  w.threads = w.reused = 0;
-  w.cpu_ns = 0;
-  w.through = 0;
-  pthread_mutex_unlock(&w_lock);
-}
-
-/* Opens a reader for o's duration from now: joins the sampler or starts
- * it. 0, -ERANGE (*running: its rate), -EUSERS, -ENOMEM or
+/* Opens reader r for o's duration from now: joins the running recording
+ * or starts one. 0, -ERANGE (*running: its rate), -EUSERS, -ENOMEM or
  * pthread_create's error. */
 static int reader_open(const cprof__wall_opts_t *o, int flags, wall_reader_t *r, int *running) {
   pthread_once(&w_once, init_once);
-  pthread_mutex_lock(&life);
+  wall_rec_t *fresh = calloc(1, sizeof *fresh);
+  if (!fresh)
+    return -ENOMEM;
   pthread_mutex_lock(&w_lock);
-  int ending = w.alive && (w.closing || w.owner != getpid());
-  pthread_mutex_unlock(&w_lock);
-  if (ending)
-    join_locked(); /* ends within a tick or two: it settled its end */
-  pthread_mutex_lock(&w_lock);
+  wall_rec_t *rec = current;
   int err = 0;
-  if (w.alive) {
-    *running = w.hz;
-    if ((flags & CPROF_WALL_EXPLICIT_HZ) && o->hz != w.hz)
+  if (rec) {
+    *running = rec->hz;
+    if ((flags & CPROF_WALL_EXPLICIT_HZ) && o->hz != rec->hz)
       err = -ERANGE;
-    else if (w.n == MAX_READERS)
+    else if (rec->n == MAX_READERS)
       err = -EUSERS;
+  } else {
+    rec = fresh;
+    fresh = NULL;
+    rec->hz = o->hz;
+    rec->o = (cprof__wall_opts_t){.hz = o->hz,
+                                  .duration_ms = o->duration_ms,
+                                  .budget = o->budget,
+                                  .how = o->how,
+                                  .wait = sampler_wait,
+                                  .ctx = rec,
+                                  .sink = fan_out,
+                                  .arg = rec,
+                                  .until = until,
+                                  .on_tick = on_tick};
   }
   if (!err) {
+    r->rec = rec;
     r->start = cprof__now_ns(CLOCK_MONOTONIC);
     r->end = r->start + (int64_t)o->duration_ms * 1000000;
-    w.readers[w.n++] = r;
+    rec->readers[rec->n++] = r;
   }
-  int start = !err && !w.alive;
-  if (start) {
-    w.o = (cprof__wall_opts_t){.hz = o->hz,
-                               .duration_ms = o->duration_ms,
-                               .budget = o->budget,
-                               .how = o->how,
-                               .wait = sampler_wait,
-                               .sink = fan_out,
-                               .until = until,
-                               .on_tick = on_tick};
-    w.hz = o->hz;
-    w.owner = getpid();
-    w.closing = w.ended = 0;
-    w.through = 0;
+  if (!err && !fresh && rec != current) {
+    /* Made as cprof's own: every signal blocked, nothing sampled. It waits
+     * for w_lock before it looks at rec. */
+    cprof__guard_enter();
+    err = -pthread_create(&rec->thread, NULL, sampler, rec);
+    cprof__guard_leave();
+    if (err)
+      free(rec);
+    else
+      current = rec;
   }
   pthread_mutex_unlock(&w_lock);
-  if (start) {
-    /* Made as cprof's own: every signal blocked, nothing sampled. */
-    cprof__guard_enter();
-    err = -pthread_create(&w.thread, NULL, sampler, NULL);
-    cprof__guard_leave();
-    pthread_mutex_lock(&w_lock);
-    if (err)
-      w.readers[--w.n] = NULL; /* the only one */
-    else
-      w.alive = 1;
-    pthread_mutex_unlock(&w_lock);
-  }
-  pthread_mutex_unlock(&life);
+  free(fresh);
   return err;
 }
 
 /* Closes r: after the sampler handed out its window (unless cancelled),
- * or it ended. The last reader joins the sampler. */
+ * or it ended. The last reader of a recording joins its sampler and frees
+ * it: no reader joins it from then on. */
 static void reader_close(wall_reader_t *r, int cancelled) {
+  wall_rec_t *rec = r->rec;
   pthread_mutex_lock(&w_lock);
   if (!cancelled) {
     struct timespec until = cprof__deadline_ms(CLOCK_MONOTONIC, SETTLE_NS / 1000000);
-    while (w.through < r->end && pthread_cond_timedwait(&w_cond, &w_lock, &until) == 0)
+    while (rec->through < r->end && pthread_cond_timedwait(&w_cond, &w_lock, &until) == 0)
       ;
   }
-  for (int i = 0; i < w.n; i++)
-    if (w.readers[i] == r) {
-      w.readers[i] = w.readers[--w.n];
+  for (int i = 0; i < rec->n; i++)
+    if (rec->readers[i] == r) {
+      rec->readers[i] = rec->readers[--rec->n];
       break;
     }
-  int last = w.n == 0;
+  int last = rec->n == 0;
+  if (last)
+    close_locked(rec);
   pthread_mutex_unlock(&w_lock);
   if (last) {
-    pthread_mutex_lock(&life);
-    pthread_mutex_lock(&w_lock);
-    int still = w.n == 0; /* nobody came meanwhile */
-    pthread_mutex_unlock(&w_lock);
-    if (still)
-      join_locked();
-    pthread_mutex_unlock(&life);
+    pthread_join(rec->thread, NULL); /* within a wait slice: it has no reader */
+    free(rec);
   }
 }
 
