@@ -162,6 +162,6 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 cpu = [e for e in d["traceEvents"] if e["ph"] == "i" and e.get("cat") == "cpu" and e["name"] == "unit_kernel"]
 print(d["otherData"]["cpu_samples"], len(cpu))
-sys.exit(0 if d["otherData"]["cpu_samples"] == "from the CPU profile already running" and len(cpu) >= 50 else 1)
+sys.exit(0 if d["otherData"]["cpu_samples"] == "from the CPU profile already running" and len(cpu) >= 10 else 1)
 PY
 finish
