@@ -3,14 +3,18 @@
 # workload: work_60, work_30 and work_10 interleaved in rounds of a few ms,
 # its truth measured with each thread's CPU clock, the same in any window
 # of a second or more), three /debug/pprof/profile requests of 5, 3 and
-# 2 seconds started 0.5 s apart, a /debug/pprof/wall?seconds=2 and a trace
-# all run at once and all answer 200. Each CPU profile, read by go tool
+# 2 seconds started 0.5 s apart, two /debug/pprof/wall requests of 3 and
+# 2 seconds and a trace all run at once and all answer 200; meanwhile a
+# CPU or wall profile asking for another rate gets 409 naming the running
+# one, and one asking for the running rate 200. Each CPU profile, read by go tool
 # pprof, holds the true split, lasts its own seconds within 5 %
 # (duration_nanos), and starts when it was asked (time_nanos in the order
 # of the requests); and as the 2 s window lies inside the 3 s one, which
 # lies inside the 5 s one, each function's samples only grow from the
 # shorter to the longer: a reader holds the samples of its own window, no
-# more (this is exact, whatever the sampling noise).
+# more (this is exact, whatever the sampling noise). Each wall profile
+# lasts its own seconds, and the working thread stands for them. Last, a
+# 17th concurrent CPU profile gets 503, the 16 before it 200.
 #
 # How near the true split: within 2 percentage points, or within 3.5
 # standard errors of the profile's own sample count where that is wider.
@@ -23,7 +27,7 @@
 . "$(dirname "$0")/lib.sh"
 
 P=$B/tests/integration
-# Eight expensive requests at once (the default is four): five here.
+# Eight expensive requests at once (the default is four): seven here.
 start split LD_PRELOAD="$LIB" CPROF_CPU_HZ=250 CPROF_MAX_PROFILES=8 -- \
   "$P/cpu_split" 7 --wait-ms 300 --until-ms 9000
 U=http://$ADDR/debug/pprof
@@ -164,4 +168,24 @@ cpu = [e for e in d["traceEvents"] if e["ph"] == "i" and e.get("cat") == "cpu" a
 print(d["otherData"]["cpu_samples"], len(cpu))
 sys.exit(0 if d["otherData"]["cpu_samples"] == "from the CPU profile already running" and len(cpu) >= 10 else 1)
 PY
+
+# Sixteen readers at most: a seventeenth CPU profile gets 503 saying so,
+# and the sixteen all answer. (Room for that many requests at once, and
+# connections from one address.)
+start many --ready LD_PRELOAD="$LIB" CPROF_MAX_PROFILES=20 CPROF_MAX_CONNECTIONS_PER_IP=32 -- \
+  "$P/cpu_target"
+for i in $(seq 1 16); do
+  curl -s -m 30 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/profile?seconds=3" >"$T/many$i.code" &
+done
+sleep 1.5
+code=$(http "http://$ADDR/debug/pprof/profile?seconds=1")
+check "a 17th CPU profile at once: 503 ($code)" [ "$code" = 503 ]
+check "... saying why" has "$T/body" '16 CPU profiles already record, the most at once'
+for job in $(jobs -p); do
+  [ "$job" = "$PID" ] || wait "$job" || true
+done
+check "the 16 all answered 200" [ "$(cat "$T"/many*.code | grep -c '^200$')" = 16 ]
+code=$(http "http://$ADDR/debug/pprof/profile?seconds=1")
+check "and then a profile answers again ($code)" [ "$code" = 200 ]
+stop
 finish
