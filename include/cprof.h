@@ -214,7 +214,8 @@ CPROF_EXTERN long cprof_set_mutex_fraction(long n);
 /* Sets the CPU profile's sampling rate, in samples per second of each
  * thread's CPU time, 1..10000, as Go's runtime.SetCPUProfileRate: it
  * applies to the next profile started, by cprof_cpu_profile_start() or a
- * /debug/pprof/profile request (a running one keeps its rate). A negative
+ * /debug/pprof/profile request that starts the recording (one that joins
+ * a running recording takes its rate). A negative
  * hz changes nothing. Returns the previous rate, or -EINVAL for 0 or above
  * 10000: a long, as every cprof_set_* returns (an int in 0.2.0).
  * cprof_start() sets the rate again from CPROF_CPU_HZ. */
@@ -272,10 +273,16 @@ CPROF_EXTERN void cprof_profiles_free(cprof_profile_info_t **list);
 /* Starts a CPU profile of the whole process, as Go's
  * pprof.StartCPUProfile; cprof_cpu_profile_stop() ends it and writes it, as
  * gzip-compressed profile.proto, to fd (which must stay open until then).
- * Returns 0; -EBUSY when a CPU profile is already being taken (by this
- * call, by CPROF_OUTPUT or by a /debug/pprof/profile request); -EBADF for
- * a descriptor that is not open for writing; or why no thread can be
- * sampled (see cprof_strerror). */
+ * The profile covers the time from this call to the stop, and shares
+ * cprof's one CPU recording with whoever else profiles meanwhile
+ * (/debug/pprof/profile requests, CPROF_OUTPUT, a push), without
+ * conflict; if one runs already, this profile takes its rate. As the call
+ * has no handle, the program has one such profile at a time, as Go's
+ * StartCPUProfile: a second start before the stop is -EBUSY. Returns 0;
+ * -EBUSY then, or when the program uses SIGPROF itself (its own handler or
+ * setitimer(ITIMER_PROF)); -EUSERS when 16 CPU profiles already run;
+ * -EBADF for a descriptor that is not open for writing; or why no thread
+ * can be sampled (see cprof_strerror). */
 CPROF_EXTERN int cprof_cpu_profile_start(int fd);
 
 /* Stops the profile cprof_cpu_profile_start() started and writes it to its

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "http/query.h"
 #include "http/response.h"
 #include "registry/wall_profile.h"
@@ -106,11 +107,14 @@ int cprof__param_delta(const cprof_request_t *req, cprof_response_t *resp, long 
 
 int cprof__params_profile(const cprof_request_t *req, cprof_response_t *resp, cprof__params_t *p) {
   p->seconds = CPROF_DEFAULT_SECONDS;
-  return cprof__param_seconds(req, resp, CPROF_MAX_SECONDS, &p->seconds);
+  if (cprof__param_seconds(req, resp, CPROF_MAX_SECONDS, &p->seconds) != 0)
+    return -1;
+  return param_whole(req, resp, "hz", CPROF_MAX_CPU_HZ, &p->hz);
 }
 
 int cprof__params_wall(const cprof_request_t *req, cprof_response_t *resp, cprof__params_t *p) {
-  if (cprof__params_profile(req, resp, p) != 0)
+  p->seconds = CPROF_DEFAULT_SECONDS;
+  if (cprof__param_seconds(req, resp, CPROF_MAX_SECONDS, &p->seconds) != 0)
     return -1;
   return param_whole(req, resp, "hz", CPROF_WALL_MAX_HZ, &p->hz);
 }

@@ -27,7 +27,7 @@ typedef struct cprof__params {
   long debug;           /* debug=N (0..1000); 0 when absent */
   long seconds;         /* seconds=N (1..CPROF_MAX_SECONDS); the endpoint's default when absent */
   double trace_seconds; /* /trace's seconds=X, a number */
-  long hz;              /* /wall's hz=N; 0 when absent (the sampler's default) */
+  long hz;              /* /wall's and /profile's hz=N; 0 when absent (the default rate) */
   long diff;            /* the viewer's diff=N: two snapshots N seconds apart; 0 when absent */
   long since;           /* /debug/charts/data's since=UNIX_MS; 0 when absent */
   char name[80];        /* the viewer's name=: the profile to show */
@@ -45,7 +45,8 @@ void cprof__params_init(cprof__params_t *p, const cprof_request_t *req,
 typedef int (*cprof__params_fn)(const cprof_request_t *req, cprof_response_t *resp,
                                 cprof__params_t *p);
 
-/* /debug/pprof/profile: seconds, default CPROF_DEFAULT_SECONDS. */
+/* /debug/pprof/profile: seconds, default CPROF_DEFAULT_SECONDS, then hz
+ * (1..CPROF_MAX_CPU_HZ). */
 int cprof__params_profile(const cprof_request_t *req, cprof_response_t *resp, cprof__params_t *p);
 /* /debug/pprof/wall: seconds as /profile's, then hz (1..CPROF_WALL_MAX_HZ). */
 int cprof__params_wall(const cprof_request_t *req, cprof_response_t *resp, cprof__params_t *p);

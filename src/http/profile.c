@@ -1,9 +1,14 @@
-/* /debug/pprof/profile?seconds=N: the CPU profile, as Go's.
+/* /debug/pprof/profile?seconds=N&hz=H: the CPU profile, as Go's.
  *
  * seconds defaults to 30, as in Go; 1..3600 are accepted (the router reads
- * it: http/params.c). The request's own thread drains the sample buffer
- * every 50 ms while it waits, and looks for threads without timers; a
- * client that goes away stops the profile. */
+ * it: http/params.c). Each request is a reader of the one CPU recording
+ * (registry/cpu.h): concurrent requests share it, and each answer holds
+ * the samples of its own seconds. hz asks for a rate: the recording's
+ * first reader sets it (without hz, the configured one, CPROF_CPU_HZ);
+ * a request with another hz while it runs gets 409 naming the running
+ * rate, one without hz takes it. The request's own thread drains the
+ * sample buffer every 50 ms while it waits, and looks for threads without
+ * timers; a client that goes away ends its reader. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,25 +40,35 @@ static void log_once(const char *why) {
 
 int cprof__cpu_profile_take(const cprof__params_t *p, const cprof__config_t *cfg, long seconds,
                             cprof_response_t *resp, cprof__buf_t *out) {
-  cprof__cpu_recording_t *rec;
+  cprof__cpu_reader_t *rec;
   char why[256];
-  int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &rec);
-  if (err == -ENOMEM) {
+  int hz = p->hz ? (int)p->hz : cfg->cpu_hz;
+  int flags = p->hz ? CPROF_CPU_READER_EXPLICIT_HZ : 0;
+  int err = cprof__cpu_reader_start(hz, flags, cfg->unwind, why, sizeof why, &rec);
+  switch (err) {
+  case 0:
+    break;
+  case -ENOMEM:
     cprof__resp_error(resp, 500, "out of memory");
     return -1;
-  }
-  if (err) {
+  case -EBUSY:
+    cprof__resp_error(resp, 409,
+                      "Could not enable CPU profiling: the program uses SIGPROF itself "
+                      "(its own setitimer(ITIMER_PROF) or another profiler)");
+    return -1;
+  case -ERANGE: /* another rate than the running one's, asked for */
+    cprof__resp_error(resp, 409, "Could not enable CPU profiling at %d Hz: %s", hz, why);
+    return -1;
+  case -EUSERS:
+    cprof__resp_error(resp, 503, "Could not enable CPU profiling: %s; try again later", why);
+    return -1;
+  default:
     if (why[0]) { /* no thread can be sampled: an empty profile would look like an idle program */
       log_once(why);
       cprof__resp_error(resp, 500, "Could not enable CPU profiling: %s", why);
-    } else if (err == -EALREADY)
-      cprof__resp_error(resp, 500, "Could not enable CPU profiling: cpu profiling already in use");
-    else if (err == -EBUSY)
-      cprof__resp_error(resp, 409,
-                        "Could not enable CPU profiling: the program uses SIGPROF itself "
-                        "(its own setitimer(ITIMER_PROF) or another profiler)");
-    else
+    } else {
       cprof__resp_error(resp, 500, "Could not enable CPU profiling: %s", cprof_strerror(err));
+    }
     return -1;
   }
 
@@ -65,14 +80,14 @@ int cprof__cpu_profile_take(const cprof__params_t *p, const cprof__config_t *cfg
     if (left <= 0 || cancelled)
       break;
     cancelled = p->wait(p->ctx, left < DRAIN_MS ? left : DRAIN_MS) != 0;
-    cprof__cpu_recording_drain(rec);
+    cprof__cpu_recording_drain();
   }
   if (cancelled) {
-    cprof__cpu_recording_stop(rec, NULL);
+    cprof__cpu_reader_stop(rec, NULL);
     cprof__resp_error(resp, 500, "request cancelled");
     return -1;
   }
-  err = cprof__cpu_recording_stop(rec, out);
+  err = cprof__cpu_reader_stop(rec, out);
   if (err) {
     cprof__resp_error(resp, 500, "could not write the profile: %s", cprof_strerror(err));
     return -1;

@@ -2,8 +2,10 @@
  * running or waiting (registry/wall_profile.h), as fgprof's endpoint.
  *
  * seconds defaults to 30 as /profile's (1..3600); hz to 50 (1..250); the
- * router reads both (http/params.c). The request's own thread samples,
- * and a client that goes away stops it. The answer's X-Cprof-Wall header
+ * router reads both (http/params.c). Concurrent requests share one
+ * recording (registry/wall_profile.h), each answered for its own seconds;
+ * one with another hz than the running rate gets 409 naming it. A client
+ * that goes away ends its reader. The answer's X-Cprof-Wall header
  * says what the sampling did: the average rate, ticks, thread stacks in
  * all and how many were reused from the tick before, and the sampling
  * thread's CPU time. */
@@ -23,7 +25,20 @@ int cprof__wall_take(const cprof__params_t *p, const cprof__config_t *cfg, long 
                           .wait = p->wait,
                           .ctx = p->ctx};
   cprof__wall_result_t res;
-  int err = cprof__wall_profile_take(&o, out, &res);
+  int err = cprof__wall_profile_take(&o, hz ? CPROF_WALL_EXPLICIT_HZ : 0, out, &res);
+  if (err == -ERANGE) {
+    cprof__resp_error(resp, 409,
+                      "Could not take the wall-clock profile at %ld Hz: the wall-clock profile "
+                      "already records at %d Hz",
+                      hz, res.hz);
+    return -1;
+  }
+  if (err == -EUSERS) {
+    cprof__resp_error(resp, 503,
+                      "Could not take the wall-clock profile: 16 wall-clock profiles already "
+                      "record, the most at once; try again later");
+    return -1;
+  }
   if (err == -ECANCELED) {
     cprof__resp_error(resp, 500, "request cancelled");
     return -1;

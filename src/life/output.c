@@ -2,10 +2,11 @@
  * with the heap profile as it stands then (heap.pb.gz: what is still in
  * use at exit, and everything allocated during the run).
  *
- * The CPU profile is a recording (registry/cpu.h) with a drainer thread,
- * "cprof-output", that drains the sample buffer every 50 ms, as an HTTP
- * profile request's thread does. While it records, the CPU profiler is
- * taken: /debug/pprof/profile answers that it is in use. The heap profile
+ * The CPU profile is a reader of the CPU recording (registry/cpu.h) for
+ * the whole run, which gives the recording a drainer thread,
+ * "cprof-output", if it has none, to drain the sample buffer every 50 ms.
+ * /debug/pprof/profile requests, the push and cprof_cpu_profile_start
+ * read the same recording meanwhile, each for its own window. The heap profile
  * is the registry's "heap", as /debug/pprof/heap serves it. The
  * file is written to a temporary name and renamed, so a reader never sees
  * half a profile. Exits that run no atexit handlers (_exit, a fatal signal)
@@ -38,7 +39,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int armed;                         /* a directory was given: write at exit */
 static pid_t owner;                       /* the process that records: not a forked child */
-static cprof__cpu_recording_t *recording; /* NULL when the CPU profile could not start */
+static cprof__cpu_reader_t *recording;    /* NULL when the CPU profile could not start */
 static char dir[512];
 
 static void write_file(const char *name, const cprof__buf_t *b) {
@@ -91,12 +92,12 @@ void cprof__output_finish(void) {
   armed = 0;
   /* The CPU profile stops first: our own writing is not the program's CPU
    * time. Its proto is made afterwards, in the symbolizer's quick mode. */
-  cprof__cpu_recording_t *cpu = recording;
+  cprof__cpu_reader_t *cpu = recording;
   recording = NULL;
   cprof__buf_t b;
   cprof__buf_init(&b);
   cprof__symbolizer_quick(1);
-  int err = cpu ? cprof__cpu_recording_stop(cpu, &b) : 0;
+  int err = cpu ? cprof__cpu_reader_stop(cpu, &b) : 0;
   write_heap();
   if (cpu) {
     if (err == 0)
@@ -124,7 +125,7 @@ void cprof__output_start(const cprof__config_t *cfg) {
   if (!registered++)
     atexit(cprof__output_finish);
   char why[256];
-  int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &recording);
+  int err = cprof__cpu_reader_start(cfg->cpu_hz, 0, cfg->unwind, why, sizeof why, &recording);
   if (err == -ENOMEM && !why[0]) {
     cprof__log("CPROF_OUTPUT: out of memory; no CPU profile will be written");
     goto out;
@@ -136,8 +137,8 @@ void cprof__output_start(const cprof__config_t *cfg) {
                                : cprof_strerror(err));
     goto out;
   }
-  if (cprof__cpu_recording_drainer(recording, "cprof-output") != 0) {
-    cprof__cpu_recording_stop(recording, NULL);
+  if (cprof__cpu_reader_drainer(recording, "cprof-output") != 0) {
+    cprof__cpu_reader_stop(recording, NULL);
     recording = NULL;
     cprof__log("CPROF_OUTPUT: cannot start the collector thread");
   }

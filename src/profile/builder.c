@@ -281,6 +281,10 @@ void cprof__builder_set_duration(cprof__builder_t *b, int64_t duration_nanos) {
   b->duration_nanos = duration_nanos;
 }
 
+void cprof__builder_set_time(cprof__builder_t *b, int64_t time_nanos) {
+  b->time_nanos = time_nanos;
+}
+
 void cprof__builder_set_period(cprof__builder_t *b, int64_t period) { b->period = period; }
 
 int64_t cprof__builder_total(const cprof__builder_t *b, int index) {

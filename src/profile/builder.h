@@ -59,6 +59,9 @@ int cprof__builder_add_pseudo(cprof__builder_t *b, const char *name, const int64
 
 /* Sets duration_nanos, for profiles whose length is known only at the end. */
 void cprof__builder_set_duration(cprof__builder_t *b, int64_t duration_nanos);
+/* Sets time_nanos, for profiles whose window begins after the builder was
+ * made (a CPU reader's: registry/cpu.c). */
+void cprof__builder_set_time(cprof__builder_t *b, int64_t time_nanos);
 /* Sets the period, for profiles whose rate is settled only at the end (the
  * wall profile's, lowered to keep its budget). */
 void cprof__builder_set_period(cprof__builder_t *b, int64_t period);

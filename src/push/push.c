@@ -5,12 +5,12 @@
  * - The CPU profile is a recording (registry/cpu.h) with a drainer thread
  *   of its own, "cprof-push-cpu", cut every CPROF_PUSH_INTERVAL: each cut
  *   is the profile of one interval, pushed with from and until its start
- *   and end. While it records, the CPU profiler is taken, as with
- *   CPROF_OUTPUT: /debug/pprof/profile answers that it is in use (as Go's
- *   does beside pyroscope-go). The heap profile is the registry's "heap"
- *   at each cut, as GET /debug/pprof/heap serves it: in-use figures now,
- *   allocations since the start, marked cumulative (Pyroscope takes the
- *   differences).
+ *   and end. It is a reader of the CPU recording, which /debug/pprof/profile
+ *   requests, CPROF_OUTPUT and cprof_cpu_profile_start read meanwhile,
+ *   each for its own window: none of them waits for the push (Go's
+ *   /debug/pprof/profile answers "in use" beside pyroscope-go). The heap profile is the registry's
+ * "heap" at each cut, as GET /debug/pprof/heap serves it: in-use figures now, allocations since the
+ * start, marked cumulative (Pyroscope takes the differences).
  * - A thread of cprof's, "cprof-push", made under cprof's guard (every
  *   signal blocked, nothing it allocates sampled), cuts the profiles and
  *   sends them, oldest first, one request at a time, in a descriptor table
@@ -125,7 +125,7 @@ static struct {
   int exiting;         /* the program's exit has begun */
   int abandoned;       /* exit stopped waiting for the thread: it must never go on */
   pthread_t thread;
-  cprof__cpu_recording_t *cpu; /* NULL: the heap alone */
+  cprof__cpu_reader_t *cpu; /* NULL: the heap alone */
   int hz;
   char url[512], shown[512], name[600];
   long interval_ms;
@@ -366,10 +366,10 @@ static void cut(int last) {
   if (ps.cpu) {
     int err;
     if (last) {
-      err = cprof__cpu_recording_stop(ps.cpu, &b);
+      err = cprof__cpu_reader_stop(ps.cpu, &b);
       ps.cpu = NULL;
     } else {
-      err = cprof__cpu_recording_cut(ps.cpu, &b);
+      err = cprof__cpu_reader_cut(ps.cpu, &b);
     }
     if (err == 0)
       push_profile(name, "CPU", "process_cpu", 1, cpu_types, 2, ps.hz, from, now, &b);
@@ -476,7 +476,7 @@ static void *pusher(void *unused) {
     cprof__log("CPROF_PUSH_URL: %s; nothing will be pushed", why);
     ps.armed = 0;
     if (ps.cpu)
-      cprof__cpu_recording_stop(ps.cpu, NULL);
+      cprof__cpu_reader_stop(ps.cpu, NULL);
     ps.cpu = NULL;
     ps.ended = 1;
     pthread_cond_broadcast(&ps.cond);
@@ -631,23 +631,24 @@ void cprof__push_start(const cprof__config_t *cfg) {
   ps.retry_ms = 0;
 
   char why[256];
-  int err = cprof__cpu_recording_start(cfg->cpu_hz, cfg->unwind, why, sizeof why, &ps.cpu);
-  if (err == 0 && cprof__cpu_recording_drainer(ps.cpu, "cprof-push-cpu") != 0) {
-    cprof__cpu_recording_stop(ps.cpu, NULL);
+  int err = cprof__cpu_reader_start(cfg->cpu_hz, 0, cfg->unwind, why, sizeof why, &ps.cpu);
+  if (err == 0)
+    ps.hz = cprof__cpu_reader_hz(ps.cpu); /* the running recording's, if one ran */
+  if (err == 0 && cprof__cpu_reader_drainer(ps.cpu, "cprof-push-cpu") != 0) {
+    cprof__cpu_reader_stop(ps.cpu, NULL);
     ps.cpu = NULL;
     snprintf(why, sizeof why, "cannot start its thread");
     err = -EAGAIN;
   }
   if (err)
     cprof__log("CPROF_PUSH_URL: no CPU profile will be pushed: %s; the heap profile will be",
-               why[0]             ? why
-               : err == -EALREADY ? "the CPU profiler is taken (CPROF_OUTPUT records it)"
-               : err == -EBUSY    ? "the program uses SIGPROF itself"
-                                  : cprof_strerror(err));
+               why[0]          ? why
+               : err == -EBUSY ? "the program uses SIGPROF itself"
+                               : cprof_strerror(err));
   if (start_thread_locked() != 0) {
     cprof__log("CPROF_PUSH_URL: cannot start the push's thread; nothing will be pushed");
     if (ps.cpu)
-      cprof__cpu_recording_stop(ps.cpu, NULL);
+      cprof__cpu_reader_stop(ps.cpu, NULL);
     ps.cpu = NULL;
     goto out;
   }
@@ -682,7 +683,7 @@ void cprof__push_finish(void) {
                  ps.shown, CPROF_EXIT_BOUND_MS / 1000, ps.count);
     } else {
       if (ps.cpu) /* the thread could not run the last round */
-        cprof__cpu_recording_stop(ps.cpu, NULL);
+        cprof__cpu_reader_stop(ps.cpu, NULL);
       ps.cpu = NULL;
       if (ps.totals.dropped || ps.totals.rejected)
         cprof__log("CPROF_PUSH_URL: pushed %llu profiles to %s; %llu dropped, %llu refused",

@@ -1,13 +1,27 @@
-/* The CPU profile as a recording, as Go's StartCPUProfile/StopCPUProfile:
- * not a snapshot profile of the registry (registry.h) but an object that
- * is started, drained while it runs, and stopped, which writes
- * profile.proto. Its consumers: /debug/pprof/profile (http/profile.c),
- * which drains on its request's thread; CPROF_OUTPUT (life/output.c) and
- * cprof_cpu_profile_start (registry/cpu_api.c), which give the recording a
- * drainer thread of its own.
+/* The CPU profile as a recording with readers. Go's StartCPUProfile and
+ * StopCPUProfile record one profile at a time; here the recording (the
+ * per-thread timers of sample/cpu.h, their sample buffer, and a drainer)
+ * is shared: it starts with its first reader and stops with its last, and
+ * every consumer is a reader with a window of its own, whose profile.proto
+ * holds the samples of that window alone, with its own time_nanos (its
+ * start) and duration_nanos (its length).
  *
- * One recording at a time, process-wide, as the timers behind it are
- * (sample/cpu.h). */
+ * The readers: /debug/pprof/profile (http/profile.c), one per request,
+ * drained on the request's thread; CPROF_OUTPUT (life/output.c) for the
+ * whole run; the push (push/push.c), cut at each window; the trace
+ * (registry/trace.c), which wants the samples on its timeline and no
+ * profile; cprof_cpu_profile_start (registry/cpu_api.c). Each drain hands
+ * every sample to every reader present at that drain; a reader's start and
+ * stop drain first, so its window is the drains between them (how exact
+ * that is: doc/internals.md, "One CPU recording, many readers").
+ *
+ * The rate is the recording's: the first reader's. A reader that asks for
+ * another rate explicitly (?hz=) while it runs is refused (-ERANGE, saying
+ * the running rate); one that takes the configured rate (CPROF_CPU_HZ,
+ * cprof_set_cpu_rate) gets the running one, as Go's SetCPUProfileRate
+ * does not change a running profile's rate. At most CPROF_CPU_MAX_READERS
+ * readers at once (-EUSERS beyond), so that memory stays bounded: each
+ * reader has a profile builder of its own, freed at its stop. */
 #ifndef CPROF_REGISTRY_CPU_H
 #define CPROF_REGISTRY_CPU_H
 
@@ -16,47 +30,67 @@
 #include "core/buf.h"
 #include "unwind/unwind.h"
 
-typedef struct cprof__cpu_recording cprof__cpu_recording_t;
+#define CPROF_CPU_MAX_READERS 16
 
-/* Starts recording every thread at hz with the unwinder how. 0 and *out;
- * -EALREADY when a recording already runs (HTTP: "cpu profiling already in
- * use"); -EBUSY when the program uses SIGPROF itself (its own handler or
- * ITIMER_PROF); -ENOMEM; or, when not one thread can be sampled, the errno
- * of the call that failed with a line saying which in why (why is "" for
- * the other errors; may be NULL). */
-int cprof__cpu_recording_start(int hz, cprof__unwinder_t how, char *why, size_t why_size,
-                               cprof__cpu_recording_t **out);
+typedef struct cprof__cpu_reader cprof__cpu_reader_t;
 
-/* Gives timers to new threads and moves the samples recorded so far into
- * the profile. For a recording without a drainer, every 50 ms or so, on
- * one thread at a time. */
-void cprof__cpu_recording_drain(cprof__cpu_recording_t *r);
+enum {
+  /* hz is the reader's own choice (?hz=): a recording running at another
+   * rate refuses it, rather than the reader taking the running rate. */
+  CPROF_CPU_READER_EXPLICIT_HZ = 1,
+  /* No profile: the reader keeps the recording running and its samples
+   * flowing (onto a trace's timeline, sample/trace.h), and its stop
+   * writes nothing. */
+  CPROF_CPU_READER_NO_PROFILE = 2,
+};
 
-/* Drains the running recording, whoever owns it, if one runs: so that a
- * trace (http/trace.c) has every sample up to now of a recording it did
- * not start. */
-void cprof__cpu_recording_flush(void);
+/* Joins the running recording, or starts one at hz with the unwinder how,
+ * and opens the reader's window now. 0 and *out; -EBUSY when the program
+ * uses SIGPROF itself (its own handler or ITIMER_PROF); -ERANGE when an
+ * explicit hz is not the running rate (why says the running rate);
+ * -EUSERS when CPROF_CPU_MAX_READERS readers are open (why says so);
+ * -ENOMEM; or, when not one thread can be sampled, the errno of the call
+ * that failed with a line saying which in why (why is "" for -EBUSY and
+ * -ENOMEM; may be NULL). */
+int cprof__cpu_reader_start(int hz, int flags, cprof__unwinder_t how, char *why, size_t why_size,
+                            cprof__cpu_reader_t **out);
 
-/* Appends the gzip-compressed profile.proto of what r recorded since it
- * started or since the last cut, and goes on recording into a new one,
- * the timers untouched: a push's window (push/push.c). 0, -EINVAL when r
- * is not the running recording, -ENOMEM. From one thread at a time. */
-int cprof__cpu_recording_cut(cprof__cpu_recording_t *r, cprof__buf_t *out);
+/* The rate r records at: the recording's. */
+int cprof__cpu_reader_hz(const cprof__cpu_reader_t *r);
 
-/* Starts a thread named name (at most 15 bytes) that drains r every 50 ms
- * until r stops. 0 or a negative errno (r then records on, undrained). */
-int cprof__cpu_recording_drainer(cprof__cpu_recording_t *r, const char *name);
+/* Gives timers to new threads and hands the samples recorded so far to
+ * every reader, if a recording runs. Every 50 ms or so, from any thread:
+ * a reader that waits (an HTTP request's thread, the trace) calls it, and
+ * so does the drainer, when the recording has one. */
+void cprof__cpu_recording_drain(void);
 
-/* Stops r, drains what is left, and appends the gzip-compressed
- * profile.proto to out, or discards it when out is NULL; r is freed
- * either way. 0 or a negative errno (-ENOMEM). The drainer, if any, is
- * woken and joined first, so this returns quickly. */
-int cprof__cpu_recording_stop(cprof__cpu_recording_t *r, cprof__buf_t *out);
+/* Appends the gzip-compressed profile.proto of r's window since it
+ * started or since its last cut, and opens its next window now, the
+ * recording untouched: a push's window (push/push.c). 0, -EINVAL when r
+ * is not an open reader, -ENOMEM. From one thread at a time per reader. */
+int cprof__cpu_reader_cut(cprof__cpu_reader_t *r, cprof__buf_t *out);
 
-/* Ends the running recording's drainer thread while the recording goes
- * on into the sample buffer (what does not fit is counted as lost), and
- * starts it again: for the moments when cprof must have no thread of its
- * own (life/start.c: a credential change, the program's last thread gone).
+/* Gives the recording a thread named name (at most 15 bytes) that drains
+ * it every 50 ms until the recording stops, unless it has one (0 then
+ * too): for readers that do not wait (CPROF_OUTPUT, push, the API). 0,
+ * -EINVAL when r is not an open reader, or a negative errno (the readers
+ * then record on, undrained until some reader drains). */
+int cprof__cpu_reader_drainer(cprof__cpu_reader_t *r, const char *name);
+
+/* Closes r's window: drains, appends r's gzip-compressed profile.proto to
+ * out (nothing when out is NULL or r has no profile), and frees r. The
+ * last reader's stop stops the recording (its drainer is woken and joined
+ * first, so this returns quickly). 0 or a negative errno (-ENOMEM). */
+int cprof__cpu_reader_stop(cprof__cpu_reader_t *r, cprof__buf_t *out);
+
+/* The readers open now and the rate the recording runs at (0 when none
+ * runs): for tests and the index. */
+int cprof__cpu_readers(int *hz);
+
+/* Ends the recording's drainer thread while the recording goes on into
+ * the sample buffer (what does not fit is counted as lost), and starts it
+ * again: for the moments when cprof must have no thread of its own
+ * (life/start.c: a credential change, the program's last thread gone).
  * Both do nothing when no recording with a drainer runs. */
 void cprof__cpu_recording_park(void);
 void cprof__cpu_recording_unpark(void);
@@ -66,8 +100,8 @@ void cprof__cpu_recording_unpark(void);
  * register (idempotent, and done by the first start anyway, with cpu.c's
  * and signals.c's first) after those and before theirs, as
  * pthread_atfork runs prepare handlers in the reverse order of
- * registration. In the child the recording, its drainer and its output are
- * the parent's: it is forgotten. */
+ * registration. In the child the recording, its drainer and its readers
+ * are the parent's: they are forgotten. */
 void cprof__cpu_recording_atfork_register(void);
 
 /* cprof_cpu_profile_start's fork handlers (cpu_api.c): its lock is taken

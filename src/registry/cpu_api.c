@@ -1,13 +1,16 @@
 /* cprof_cpu_profile_start and cprof_cpu_profile_stop (cprof.h), as Go's
- * pprof.StartCPUProfile and StopCPUProfile: a CPU recording
- * (registry/cpu.h) with a drainer thread of its own ("cprof-cpu"), written
- * to the program's descriptor at the stop.
+ * pprof.StartCPUProfile and StopCPUProfile: a reader of the CPU recording
+ * (registry/cpu.h), which gets a drainer thread ("cprof-cpu") if it has
+ * none, written to the program's descriptor at the stop.
  *
- * One CPU profile at a time, whoever takes it: a start while CPROF_OUTPUT
- * records the whole run, or while a /debug/pprof/profile request records,
- * is -EBUSY; and while this one records, such a request is told the CPU
- * profiler is in use. The rate and the unwinder are the configuration's
- * at the start (cprof_set_cpu_rate, CPROF_CPU_HZ, CPROF_UNWIND). */
+ * The calls have no handle, so the program has one such profile at a time,
+ * as Go's: a second start while its own runs is -EBUSY. It shares the
+ * recording with everyone else's readers (/debug/pprof/profile, the push,
+ * CPROF_OUTPUT, the trace), and so is refused only when the program uses
+ * SIGPROF itself. The rate is the configuration's (cprof_set_cpu_rate,
+ * CPROF_CPU_HZ) when it starts the recording, the running one's when it
+ * joins, as Go's SetCPUProfileRate leaves a running profile's rate alone;
+ * the unwinder is the configuration's (CPROF_UNWIND). */
 #include <errno.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -21,7 +24,7 @@
 /* Guards the three below. Never held while the profile is written (which
  * symbolizes, under locks that fork's handlers take before this one). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cprof__cpu_recording_t *recording;
+static cprof__cpu_reader_t *recording;
 static int out_fd;
 static pid_t owner;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -52,14 +55,12 @@ static int start(int fd) {
   err = -EBUSY;
   if (recording && owner == getpid())
     goto out;
-  cprof__cpu_recording_t *r;
-  err = cprof__cpu_recording_start(cfg.cpu_hz, cfg.unwind, NULL, 0, &r);
-  if (err == -EALREADY) /* CPROF_OUTPUT's, or an HTTP request's */
-    err = -EBUSY;
+  cprof__cpu_reader_t *r;
+  err = cprof__cpu_reader_start(cfg.cpu_hz, 0, cfg.unwind, NULL, 0, &r);
   if (err)
     goto out;
-  if ((err = cprof__cpu_recording_drainer(r, "cprof-cpu")) != 0) {
-    cprof__cpu_recording_stop(r, NULL);
+  if ((err = cprof__cpu_reader_drainer(r, "cprof-cpu")) != 0) {
+    cprof__cpu_reader_stop(r, NULL);
     goto out;
   }
   recording = r;
@@ -81,7 +82,7 @@ int cprof_cpu_profile_start(int fd) {
 
 static int stop(void) {
   pthread_mutex_lock(&lock);
-  cprof__cpu_recording_t *r = owner == getpid() ? recording : NULL;
+  cprof__cpu_reader_t *r = owner == getpid() ? recording : NULL;
   int fd = out_fd;
   recording = NULL;
   pthread_mutex_unlock(&lock);
@@ -89,7 +90,7 @@ static int stop(void) {
     return -ENOENT;
   cprof__buf_t b;
   cprof__buf_init(&b);
-  int err = cprof__cpu_recording_stop(r, &b);
+  int err = cprof__cpu_reader_stop(r, &b);
   if (!err && b.failed)
     err = -ENOMEM;
   if (!err)

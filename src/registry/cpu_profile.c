@@ -15,7 +15,7 @@
 
 struct cprof__cpu_profile {
   cprof__builder_t *b;
-  int64_t period, start_ns;
+  int64_t period, start_ns, end_ns; /* end_ns: 0 until the window closes */
   int failed;
   /* Thread names by tid, read once per profile from /proc: open addressing. */
   pid_t *tid;
@@ -42,6 +42,13 @@ cprof__cpu_profile_t *cprof__cpu_profile_new(int hz) {
   p->start_ns = cprof__now_ns(CLOCK_MONOTONIC);
   return p;
 }
+
+void cprof__cpu_profile_restart(cprof__cpu_profile_t *p) {
+  cprof__builder_set_time(p->b, cprof__now_ns(CLOCK_REALTIME));
+  p->start_ns = cprof__now_ns(CLOCK_MONOTONIC);
+}
+
+void cprof__cpu_profile_end(cprof__cpu_profile_t *p) { p->end_ns = cprof__now_ns(CLOCK_MONOTONIC); }
 
 static int grow(cprof__cpu_profile_t *p) {
   size_t cap = p->cap ? p->cap * 2 : 64;
@@ -109,7 +116,8 @@ int cprof__cpu_profile_write(cprof__cpu_profile_t *p, uint64_t lost, cprof__buf_
     int64_t values[2] = {(int64_t)lost, (int64_t)lost * p->period};
     cprof__builder_add_pseudo(p->b, "[lost samples: buffer full]", values, NULL, 0);
   }
-  cprof__builder_set_duration(p->b, cprof__now_ns(CLOCK_MONOTONIC) - p->start_ns);
+  int64_t end = p->end_ns ? p->end_ns : cprof__now_ns(CLOCK_MONOTONIC);
+  cprof__builder_set_duration(p->b, end - p->start_ns);
   return p->failed ? -ENOMEM : cprof__builder_write_proto(p->b, out);
 }
 

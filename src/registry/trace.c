@@ -64,14 +64,18 @@ int cprof__trace_take(const cprof__trace_opts_t *o, cprof__buf_t *out) {
   size_t cap = (size_t)(o->seconds * 1e9 / COUNTER_NS) + 2;
   counter_t *counters = malloc(cap * sizeof *counters);
   size_t ncounters = 0;
-  cprof__cpu_recording_t *rec = NULL;
+  /* A reader of the CPU recording without a profile of its own: its
+   * samples reach the timeline in every drain (registry/cpu.c). */
+  cprof__cpu_reader_t *rec = NULL;
   char why[256] = "";
-  err = cprof__cpu_recording_start(o->cpu_hz, o->how, why, sizeof why, &rec);
-  const char *cpu = err == 0           ? "recorded by the trace"
-                    : err == -EALREADY ? "from the CPU profile already running"
-                    : err == -EBUSY    ? "none: the program uses SIGPROF itself"
-                    : why[0]           ? why
-                                       : cprof_strerror(err);
+  int others = cprof__cpu_readers(NULL);
+  err = cprof__cpu_reader_start(o->cpu_hz, CPROF_CPU_READER_NO_PROFILE, o->how, why, sizeof why,
+                                &rec);
+  const char *cpu = err == 0 && !others ? "recorded by the trace"
+                    : err == 0          ? "from the CPU profile already running"
+                    : err == -EBUSY     ? "none: the program uses SIGPROF itself"
+                    : why[0]            ? why
+                                        : cprof_strerror(err);
   /* A deadline on the monotonic clock: draining takes time of its own. */
   int64_t until = start + (int64_t)ceil(o->seconds * 1e9), next_counter = start;
   int64_t walked = start - WALK_EVERY_NS;
@@ -89,15 +93,11 @@ int cprof__trace_take(const cprof__trace_opts_t *o, cprof__buf_t *out) {
     long left = (long)((until - now + 999999) / 1000000);
     cancelled = wait(o->ctx, left < DRAIN_MS ? left : DRAIN_MS) != 0;
     if (rec)
-      cprof__cpu_recording_drain(rec);
-    else
-      cprof__cpu_recording_flush();
+      cprof__cpu_recording_drain();
   }
   /* The last samples, before the events are handed out. */
   if (rec)
-    cprof__cpu_recording_stop(rec, NULL);
-  else
-    cprof__cpu_recording_flush();
+    cprof__cpu_reader_stop(rec, NULL);
   if (cancelled) {
     cprof__trace_end(discard, NULL, NULL);
     free(counters);

@@ -329,7 +329,9 @@ static void capture_publish(capture_t *w) {
   /* At the first capture, not at start: a profile never asked for costs no call. */
   if (!cprof__threads_cookie)
     __atomic_store_n(&cprof__threads_cookie, cprof__threads_draw_cookie(), __ATOMIC_RELAXED);
-  cprof__threads_unwinder = w->how;
+  /* Atomic: a handler answering an ask of an earlier capture (a wall
+   * recording's, still out) may be reading it. */
+  __atomic_store_n(&cprof__threads_unwinder, w->how, __ATOMIC_RELAXED);
   __atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
   cprof__threads_publish_stacks(w->maps);
   for (int i = 0; i < w->n; i++) {

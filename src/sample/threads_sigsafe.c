@@ -52,9 +52,9 @@ void cprof__threads_handler_sigsafe(int sig, siginfo_t *info, void *uctx) {
                                    (expect & ~(uint64_t)3) | CPROF__SLOT_WRITING, 0,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     goto out;
-  s->depth = cprof__unwind_sigsafe(cprof__threads_unwinder, (const ucontext_t *)uctx,
-                                   __atomic_load_n(&cprof__threads_stacks, __ATOMIC_ACQUIRE),
-                                   s->pcs, s->max);
+  s->depth = cprof__unwind_sigsafe(
+      __atomic_load_n(&cprof__threads_unwinder, __ATOMIC_RELAXED), (const ucontext_t *)uctx,
+      __atomic_load_n(&cprof__threads_stacks, __ATOMIC_ACQUIRE), s->pcs, s->max);
   __atomic_store_n(&s->state, (expect & ~(uint64_t)3) | CPROF__SLOT_DONE, __ATOMIC_RELEASE);
 out:
   __atomic_sub_fetch(&cprof__threads_handlers_in, 1, __ATOMIC_SEQ_CST);

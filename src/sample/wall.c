@@ -41,6 +41,7 @@
 #include "sample/wall.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,7 @@ static int sleep_plainly_ns(int64_t ns) {
 typedef struct waiting {
   cprof__thread_stack_t t; /* pcs unused */
   int64_t count, weight_ns;
+  int64_t from, to; /* the time the ticks summed stand for (CLOCK_MONOTONIC): its span */
   /* Waiting, not for the stack it runs with, but for the place it waits
    * in: time off a CPU of a thread seen running, and not seen asleep for
    * a while, until it is; since (CLOCK_MONOTONIC). */
@@ -115,13 +117,17 @@ static int same_sample(const cprof__thread_stack_t *a, const cprof__thread_stack
 }
 
 static int wait_for(recorder_t *r, const cprof__thread_stack_t *t, int place, int64_t since,
-                    int64_t count, int64_t weight) {
+                    int64_t count, int64_t weight, int64_t from, int64_t to) {
   for (int i = r->n - 1; i >= 0; i--) {
     if (r->w[i].t.tid != t->tid)
       continue;
     if (r->w[i].place == place && same_sample(&r->w[i].t, t)) {
       r->w[i].count += count;
       r->w[i].weight_ns += weight;
+      if (from < r->w[i].from)
+        r->w[i].from = from;
+      if (to > r->w[i].to)
+        r->w[i].to = to;
       return 0;
     }
     break;
@@ -141,14 +147,16 @@ static int wait_for(recorder_t *r, const cprof__thread_stack_t *t, int place, in
   x->t.answer_pcs = NULL;
   x->count = count;
   x->weight_ns = weight;
+  x->from = from;
+  x->to = to;
   x->place = place;
   x->since = since;
   return 0;
 }
 
 static int wait_for_stack(recorder_t *r, const cprof__thread_stack_t *t, int64_t count,
-                          int64_t weight) {
-  return wait_for(r, t, 0, 0, count, weight);
+                          int64_t weight, int64_t from, int64_t to) {
+  return wait_for(r, t, 0, 0, count, weight, from, to);
 }
 
 /* The waits of threads seen asleep in d go where they are; those not
@@ -166,7 +174,7 @@ static int place_waits(recorder_t *r, const cprof__thread_dump_t *d, int64_t sta
       x->t.depth = q->depth;
       x->t.syscall_nr = q->syscall_nr;
       memcpy(x->t.region, q->region, sizeof x->t.region);
-      err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns);
+      err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns, x->from, x->to);
       continue;
     }
     if (x->place && x->since < stale) {
@@ -196,7 +204,7 @@ static int answer(recorder_t *r, pid_t tid, const uintptr_t *pcs, int depth) {
     x->t.status = depth >= 0 ? CPROF_THREAD_OK : CPROF_THREAD_TIMEOUT;
     x->t.pcs = (uintptr_t *)pcs;
     x->t.depth = depth >= 0 ? depth : 0;
-    err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns);
+    err = r->o->sink(r->o->arg, &x->t, x->count, x->weight_ns, x->from, x->to);
   }
   r->n = kept;
   return err;
@@ -205,12 +213,12 @@ static int answer(recorder_t *r, pid_t tid, const uintptr_t *pcs, int depth) {
 /* Hands t's share of a tick to the sink, or, when its stack is still to
  * come (`later`), to the thread's samples waiting for it. */
 static int give(recorder_t *r, const cprof__thread_stack_t *t, int later, int64_t count,
-                int64_t weight) {
+                int64_t weight, int64_t from, int64_t to) {
   if (weight <= 0 && count == 0)
     return 0;
   if (later)
-    return wait_for_stack(r, t, count, weight);
-  return r->o->sink(r->o->arg, t, count, weight);
+    return wait_for_stack(r, t, count, weight, from, to);
+  return r->o->sink(r->o->arg, t, count, weight, from, to);
 }
 
 /* One tick's dump, each thread standing for weight ns, split by its CPU
@@ -226,6 +234,7 @@ static int give(recorder_t *r, const cprof__thread_stack_t *t, int later, int64_
 static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t d_at,
                 const cprof__thread_dump_t *next, int64_t weight) {
   int err = 0;
+  int64_t to = d_at + weight; /* the time this tick stands for: [d_at, to] */
   for (int i = 0; i < d->n && !err; i++) {
     const cprof__thread_stack_t *p = &d->v[i];
     const cprof__thread_stack_t *q = next ? cprof__threads_dump_find(next, p->tid) : NULL;
@@ -272,11 +281,11 @@ static int emit(recorder_t *r, const cprof__thread_dump_t *d, int64_t d_at,
       wait_later = 2; /* where it is next seen asleep (place_waits) */
     }
     if (ran > 0 || !asleep)
-      err = give(r, &running, later, ran >= waited, ran);
+      err = give(r, &running, later, ran >= waited, ran, d_at, to);
     if (!err && waited > 0 && wait_later == 2) {
-      err = wait_for(r, &waiting, 1, d_at, waited > ran, waited);
+      err = wait_for(r, &waiting, 1, d_at, waited > ran, waited, d_at, to);
     } else if (!err && waited > 0) {
-      err = give(r, &waiting, wait_later, waited > ran, waited);
+      err = give(r, &waiting, wait_later, waited > ran, waited, d_at, to);
     }
   }
   return err;
@@ -416,6 +425,8 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
   cprof__trace_listen(CPROF__LISTEN_WALL, 1); /* regions are tracked from now */
   int err = 0;
   int64_t start = cprof__now_ns(CLOCK_MONOTONIC), end = start + (int64_t)o->duration_ms * 1000000;
+  if (o->until)
+    end = o->until(o->arg, 0);
   pace_t pace = {
       .start = start, .end = end > start ? end : start + 1, .cpu_start = thread_cpu_ns()};
   int64_t period = 1000000000LL / o->hz, asked = start;
@@ -427,12 +438,27 @@ int cprof__wall_record(const cprof__wall_opts_t *o, cprof__wall_result_t *res) {
     err = tick(&r, cache, &prev, &prev_at, at, res);
     if (err)
       break;
-    pace_note(&pace, res->ticks, thread_cpu_ns() - cpu0, cprof__now_ns(CLOCK_MONOTONIC) - at);
+    int64_t cpu1 = thread_cpu_ns();
+    pace_note(&pace, res->ticks, cpu1 - cpu0, cprof__now_ns(CLOCK_MONOTONIC) - at);
+    if (o->on_tick) {
+      int64_t pending = INT64_MAX;
+      for (int i = 0; i < r.n; i++)
+        if (r.w[i].from < pending)
+          pending = r.w[i].from;
+      o->on_tick(o->arg, at, pending, res, cpu1 - pace.cpu_start);
+    }
+    if (o->until && (end = o->until(o->arg, 0)) > start)
+      pace.end = end; /* readers came: a later end */
     int64_t next = next_tick(o, &pace, at, period, &seed);
     /* No tick begun that would likely end past the end: the profile
      * would stand for more than the time asked (with 1,000 threads, a
-     * tick begun just before the end made a 6 s profile's Duration 6.14 s). */
-    if (next + 2 * (int64_t)pace.took >= end)
+     * tick begun just before the end made a 6 s profile's Duration 6.14 s).
+     * With until, the end is settled by asking it with this time: it
+     * stays the end from then on, unless a reader came meanwhile. */
+    int64_t last = next + 2 * (int64_t)pace.took;
+    if (last >= end && o->until && (end = o->until(o->arg, last)) > start)
+      pace.end = end;
+    if (last >= end)
       break;
     if (sleep_until(o, cache, next, &asked) != 0) {
       err = -ECANCELED;

@@ -15,6 +15,8 @@
 #define CPROF_WALL_MAX_HZ 250
 #define CPROF_WALL_DEFAULT_BUDGET 0.02 /* of one core */
 
+struct cprof__wall_result;
+
 typedef struct cprof__wall_opts {
   int hz;           /* ticks a second asked for, 1..CPROF_WALL_MAX_HZ */
   long duration_ms; /* how long to sample */
@@ -29,10 +31,27 @@ typedef struct cprof__wall_opts {
    * cprof__threads_capture gives it, standing for `count` ticks (a running
    * thread's ticks until it answered are handed over at once) and
    * weight_ns of wall time: each tick the time from it to the next, the
-   * last the time to the end. Non-zero stops the sampling with that
-   * error. */
-  int (*sink)(void *arg, const cprof__thread_stack_t *t, int64_t count, int64_t weight_ns);
+   * last the time to the end; that time lies within [from_ns, to_ns]
+   * (CLOCK_MONOTONIC: the tick's, or the span of the ticks summed), so
+   * that a consumer can split it between windows of its own. Non-zero
+   * stops the sampling with that error. */
+  int (*sink)(void *arg, const cprof__thread_stack_t *t, int64_t count, int64_t weight_ns,
+              int64_t from_ns, int64_t to_ns);
   void *arg;
+  /* Optional, for a recording whose end moves (registry/wall_profile.c:
+   * readers come and go): replaces duration_ms. Returns the end
+   * (CLOCK_MONOTONIC ns) as it stands; with last > 0, the sampler will
+   * stop once last is past that end, and the end it returns then must not
+   * move again if it is before last. Called with arg, on the sampling
+   * thread, after each tick. */
+  int64_t (*until)(void *arg, int64_t last);
+  /* Optional: called with arg after each tick, taken at `at`, once every
+   * interval up to `at` has gone to the sink but those of the samples
+   * still waiting for a stack or a place, the earliest of which begins at
+   * `pending` (INT64_MAX: none); with the figures so far and the sampling
+   * thread's CPU time since the start. */
+  void (*on_tick)(void *arg, int64_t at, int64_t pending, const struct cprof__wall_result *res,
+                  int64_t cpu_ns);
 } cprof__wall_opts_t;
 
 typedef struct cprof__wall_result {

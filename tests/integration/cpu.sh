@@ -1,7 +1,8 @@
 # The CPU profile, read by go tool pprof: hot functions in the right order
 # and proportion, thread labels, every thread of a 64-thread program, Go's
-# errors (400, one profile at a time, a program that owns SIGPROF), and a
-# client that leaves mid-profile.
+# errors (400, a rate other than the running one's, a program that owns
+# SIGPROF), a second profile sharing the first's recording, and a client
+# that leaves mid-profile.
 . "$(dirname "$0")/lib.sh"
 
 P=$B/tests/integration
@@ -58,17 +59,25 @@ U=http://$ADDR/debug/pprof
 for q in seconds=0 seconds=abc seconds=-1 seconds=3601 'seconds=%zz'; do
   check "profile?$q is 400" [ "$(http "$U/profile?$q")" = 400 ]
 done
-curl -s -o /dev/null "$U/profile?seconds=3" &
+for q in hz=0 hz=abc hz=10001; do
+  check "profile?$q is 400" [ "$(http "$U/profile?seconds=1&$q")" = 400 ]
+done
+curl -s -o /dev/null "$U/profile?seconds=3&hz=200" &
 first=$!
 sleep 0.5
-check "a second profile meanwhile is 500" [ "$(http "$U/profile?seconds=1")" = 500 ]
-check "saying CPU profiling is already in use" has "$T/body" 'cpu profiling already in use'
+# Issue 32: a second profile shares the running recording, at its rate.
+check "a second profile meanwhile is 200" [ "$(http "$U/profile?seconds=1")" = 200 ]
+pprof -raw "$T/body" >"$T/second.raw" || fail "second: go tool pprof -raw"
+check "... at the running rate (period 5 ms)" has "$T/second.raw" '^Period: 5000000$'
+check "one asking for another rate meanwhile is 409" [ "$(http "$U/profile?seconds=1&hz=100")" = 409 ]
+check "... naming the running rate" has "$T/body" 'records at 200 Hz'
 wait "$first"
-check "after it, profiling works again" [ "$(http "$U/profile?seconds=1")" = 200 ]
-# A client that gives up mid-profile stops it: the next one is not refused.
-curl -s -o /dev/null --max-time 1 "$U/profile?seconds=20" || true
+check "after it, another rate works" [ "$(http "$U/profile?seconds=1&hz=100")" = 200 ]
+# A client that gives up mid-profile ends its reader, and the recording
+# with it: the next one may set its rate.
+curl -s -o /dev/null --max-time 1 "$U/profile?seconds=20&hz=300" || true
 sleep 0.3
-check "a client leaving mid-profile frees the profiler" [ "$(http "$U/profile?seconds=1")" = 200 ]
+check "a client leaving mid-profile stops the recording" [ "$(http "$U/profile?seconds=1&hz=100")" = 200 ]
 check "the index links the profile with its seconds" bash -c \
   "curl -s '$U/' | grep -q \"href='profile?seconds=30'\""
 stop

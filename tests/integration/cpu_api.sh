@@ -1,17 +1,18 @@
 # cprof_cpu_profile_start/stop, as Go's pprof.StartCPUProfile and
 # StopCPUProfile: a program profiles its own hot function into a file that
 # go tool pprof reads, at the rate cprof_set_cpu_rate set; while it
-# records, /debug/pprof/profile is told the profiler is in use, and once
-# it stopped, the endpoint has it again. Under CPROF_OUTPUT the start is
-# -EBUSY.
+# records, /debug/pprof/profile shares its recording, at its rate (issue
+# 32), and once it stopped, the endpoint starts its own. Under
+# CPROF_OUTPUT the start shares that recording too.
 . "$(dirname "$0")/lib.sh"
 
 P=$B/tests/integration
 start api --ready -- "$P/cpu_api" "$T/api.pb.gz"
-check "HTTP profile while the program records: 500" \
-  [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 500 ]
-check "... saying cpu profiling is already in use" \
-  has "$T/body" '^Could not enable CPU profiling: cpu profiling already in use$'
+check "HTTP profile while the program records: 200" \
+  [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 200 ]
+pprof -top "$T/body" >"$T/http.top" || fail "go tool pprof reads the endpoint's profile"
+check "... it names the program's hot function" has "$T/http.top" ' api_hot_function$'
+check "... it lasted its own second" has "$T/http.top" '^Duration: (1|1\.0[0-9]*|0\.9[5-9][0-9]*)s'
 kill -USR1 "$PID"
 for _ in $(seq 1 200); do has "$T/api.out" '^stopped$' && break; sleep 0.05; done
 check "the program stopped its profile" has "$T/api.out" '^stopped$'
@@ -31,8 +32,11 @@ kill "$PID"
 await api
 check "the program exited 0" rc_is api 0
 
-# CPROF_OUTPUT records the whole run: the program's own start is -EBUSY.
-run busy CPROF_ADDR=0 CPROF_OUTPUT="$T/out" -- "$P/cpu_api" --busy "$T/busy.pb.gz"
-check "under CPROF_OUTPUT: start -EBUSY, stop -ENOENT" rc_is busy 0
-check "... and CPROF_OUTPUT still wrote its profile" [ -s "$T/out/cpu.pb.gz" ]
+# CPROF_OUTPUT records the whole run: the program's own start shares it.
+run beside CPROF_ADDR=0 CPROF_OUTPUT="$T/out" -- "$P/cpu_api" --beside "$T/beside.pb.gz"
+check "under CPROF_OUTPUT: start 0, a second -EBUSY, stop 0" rc_is beside 0
+check "... the program's profile names its hot function" \
+  eval 'pprof -top "$T/beside.pb.gz" | grep -q " api_hot_function$"'
+check "... and CPROF_OUTPUT still wrote its profile" \
+  eval 'pprof -top "$T/out/cpu.pb.gz" | grep -q " api_hot_function$"'
 finish

@@ -53,10 +53,18 @@ check "CPROF_OUTPUT naming a file: exit code unchanged" [ $rc = 0 ]
 check "CPROF_OUTPUT naming a file: one line naming the variable" \
   bash -c "[ \$(wc -l <'$T/bad.err') = 1 ] && grep -q '^cprof: CPROF_OUTPUT=.*not a directory' '$T/bad.err'"
 
-# While a run is recorded, an HTTP profile request says the profiler is taken.
-start rec --ready LD_PRELOAD="$LIB" CPROF_OUTPUT="$T/rec" -- "$P/cpu_target"
-check "HTTP profile while CPROF_OUTPUT records: 500" \
-  [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 500 ]
-check "saying CPU profiling is in use" has "$T/body" 'already in use'
-stop
+# While a run is recorded, an HTTP profile request shares the recording
+# (issue 32): its own second, and the whole run's file is still written.
+start rec LD_PRELOAD="$LIB" CPROF_OUTPUT="$T/rec" -- "$B/examples/demo_server" --seconds 4
+check "HTTP profile while CPROF_OUTPUT records: 200" \
+  [ "$(http "http://$ADDR/debug/pprof/profile?seconds=1")" = 200 ]
+pprof -top "$T/body" >"$T/rec.top" || fail "go tool pprof reads the endpoint's profile"
+check "... a CPU profile of its own second" has "$T/rec.top" '^Duration: (1|1\.0[0-9]*|0\.9[5-9][0-9]*)s'
+await rec
+check "CPROF_OUTPUT still wrote the whole run" eval 'pprof -top "$T/rec/cpu.pb.gz" >"$T/rec.whole"'
+check "... longer than the request's second" python3 -c '
+import re, sys
+m = re.search(r"^Duration: ([\d.]+)s", open(sys.argv[1]).read(), re.M)
+print(m.group(0) if m else "no duration")
+sys.exit(0 if m and float(m.group(1)) > 3 else 1)' "$T/rec.whole"
 finish

@@ -1,7 +1,7 @@
 /* The CPU profile as a recording (registry/cpu.h) and the public calls on
- * it: cprof_cpu_profile_start/stop to a file, one profile at a time, bad
- * descriptors, a stop with nothing started, a forked child; and the rate
- * setters' return values and bounds. All before any cprof_start, as a
+ * it: cprof_cpu_profile_start/stop to a file, one such profile at a time
+ * beside other readers, bad descriptors, a stop with nothing started, a
+ * forked child; and the rate setters' return values and bounds. All before any cprof_start, as a
  * program may call them. */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,19 +107,33 @@ static void to_file(const char *dir) {
   CHECK_EQ_INT(cprof_cpu_profile_start(fd), 0);
   CHECK_EQ_INT(errno, 1234);
   CHECK_EQ_INT(cprof_cpu_profile_start(fd), -EBUSY);
-  /* The HTTP handler's view of the same: in use, not the program's SIGPROF. */
-  cprof__cpu_recording_t *r = NULL;
-  CHECK_EQ_INT(cprof__cpu_recording_start(100, CPROF_UNWIND_FP, NULL, 0, &r), -EALREADY);
+  /* An HTTP request's reader joins it, at its rate (the API's is the
+   * configuration's, 100 Hz); one that asks for another rate is refused,
+   * saying the running one. */
+  cprof__cpu_reader_t *r = NULL;
+  char why[256];
+  CHECK_EQ_INT(cprof__cpu_reader_start(250, CPROF_CPU_READER_EXPLICIT_HZ, CPROF_UNWIND_FP, why,
+                                       sizeof why, &r),
+               -ERANGE);
   CHECK(r == NULL);
+  CHECK(strstr(why, "100 Hz") != NULL);
+  CHECK_EQ_INT(cprof__cpu_reader_start(250, 0, CPROF_UNWIND_FP, NULL, 0, &r), 0);
+  CHECK_EQ_INT(cprof__cpu_reader_hz(r), 100);
+  int hz = 0;
+  CHECK_EQ_INT(cprof__cpu_readers(&hz), 2);
+  CHECK_EQ_INT(hz, 100);
   burn(200);
+  CHECK_EQ_INT(cprof__cpu_reader_stop(r, NULL), 0);
+  CHECK_EQ_INT(cprof__cpu_readers(NULL), 1);
 
   /* A forked child has no profile of its own to stop, and may start one. */
   pid_t pid = fork();
   if (pid == 0) {
     int ok = cprof_cpu_profile_stop() == -ENOENT;
-    cprof__cpu_recording_t *child = NULL;
-    ok = ok && cprof__cpu_recording_start(100, CPROF_UNWIND_FP, NULL, 0, &child) == 0 &&
-         cprof__cpu_recording_stop(child, NULL) == 0;
+    cprof__cpu_reader_t *child = NULL;
+    ok = ok && cprof__cpu_readers(NULL) == 0;
+    ok = ok && cprof__cpu_reader_start(100, 0, CPROF_UNWIND_FP, NULL, 0, &child) == 0 &&
+         cprof__cpu_reader_stop(child, NULL) == 0;
 #ifndef __SANITIZE_THREAD__ /* TSan: no threads after a multi-threaded fork */
     int null = open("/dev/null", O_WRONLY);
     ok = ok && cprof_cpu_profile_start(null) == 0 && cprof_cpu_profile_stop() == 0;
@@ -135,25 +149,29 @@ static void to_file(const char *dir) {
   close(fd);
   check_gzip_file(path);
 
-  /* Once stopped, the profiler is free again, for anyone. */
-  CHECK_EQ_INT(cprof__cpu_recording_start(100, CPROF_UNWIND_FP, NULL, 0, &r), 0);
+  CHECK_EQ_INT(cprof__cpu_readers(NULL), 0); /* the last reader stopped the recording */
+
+  /* The API's profile joins a recording another reader started, and
+   * outlives it. */
+  CHECK_EQ_INT(cprof__cpu_reader_start(100, 0, CPROF_UNWIND_FP, NULL, 0, &r), 0);
   int null = open("/dev/null", O_WRONLY);
-  CHECK_EQ_INT(cprof_cpu_profile_start(null), -EBUSY);
-  cprof__cpu_recording_drain(r);
-  CHECK_EQ_INT(cprof__cpu_recording_stop(r, NULL), 0);
   CHECK_EQ_INT(cprof_cpu_profile_start(null), 0);
+  cprof__cpu_recording_drain();
+  CHECK_EQ_INT(cprof__cpu_reader_stop(r, NULL), 0);
+  CHECK_EQ_INT(cprof__cpu_readers(NULL), 1);
   CHECK_EQ_INT(cprof_cpu_profile_stop(), 0);
+  CHECK_EQ_INT(cprof__cpu_readers(NULL), 0);
   close(null);
 }
 
 /* A recording with a drainer, parked and unparked as start.c does around
  * a credential change, stopped into a buffer. */
 static void drainer(void) {
-  cprof__cpu_recording_t *r = NULL;
+  cprof__cpu_reader_t *r = NULL;
   char why[256];
-  CHECK_EQ_INT(cprof__cpu_recording_start(100, CPROF_UNWIND_FP, why, sizeof why, &r), 0);
-  CHECK_EQ_INT(cprof__cpu_recording_drainer(r, "test-drainer"), 0);
-  CHECK_EQ_INT(cprof__cpu_recording_drainer(r, "test-drainer"), -EINVAL); /* has one */
+  CHECK_EQ_INT(cprof__cpu_reader_start(100, 0, CPROF_UNWIND_FP, why, sizeof why, &r), 0);
+  CHECK_EQ_INT(cprof__cpu_reader_drainer(r, "test-drainer"), 0);
+  CHECK_EQ_INT(cprof__cpu_reader_drainer(r, "test-drainer"), 0); /* has one: nothing more */
   burn(100);
   cprof__cpu_recording_park();
   cprof__cpu_recording_park(); /* twice: nothing more */
@@ -162,7 +180,7 @@ static void drainer(void) {
   burn(50);
   cprof__buf_t b;
   cprof__buf_init(&b);
-  CHECK_EQ_INT(cprof__cpu_recording_stop(r, &b), 0);
+  CHECK_EQ_INT(cprof__cpu_reader_stop(r, &b), 0);
   CHECK(b.len > 20 && (unsigned char)b.data[0] == 0x1f && (unsigned char)b.data[1] == 0x8b);
   cprof__buf_free(&b);
   cprof__cpu_recording_unpark(); /* no recording: nothing */

@@ -10,10 +10,11 @@
  * profile has samples), stops the profile, prints "stopped" and waits for
  * SIGTERM. Exit code 1 when a call did not return what it should.
  *
- *   cpu_api --busy FILE
+ *   cpu_api --beside FILE
  *
- * Under CPROF_OUTPUT, which has the CPU profiler for the whole run: the
- * start must be -EBUSY, and the stop -ENOENT. */
+ * Under CPROF_OUTPUT, which reads the CPU recording for the whole run: the
+ * start shares it (0), a second start is -EBUSY as Go's, and the stop
+ * writes FILE after 300 ms of api_hot_function (issue 32). */
 #include <cprof.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,16 +49,21 @@ __attribute__((noinline)) static void api_hot_function(void) {
 
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--busy") == 0) {
+  if (argc == 3 && strcmp(argv[1], "--beside") == 0) {
     CHECK_EQ_INT(cprof_start(NULL), 0);
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CHECK_EQ_INT(cprof_cpu_profile_start(fd), 0);
     CHECK_EQ_INT(cprof_cpu_profile_start(fd), -EBUSY);
+    go_on = 0;
+    api_hot_function();
+    CHECK_EQ_INT(cprof_cpu_profile_stop(), 0);
     CHECK_EQ_INT(cprof_cpu_profile_stop(), -ENOENT);
+    close(fd);
     cprof_stop(); /* writes CPROF_OUTPUT's files */
     return check_result("cpu_api");
   }
   if (argc != 2) {
-    fprintf(stderr, "usage: cpu_api [--busy] FILE\n");
+    fprintf(stderr, "usage: cpu_api [--beside] FILE\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
