@@ -72,13 +72,16 @@ int cprof__cpu_profile_take(const cprof__params_t *p, const cprof__config_t *cfg
     return -1;
   }
 
-  /* A deadline on the monotonic clock: draining takes time of its own. */
-  int64_t end_ms = cprof__now_ms(CLOCK_MONOTONIC) + seconds * 1000;
+  /* A deadline on the monotonic clock, in nanoseconds: draining takes
+   * time of its own, and a deadline in whole milliseconds would close the
+   * window up to 1 ms early (a profile of 999.4 ms for ?seconds=1). */
+  int64_t end_ns = cprof__now_ns(CLOCK_MONOTONIC) + seconds * 1000000000LL;
   int cancelled = 0;
   for (;;) {
-    int64_t left = end_ms - cprof__now_ms(CLOCK_MONOTONIC);
-    if (left <= 0 || cancelled)
+    int64_t left_ns = end_ns - cprof__now_ns(CLOCK_MONOTONIC);
+    if (left_ns <= 0 || cancelled)
       break;
+    long left = (long)((left_ns + 999999) / 1000000); /* ms, rounded up */
     cancelled = p->wait(p->ctx, left < DRAIN_MS ? left : DRAIN_MS) != 0;
     cprof__cpu_recording_drain();
   }
