@@ -219,6 +219,15 @@ class Run:
         after(wd, n, "Back shows the view before")
         check("Back: the range before the drag", body(wd, "from") == first and body(wd, "to") == last,
               (body(wd, "from"), first))
+        # A diff against the range before, when nothing is stored before
+        # it: the range alone, and the page says why (not the frame a 404).
+        n = shown(wd)
+        wd.click(wd.find("#diff"))
+        after(wd, n, "the diff is asked for")
+        st = wd.run("return document.getElementById('status').textContent")
+        check("diff with nothing before the range: the range alone, said (%s)" % st,
+              "base_from" not in body(wd, "view") and "nothing stored in the range before" in st and
+              "diff=1" in wd.run("return location.search"))
 
     # ---- the heap grows: A against B -----------------------------------------
 

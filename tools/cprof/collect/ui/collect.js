@@ -441,8 +441,13 @@
           if (dragged || !els.length || els[0].datasetIndex >= lines) return;
           var p = sets[els[0].datasetIndex].data[els[0].index];
           if (!p.ns) return;
-          frames({ from: p.ns, to: p.ns }, null);
-          status('showing the profile of ' + new Date(p.x).toISOString());
+          var at = new Date(p.x).toISOString();
+          $('pair').className = '';
+          frame('view-a', null);
+          frame('view-b', null);
+          frame('view', viewUrl({ from: p.ns, to: p.ns }));
+          title('title-view', [['the profile of ' + at]]);
+          status('showing the profile of ' + at);
         }
       }
     });
@@ -547,23 +552,31 @@
 
   // The frames of the range r: one merge, its diff against the range
   // before, or with A and B both picked, A and B side by side and below
-  // them B against A (the base is A: red grew in B, blue shrank).
-  function frames(r, base) {
+  // them B against A (the base is A: red grew in B, blue shrank). has:
+  // whether A and B hold profiles; a range without any gets no frame (the
+  // server's answer would be a 404), and the diff needs both.
+  function frames(r, base, has) {
     var pair = st.compare && st.a && st.b;
     $('pair').className = pair ? 'on' : '';
     if (pair) {
-      frame('view-a', viewUrl(st.a));
-      frame('view-b', viewUrl(st.b));
-      title('title-a', [['A', 'a'], [': ' + when(st.a)]]);
-      title('title-b', [['B', 'b'], [': ' + when(st.b)]]);
-      frame('view', viewUrl(st.b, st.a));
-      title('title-view', [['B', 'b'], [' against '], ['A', 'a'], [' (base A, new B): red grew in B, blue shrank']]);
+      frame('view-a', has[0] ? viewUrl(st.a) : null);
+      frame('view-b', has[1] ? viewUrl(st.b) : null);
+      title('title-a', [['A', 'a'], [': ' + when(st.a) + (has[0] ? '' : ': no profiles')]]);
+      title('title-b', [['B', 'b'], [': ' + when(st.b) + (has[1] ? '' : ': no profiles')]]);
+      frame('view', has[0] && has[1] ? viewUrl(st.b, st.a) : null);
+      title('title-view', has[0] && has[1] ?
+        [['B', 'b'], [' against '], ['A', 'a'], [' (base A, new B): red grew in B, blue shrank']] : []);
     } else {
       frame('view-a', null);
       frame('view-b', null);
       frame('view', viewUrl(r, base));
       title('title-view', base ? [['this range against the one before it (base: the range before)']] : []);
     }
+  }
+
+  // How many profiles a range holds.
+  function count(r) {
+    return get('api/profiles?' + query(r)).then(function (l) { return l.length; });
   }
 
   function show(push) {
@@ -576,28 +589,37 @@
     var sq = 'job=' + encodeURIComponent(st.job) + '&type=' + encodeURIComponent(st.type) +
       '&from=' + r.from + '&to=' + r.to + (st.instance ? '&instance=' + encodeURIComponent(st.instance) : '');
     var scrapes = get('api/scrapes?' + sq).catch(function () { return { failures: [], transitions: [] }; });
+    var rows = [], base = null, pair = st.compare && st.a && st.b;
+    if (st.diff && !st.compare) {
+      var f = BigInt(r.from), span = BigInt(r.to) - f;
+      base = { from: String(f - span - 1n), to: String(f - 1n) };
+    }
     Promise.all([get('api/profiles?' + query(r)), scrapes]).then(function (got) {
-      var rows = got[0];
+      rows = got[0];
       draw(rows, got[1], r);
-      if (st.compare && !(st.a && st.b)) {
+      return Promise.all(pair ? [count(st.a), count(st.b)] : base && rows.length ? [count(base)] : []);
+    }).then(function (n) {
+      var m = meta();
+      if (st.compare && !pair) {
         frames(r, null);
         status('compare: drag on the line for A, Shift+drag for B (or type them above)');
-      } else if (!rows.length && !st.compare) {
+      } else if (pair) {
+        frames(r, null, n);
+        status(n[0] && n[1] ? 'A and B side by side, and B against A below (' + st.mode + ' mode)' :
+          'no profiles in ' + (n[0] ? 'B' : n[1] ? 'A' : 'A or B') + ': pick ranges with points on the line');
+      } else if (!rows.length) {
         status('no profiles in the range');
         frame('view', null);
         $('pair').className = '';
       } else {
-        var base = null;
-        if (st.diff && !st.compare) {
-          var f = BigInt(r.from), span = BigInt(r.to) - f;
-          base = { from: String(f - span - 1n), to: String(f - 1n) };
-        }
+        // Nothing stored before the range (a young collector): the range alone.
+        if (base && !n[0]) base = null;
         frames(r, base);
-        var m = meta();
-        status(st.compare ? 'A and B side by side, and B against A below (' + (st.mode === 'auto' ? 'auto' : st.mode) + ' mode)' :
-          rows.length + ' profiles merged (' + (m.kind ? m.kind + ': ' : '') +
+        status(rows.length + ' profiles merged (' + (m.kind ? m.kind + ': ' : '') +
           (st.mode === 'auto' ? { delta: 'summed', cumulative: 'the change over the range',
-            snapshot: 'averaged' }[m.kind] || 'by kind' : st.mode) + '); click a point for one of them');
+            snapshot: 'averaged' }[m.kind] || 'by kind' : st.mode) + ')' +
+          (st.diff && !base ? '; nothing stored in the range before it to diff against' : '') +
+          '; click a point for one of them');
       }
       document.body.dataset.shown = String(++shown);
     }).catch(function (e) {
