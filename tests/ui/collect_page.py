@@ -363,6 +363,19 @@ class Run:
                   "the viewer draws after a reload")
         check("viewer: a reload keeps the state (%s)" % (state(),),
               ok and state() == ["heap", "inuse_space", "flame", "leak_big"])
+        # Another profile is a new entry; Back shows the heap as it was.
+        n = int(body(wd, "loaded") or 0)
+        wd.run("var s = document.getElementById('ui-name'); s.value = 'goroutine';"
+               "s.dispatchEvent(new Event('change'));")
+        wd.click(wd.find("#ui-load"))
+        wait(wd, "return +document.body.dataset.loaded > arguments[0] && document.body.dataset.ready == '1'",
+             "the threads are drawn", n)
+        check("viewer: another profile in the address", "profile=goroutine" in wd.run("return location.search"))
+        wd.run("history.back()")
+        wait(wd, "return +document.body.dataset.loaded > arguments[0] && document.body.dataset.ready == '1'",
+             "Back draws the heap again", n + 1)
+        check("viewer: Back shows the heap as it was (%s)" % (state(),),
+              state() == ["heap", "inuse_space", "flame", "leak_big"])
 
     # ---- the heap target killed -----------------------------------------------
 

@@ -272,13 +272,15 @@
     if (!(max > 0)) max = least * 5 * base;
     var step = Math.max(nice(max / base / 5, whole), least) * base;
     if (whole && step < base) step = base;
-    var top = Math.ceil(max / step - 1e-9) * step;
+    // A little room above the highest point, so that it is not drawn on
+    // the chart's edge.
+    var top = Math.ceil(max * 1.02 / step - 1e-9) * step;
     if (top <= 0) top = step;
     var s = step / base, dec = 0;
     while (dec < 3 && Math.abs(Math.round(s * Math.pow(10, dec)) - s * Math.pow(10, dec)) > 1e-6) dec++;
     return {
       max: top, step: step, unit: suffix,
-      label: function (v) { return (v / base).toFixed(dec) + (suffix ? ' ' + suffix : ''); }
+      label: function (v) { return (v ? (v / base).toFixed(dec) : '0') + (suffix ? ' ' + suffix : ''); }
     };
   }
 
