@@ -4,10 +4,10 @@ over a running cprof collect's pages and checks what a person would see:
     collect_browser.py DIR BASE_URL ARTIFACTS
 
 /targets shows a health badge per loop; / draws a point per stored profile
-of the series it picks, and the merged flame graph in its frame; clicking a
-point shows that one moment (from = to). Screenshots go to
-ARTIFACTS/collect-targets.png and collect-query.png. Prints one line per
-check and exits 1 if any failed.
+of the series it picks (process_cpu first), and the merged flame graph in
+its frame; clicking a point shows that one moment (from = to). Screenshots
+go to ARTIFACTS/collect-targets.png and collect-query.png (the last minute).
+Prints one line per check and exits 1 if any failed.
 """
 import os
 import sys
@@ -37,9 +37,15 @@ FRAME_READY = ("var f = document.getElementById('view').contentDocument;"
 
 
 def query(wd, base, art):
-    wd.call("POST", "/url", {"url": base})
+    # The last minute: the collector is seconds old, and its points fill it.
+    wd.call("POST", "/url", {"url": base + "?range=1m"})
     points = wait(wd, "return Number(document.body.dataset.points || 0)", "the line has points")
     check("/: the line has a point per profile (%s)" % points, bool(points))
+    # CPU first, in cores: two decimals at most on the y axis.
+    axis = wd.run("var d = document.body.dataset;"
+                  "return [document.getElementById('type').value, d.ytitle, d.yunit, JSON.parse(d.yticks || '[]')];")
+    check("/: process_cpu first, its y axis CPU cores (%s)" % (axis,), axis[:3] == ["process_cpu", "CPU cores", "cores"]
+          and len(axis[3]) >= 2 and all(t.endswith(" cores") and len(t[:-6].partition(".")[2]) <= 2 for t in axis[3]))
     view = wait(wd, FRAME_READY, "the flame graph is drawn")
     check("/: the merged profile is drawn in the frame", bool(view), view)
     wd.screenshot(os.path.join(art, "collect-query.png"))

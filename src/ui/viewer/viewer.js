@@ -52,6 +52,10 @@
   // picker, fetches profiles and calls window.cprofView(data) for each.
   // Each call draws into a fresh copy of the page's markup (ui.js puts it
   // back), after the previous view's page-wide listeners are taken off.
+  // The picker may pass opts: opts.initial, a state to start from
+  // ({type: a sample type's name, query, icicle}: what it read from the
+  // page's address), and opts.onState(state), called with that state each
+  // time it changes, so that the address can keep it.
   var embedded = $('profile-data').textContent;
   if (!/\S/.test(embedded)) {
     window.cprofView = view;
@@ -66,7 +70,8 @@
   }
   view(parsed);
 
-  function view(data) {
+  function view(data, opts) {
+    opts = opts || {};
     if (window.cprofViewer && window.cprofViewer.destroy) window.cprofViewer.destroy();
 
     // ---- the tree, in typed arrays ------------------------------------------
@@ -220,6 +225,10 @@
       sortKey: diff ? 'dcum' : 'flat',
       sortDesc: true
     };
+    var initial = opts.initial || {};
+    types.forEach(function (t, k) { if (initial.type && t.type === initial.type) state.type = k; });
+    if (initial.query) state.query = String(initial.query);
+    if (initial.icicle) state.icicle = true;
     var unit = function () { return types[state.type].unit || ''; };
     function val(i) { return total[i * V + state.type]; }
     function base(i) { return total[i * V + nTypes + state.type]; }
@@ -681,6 +690,7 @@
       renderTable();
       document.body.dataset.type = types[state.type].type;
       document.body.dataset.layout = state.icicle ? 'icicle' : 'flame';
+      if (opts.onState) opts.onState({ type: types[state.type].type, query: state.query, icicle: state.icicle });
     }
 
     function reset() {
@@ -733,6 +743,10 @@
       }, N > 20000 ? 150 : 0);
     });
 
+    // The state the view started from, in the controls.
+    $('search').value = state.query;
+    $('layout').textContent = state.icicle ? 'Flame' : 'Icicle';
+    $('layout').setAttribute('aria-pressed', String(state.icicle));
     $('layout').addEventListener('click', function () {
       state.icicle = !state.icicle;
       this.textContent = state.icicle ? 'Flame' : 'Icicle';
@@ -790,6 +804,7 @@
     };
 
     renderHead();
+    compileSearch();
     table = aggregate();
     render();
     lastWidth = Math.floor($('graph').clientWidth);

@@ -8,6 +8,13 @@
  * that the graph splits by thread or by label first. Links and requests are relative to the page, so any
  * CPROF_PREFIX or proxy path works. Names reach the page as text only.
  *
+ * The page's address holds what is shown, so that a reload or a link
+ * shows it again: ?profile=heap&show=diff&seconds=10&root=thread (the
+ * picker's), &sample=alloc_space&search=^main&layout=icicle (the viewer's,
+ * which it reports as they change). Each profile shown is a history entry
+ * (Back shows the one before); the viewer's changes replace the entry.
+ * An address naming the CPU profile records it again when opened.
+ *
  * For tests: body's data-loaded counts the profiles drawn, data-loading is
  * "1" while one is fetched, data-ui-error holds the last error. */
 (function () {
@@ -66,6 +73,37 @@
   form.appendChild(error);
   document.body.insertBefore(form, document.body.firstChild);
 
+  // The view in the address: read once here, written by remember().
+  var asked = new URLSearchParams(location.search);
+  var viewState = {
+    type: asked.get('sample') || '', query: asked.get('search') || '',
+    icicle: asked.get('layout') === 'icicle'
+  };
+  if (/^\d+$/.test(asked.get('seconds') || '')) seconds.value = asked.get('seconds');
+  if (['now', 'diff', 'delta'].indexOf(asked.get('show')) >= 0) mode.value = asked.get('show');
+  if (asked.get('root')) root.appendChild(el('option', { value: asked.get('root') }, asked.get('root')));
+  root.value = asked.get('root') || '';
+
+  // The address of what is shown: the picker's choices and the viewer's.
+  function address() {
+    var p = new URLSearchParams();
+    p.set('profile', name.value);
+    if (!isCpu()) p.set('show', mode.value);
+    if (isCpu() || mode.value !== 'now') p.set('seconds', seconds.value);
+    if (root.value) p.set('root', root.value);
+    if (viewState.type) p.set('sample', viewState.type);
+    if (viewState.query) p.set('search', viewState.query);
+    if (viewState.icicle) p.set('layout', 'icicle');
+    return '?' + p.toString();
+  }
+  // push: a new entry (a profile loaded); else this one rewritten.
+  function remember(push) {
+    var a = address();
+    if (a === location.search) return;
+    if (push) history.pushState(null, '', a);
+    else history.replaceState(null, '', a);
+  }
+
   var profiles = {};
   // The recordings (CPU, wall clock), taken over the seconds given; the
   // rest are snapshots.
@@ -91,7 +129,9 @@
   }
 
   var timer = 0, loaded = 0, busy = null;
-  function load() {
+  // push: whether this load is a new history entry (not the first load,
+  // nor one Back asked for).
+  function load(push) {
     if (busy) busy.abort();
     var ctl = window.AbortController ? new AbortController() : null;
     busy = ctl;
@@ -125,7 +165,14 @@
       document.querySelector('body > main').replaceWith(m);
       Array.prototype.forEach.call(document.querySelectorAll('body > p.error'), function (p) { p.remove(); });
       delete document.body.dataset.ready;
-      window.cprofView(data);
+      remember(push);
+      window.cprofView(data, {
+        initial: viewState,
+        onState: function (v) {
+          viewState = v;
+          remember(false);
+        }
+      });
       offerLabels(data.labels || []);
       document.body.dataset.loaded = String(++loaded);
     }).catch(function (e) {
@@ -148,10 +195,22 @@
     rootLabel.style.display = root.options.length > 1 ? '' : 'none';
   }
   // A snapshot redraws at once; a recording waits for Show.
-  root.addEventListener('change', function () { if (!isCpu() && mode.value === 'now') load(); });
+  root.addEventListener('change', function () { if (!isCpu() && mode.value === 'now') load(true); });
   form.addEventListener('submit', function (ev) {
     ev.preventDefault();
-    load();
+    load(true);
+  });
+  window.addEventListener('popstate', function () {
+    var p = new URLSearchParams(location.search);
+    if (!profiles[p.get('profile')]) return;
+    name.value = p.get('profile');
+    mode.value = p.get('show') || 'now';
+    if (p.get('seconds')) seconds.value = p.get('seconds');
+    if (p.get('root')) offerLabels([p.get('root')]);
+    root.value = p.get('root') || '';
+    viewState = { type: p.get('sample') || '', query: p.get('search') || '', icicle: p.get('layout') === 'icicle' };
+    sync();
+    load(false);
   });
 
   fetch('profiles', { cache: 'no-store' }).then(function (r) {
@@ -167,8 +226,10 @@
     // A snapshot at once, so the page is not empty: the heap when it is
     // on, else the threads' stacks; the CPU profile waits to be asked.
     name.value = profiles.heap && !profiles.heap.off ? 'heap' : profiles.goroutine ? 'goroutine' : list[0].name;
+    // Or what the address asks for.
+    if (profiles[asked.get('profile')]) name.value = asked.get('profile');
     sync();
     document.body.dataset.profiles = String(list.length);
-    load();
+    load(false);
   }).catch(function (e) { setError(String(e.message || e)); });
 })();

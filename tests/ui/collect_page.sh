@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# cprof collect's query page in headless Chromium (tests/ui/collect_page.py)
+# against real targets under LD_PRELOAD with known answers, scraped every
+# second: tests/integration/programs/heap_target.c (8 MiB in use, 2 MiB
+# more on SIGUSR1) and contention.c (a round of lock and condition waits on
+# SIGUSR1, their measured total printed). The page must read the heap's
+# 8 MiB averaged over a range (+-5 %, the line's values and the frame's
+# total), a block range's contention as the program measured it (+-10 %),
+# carry the unit on the y axis, set the range by a drag, compare A (8 MiB)
+# with B (10 MiB: late_alloc's 2 MiB grew), reopen a view from its address,
+# show a malformed selector's 400 and mark the heap target killed mid-run
+# with its error; and /debug/pprof/ui/ keeps its state across a reload.
+# The comparison's screenshot is $CPROF_BUILD_DIR/artifacts/collect-compare.png
+# (doc/collect-compare.png is one).
+. "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
+if ! command -v chromedriver >/dev/null || ! [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  skip "chromium and chromium-driver are not installed (scripts/install-deps.sh test)"
+fi
+C=$B/cprof
+P=$B/tests/integration
+
+start heap --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=1 -- "$P/heap_target"
+H=$ADDR HPID=$PID
+start lock --ready LD_PRELOAD="$LIB" CPROF_BLOCK_RATE=1 CPROF_MUTEX_FRACTION=1 -- "$P/contention" 2000
+L=$ADDR LPID=$PID
+cat >"$T/parca.yaml" <<YAML
+object_storage:
+  bucket:
+    type: "FILESYSTEM"
+    config:
+      directory: "$T/store"
+scrape_configs:
+  - job_name: "heap"
+    scrape_interval: "1s"
+    static_configs:
+      - targets: [ '$H' ]
+    profiling_config:
+      pprof_config:
+        process_cpu: { enabled: false }
+        block: { enabled: false }
+        mutex: { enabled: false }
+        goroutine: { enabled: false }
+  - job_name: "lock"
+    scrape_interval: "1s"
+    static_configs:
+      - targets: [ '$L' ]
+    profiling_config:
+      pprof_config:
+        process_cpu: { enabled: false }
+        memory: { enabled: false }
+        mutex: { enabled: false }
+        goroutine: { enabled: false }
+YAML
+
+: >"$T/c.err" # read below before the child may have opened it (set -e)
+"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
+CPID=$!
+W=
+for _ in $(seq 1 100); do
+  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
+  [ -n "$W" ] && break
+  sleep 0.1
+done
+check "prints where it serves" [ -n "$W" ]
+[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+
+mkdir -p "$B/artifacts"
+check "Chromium: the query page tells the truth over time" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/collect_page.py" "$T" "http://$W/" "$H" "$HPID" "$LPID" \
+  "$T/heap.out" "$T/lock.out" "$B/artifacts/collect-compare.png"
+
+kill -TERM "$CPID"
+wait "$CPID" || true
+stop "$HPID"
+stop "$LPID"
+finish
