@@ -19,10 +19,15 @@
 # whatever the rate (doc/internals.md); one thread per CPU on 2 CPUs gives
 # at most 500 samples a second. For 2 points to be 3 standard errors of a
 # 60 % share the window needs 9 * 0.6 * 0.4 / 0.02^2 = 5400 samples: the
-# shortest profile, 14 s, has about 6000-6500 when the test has the
-# machine (it runs alone, tests/CMakeLists.txt). The test computes this
-# from each window's own sample count and says loudly when the design did
-# not give enough samples (a loaded machine), rather than passing on luck.
+# shortest profile, 14 s, has at most 7000 (5430-6290 measured beside a
+# load average of 2; it runs alone in make test, tests/CMakeLists.txt).
+# The test computes this from each window's own sample count and says
+# loudly when the design did not give enough samples (a loaded machine:
+# 3150-3750 at a load of 3 to 8), rather than passing on luck. At 250 Hz a
+# sample is a signal (a late signal's overrun periods weigh it more). The
+# collector's merged process_cpu holds about 0.8 times the 14 s window's
+# samples (its 2 s scrapes every 3 s): held to 2 points, its count shown
+# but not required.
 . "$(dirname "$0")/lib.sh"
 command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
 command -v go >/dev/null || skip "go is not installed"
