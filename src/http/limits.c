@@ -29,7 +29,8 @@
  * Memory under abuse is bounded by 3 * max_connections (limits.h)
  * connections of CPROF_HEAD_MEMORY each, plus a thread each (the stack it
  * touches), plus max_profiles bodies of CPROF_MAX_BODY and the profiles
- * being built. */
+ * being built, plus the builders of the CPU and wall recordings' readers
+ * (16 each). */
 #include "http/limits.h"
 
 #include <errno.h>
