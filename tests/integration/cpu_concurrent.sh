@@ -189,8 +189,9 @@ if design and 2.0 < se_needed * worst:
 # The standard error counts samples as independent draws, one a signal. On
 # a busy machine the kernel holds a thread's timer signal back (tens of ms
 # of its CPU, doc/internals.md) and the late one carries the periods in
-# si_overrun: few signals weighted by many periods, so the count overstates
-# what the profile knows (seen: 3.5 "standard errors" off at a load of 4).
+# si_overrun: few signals weighted by many periods, so the count can
+# overstate what the profile knows (seen: 3.6 "standard errors" off at a
+# load of 4, most likely so).
 # So the work must have had its CPUs (at least 75 %: 78-82 % beside a load
 # of 2 held the errors under 1 point): its threads' CPU over their wall time.
 m = re.search(r'^split: rounds=\d+ threads=(\d+) wall_s=([\d.]+)', out, re.M)
