@@ -19,15 +19,18 @@
  *   reaper (the server's keeper thread) shuts down a connection past its
  *   deadline, and libmicrohttpd closes it as if the peer had.
  * - Expensive requests: profiles being built take one of max_profiles
- *   slots for as long as they build (a 30 s CPU profile for 30 s); beyond
- *   that, 503 with Retry-After the time until the first running one is due.
+ *   slots for as long as they build (a 30 s goroutine delta for 30 s);
+ *   beyond that, 503 with Retry-After the time until the first running one
+ *   is due. CPU and wall profiles take none: their recordings bound their
+ *   readers (reads_recording).
  *   Requests with a body are expensive too, which bounds the bodies held
  *   at once to max_profiles of CPROF_MAX_BODY.
  *
  * Memory under abuse is bounded by 3 * max_connections (limits.h)
  * connections of CPROF_HEAD_MEMORY each, plus a thread each (the stack it
  * touches), plus max_profiles bodies of CPROF_MAX_BODY and the profiles
- * being built. */
+ * being built, plus the builders of the CPU and wall recordings' readers
+ * (16 each). */
 #include "http/limits.h"
 
 #include <errno.h>
@@ -252,6 +255,24 @@ static int is_cheap(const char *method, const char *path) {
          strcmp(name, "ui") == 0 || strcmp(name, "ui/") == 0 || strcmp(name, "ui/profiles") == 0;
 }
 
+/* A GET of the CPU or wall profile (or the viewer's data of one): a reader
+ * of the shared recording (registry/cpu.c, wall_profile.c). It waits out
+ * its seconds at no cost but a builder, and the recording bounds its
+ * readers on its own (16 each, then 503). Holding a slot for its seconds
+ * shut out the rest: three CPU profiles and a collector's process_cpu
+ * scrape took the four, and the collector's heap, block, mutex and
+ * goroutine scrapes got 503 for as long as they ran (issue 32,
+ * tests/integration/cpu_concurrent.sh). */
+static int reads_recording(const char *method, const char *path, const char *query) {
+  char v[32];
+  const char *name = profile_name(path);
+  if (!name || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+    return 0;
+  if (strcmp(name, "ui/data") == 0)
+    name = cprof__query_get(query, "name", v, sizeof v) == 1 ? v : "";
+  return strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0;
+}
+
 /* A GET for another process of the tree (?pid=N, N not this one): the
  * owner only passes it on (http/tree.c), and the member that builds the
  * profile takes one of its own slots. Counting it here too would let four
@@ -293,7 +314,8 @@ static long long expected_ms(const char *path, const char *query) {
 
 int cprof__limits_profile_enter(const char *method, const char *path, const char *query,
                                 int *retry_after, char *why, size_t whylen) {
-  if (is_cheap(method ? method : "", path ? path : "") || relayed(method, query))
+  if (is_cheap(method ? method : "", path ? path : "") || relayed(method, query) ||
+      reads_recording(method ? method : "", path ? path : "", query))
     return 0;
   long long now = now_ms(), soonest = -1;
   pthread_mutex_lock(&lock);

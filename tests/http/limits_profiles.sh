@@ -1,7 +1,8 @@
 # Issue 13, limits: at most CPROF_MAX_PROFILES expensive requests (profiles
 # being built) run at once; the ones beyond get 503 with Retry-After and a
 # one-line reason, and the index answers meanwhile. A second CPU profile
-# while one runs shares its recording (issue 32): both answer 200.
+# while one runs shares its recording (issue 32): both answer 200; CPU and
+# wall profiles, readers of a recording bounded on its own, take no slot.
 . "$(dirname "$0")/../integration/lib.sh"
 H=$B/tests/host
 
@@ -45,6 +46,28 @@ wait $CPU1
 check "a second CPU profile meanwhile gets 200 (HTTP $code)" [ "$code" = 200 ]
 check "the first CPU profile gets 200" [ "$(cat "$T/cpu1")" = 200 ]
 check "... both read by go tool pprof" eval 'pprof -raw "$T/cpu1body" >/dev/null && pprof -raw "$T/cpu2body" >/dev/null'
+
+# CPU and wall profiles read the shared recording, which bounds its own
+# readers (16): they take no slot, so with two slots three CPU profiles, a
+# wall profile and the viewer's data of a CPU profile running leave both
+# for a delta profile and a heap profile
+# (issue 32: a collector's scrapes were refused while profiles ran).
+for i in 1 2 3; do
+  curl -s -m 15 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/profile?seconds=3" >"$T/rec$i" &
+done
+curl -s -m 15 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/wall?seconds=3" >"$T/rec4" &
+curl -s -m 15 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/ui/data?name=profile&seconds=3" >"$T/rec5" &
+sleep 0.5
+curl -s -m 15 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/goroutine?seconds=1" >"$T/side1" &
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$ADDR/debug/pprof/heap" || true)
+for job in $(jobs -p); do
+  [ "$job" = "$PID" ] || wait "$job" || true
+done
+echo "  recordings: $(cat "$T"/rec? | tr '\n' ' ')beside them: $(cat "$T"/side? | tr '\n' ' ')$code"
+check "three CPU profiles, a wall profile and the viewer's CPU data, two slots: all 200" \
+  [ "$(cat "$T"/rec? | grep -c '^200$')" = 5 ]
+check "... and beside them a delta profile and a heap profile: 200" \
+  [ "$(cat "$T/side1")" = 200 -a "$code" = 200 ]
 
 # A bad setting: one stderr line and the default.
 start bad LD_PRELOAD="$LIB" CPROF_MAX_PROFILES=lots CPROF_READ_TIMEOUT=0 -- "$H/host_sleeper" 300

@@ -27,8 +27,9 @@
 . "$(dirname "$0")/lib.sh"
 
 P=$B/tests/integration
-# Eight expensive requests at once (the default is four): seven here.
-start split LD_PRELOAD="$LIB" CPROF_CPU_HZ=250 CPROF_MAX_PROFILES=8 -- \
+# Seven requests at once with the default CPROF_MAX_PROFILES (4): CPU and
+# wall profiles take no slot, only the trace does.
+start split LD_PRELOAD="$LIB" CPROF_CPU_HZ=250 -- \
   "$P/cpu_split" 7 --wait-ms 300 --until-ms 9000
 U=http://$ADDR/debug/pprof
 
@@ -170,9 +171,9 @@ sys.exit(0 if d["otherData"]["cpu_samples"] == "from the CPU profile already run
 PY
 
 # Sixteen readers at most: a seventeenth CPU profile gets 503 saying so,
-# and the sixteen all answer. (Room for that many requests at once, and
-# connections from one address.)
-start many --ready LD_PRELOAD="$LIB" CPROF_MAX_PROFILES=20 CPROF_MAX_CONNECTIONS_PER_IP=32 -- \
+# and the sixteen all answer. (Room for that many connections from one
+# address; they take no CPROF_MAX_PROFILES slot.)
+start many --ready LD_PRELOAD="$LIB" CPROF_MAX_CONNECTIONS_PER_IP=32 -- \
   "$P/cpu_target"
 for i in $(seq 1 16); do
   curl -s -m 30 -o /dev/null -w '%{http_code}\n' "http://$ADDR/debug/pprof/profile?seconds=3" >"$T/many$i.code" &
