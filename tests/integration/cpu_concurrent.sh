@@ -31,6 +31,17 @@
 # collector's merged process_cpu holds about 0.8 times the 14 s window's
 # samples (its 2 s scrapes every 3 s): held to 2 points, its count shown
 # but not required.
+#
+# A busy machine (the two DESIGN cases) is not the library's fault: the
+# whole test runs once more, from the start; a second busy run fails.
+if [ -z "${CPU_CONCURRENT_TRY:-}" ]; then
+  for try in 1 2; do
+    rc=0
+    CPU_CONCURRENT_TRY=$try bash "$0" "$@" || rc=$?
+    [ "$rc" = 75 ] && [ "$try" = 1 ] || exit "$rc"
+    echo "cpu_concurrent: the machine was too busy for the bar; once more" >&2
+  done
+fi
 . "$(dirname "$0")/lib.sh"
 command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
 command -v go >/dev/null || skip "go is not installed"
@@ -204,14 +215,23 @@ if design and share < 0.75:
     print("  DESIGN: the work had under 75 % of its CPUs: the machine was busy, its signals came late "
           "and weighted, and the sample count is not the draws it seems")
     ok = False
-sys.exit(0 if ok else 1)
+busy = design and (2.0 < se_needed * worst or share < 0.75)
+sys.exit(3 if busy else 0 if ok else 1)
 PY
 }
-for s in $LENGTHS; do
-  design=
-  [ "$s" = "${LENGTHS##* }" ] && design=design # the shortest
-  check "the ${s} s profile: each function within 2 points of the truth" split_check "p$s" "$s" $design
+# The shortest first: whether the machine was too busy (exit 3).
+BUSY=0
+rc=0
+split_check "p${LENGTHS##* }" "${LENGTHS##* }" design || rc=$?
+[ "$rc" = 3 ] && BUSY=1
+check "the ${LENGTHS##* } s profile: each function within 2 points of the truth, with samples enough" [ "$rc" = 0 ]
+for s in ${LENGTHS% *}; do
+  check "the ${s} s profile: each function within 2 points of the truth" split_check "p$s" "$s"
 done
 check "the collector's process_cpu over the 20 s window: each function within 2 points" \
   split_check collected window
+if [ "$BUSY" = 1 ] && [ "$FAILS" -gt 0 ] && [ "${CPU_CONCURRENT_TRY:-2}" = 1 ]; then
+  finish || true
+  exit 75
+fi
 finish
