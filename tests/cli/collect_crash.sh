@@ -36,16 +36,7 @@ json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0
 collector() { # NAME ARGS...: starts cprof collect; sets CPID and W (its address)
   local name=$1
   shift
-  "$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
-  CPID=$!
-  W=
-  for _ in $(seq 1 100); do
-    W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/$name.err")
-    [ -n "$W" ] && return 0
-    sleep 0.1
-  done
-  fail "$name: cprof collect did not start"
-  cat "$T/$name.err" >&2
+  start_collect "$name" "$T/parca.yaml" "$@" || fail "$name: cprof collect did not start"
 }
 # until COMMAND...: true within 60 s (a bound on a hang, not a timing).
 until_true() {

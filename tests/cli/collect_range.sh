@@ -94,17 +94,8 @@ pprof_total() {
   pprof -top "$@" "$f" | sed -n 's/.* of \([0-9.]*\)[a-zA-Z]* total.*/\1/p' | head -1
 }
 
-: >"$T/c.err" # read below before the child may have opened it
-"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
-CPID=$!
-W=
-for _ in $(seq 1 100); do
-  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
-  [ -n "$W" ] && break
-  sleep 0.1
-done
-check "prints where it serves" [ -n "$W" ]
-[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+check "prints where it serves" start_collect c "$T/parca.yaml"
+[ -n "$W" ] || finish
 rows() { q "select count(*) from profiles where job='$1' and type='$2' and time_ns > ${3:-0}"; }
 until_rows() { # JOB TYPE N [AFTER_NS]: at least N rows (60 s bound)
   for _ in $(seq 1 600); do

@@ -44,17 +44,8 @@ q() { sqlite3 "$T/store/index.sqlite" "$1" 2>/dev/null; }
 # succeeds when it is true.
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 
-: >"$T/c.err" # read below before the child may have opened it (set -e)
-"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
-CPID=$!
-W=
-for _ in $(seq 1 100); do
-  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
-  [ -n "$W" ] && break
-  sleep 0.1
-done
-check "prints where it serves" [ -n "$W" ]
-[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+check "prints where it serves" start_collect c "$T/parca.yaml"
+[ -n "$W" ] || finish
 
 until_rows() { # N: at least N rows of each of the 12 demo series (a bound of 60 s on a hang)
   for _ in $(seq 1 600); do

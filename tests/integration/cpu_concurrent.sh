@@ -72,17 +72,8 @@ scrape_configs:
     static_configs:
       - targets: [ '$S' ]
 YAML
-: >"$T/c.err" # read below before the child may have opened it
-"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
-CPID=$!
-W=
-for _ in $(seq 1 100); do
-  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
-  [ -n "$W" ] && break
-  sleep 0.1
-done
-check "the collector serves" [ -n "$W" ]
-[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+check "the collector serves" start_collect c "$T/parca.yaml"
+[ -n "$W" ] || finish
 
 # fetch NAME URL: in the background, the body to $T/NAME, the status to $T/NAME.code.
 fetch() { curl -s -m 60 -o "$T/$1" -w '%{http_code}' "$2" >"$T/$1.code" & }
@@ -124,25 +115,7 @@ check "the collector's log counts no failure" bash -c "! grep -Eq '[1-9][0-9]* f
 
 # time_nanos and duration_nanos of a profile (profile.proto fields 9 and
 # 10, varints at the top level): the 20 s window, for the collector's rows.
-window=$(python3 - "$T/p${LENGTHS%% *}" <<'PY'
-import gzip, sys
-b, i, f = gzip.open(sys.argv[1]).read(), 0, {}
-def varint():
-    global i
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-        if c < 0x80: return v
-while i < len(b):
-    key = varint(); field, wire = key >> 3, key & 7
-    if wire == 0: f[field] = varint()
-    elif wire == 2: n = varint(); i += n
-    elif wire == 1: i += 8
-    elif wire == 5: i += 4
-    else: raise SystemExit("wire type %d" % wire)
-print(f.get(9, 0), f.get(9, 0) + f.get(10, 0))
-PY
-) || window="0 0"
+window=$(python3 "$CPROF_SOURCE_DIR/tests/integration/profile_fields.py" "$T/p${LENGTHS%% *}") || window="0 0"
 read -r w0 w1 <<<"$window"
 # A process_cpu row's time is its scrape's start, and it covers 2 s (the
 # interval less one): the rows whose 2 s lie in the window.

@@ -110,24 +110,10 @@ PY
 
 # time_nanos and duration_nanos, read from the profiles themselves
 # (profile.proto fields 9 and 10, varints at the top level).
-cat >"$T/nanos.py" <<'PY'
-import gzip, sys
-def top_fields(path):
-    b, i, f = gzip.open(path).read(), 0, {}
-    def varint():
-        nonlocal i
-        v = s = 0
-        while True:
-            c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-            if c < 0x80: return v
-    while i < len(b):
-        key = varint(); field, wire = key >> 3, key & 7
-        if wire == 0: f[field] = varint()
-        elif wire == 2: n = varint(); i += n
-        elif wire == 1: i += 8
-        elif wire == 5: i += 4
-        else: raise SystemExit("wire type %d" % wire)
-    return f
+cat >"$T/nanos.py" <<PY
+import sys
+sys.path.insert(0, "$CPROF_SOURCE_DIR/tests/integration")
+from profile_fields import top_fields
 ok, starts = True, []
 args = sys.argv[1:]
 for path, secs in zip(args[::2], map(int, args[1::2])):

@@ -180,6 +180,26 @@ compare() {
   fi
 }
 
+# start_collect NAME CONFIG [ARGS...]: starts `cprof collect --config CONFIG
+# --listen 127.0.0.1:0 ARGS` in the background, its output in $T/NAME.out
+# and $T/NAME.err; sets CPID, and W to where it serves. Fails (with its
+# stderr shown) when it has not said where in 10 s.
+start_collect() {
+  local name=$1 config=$2
+  shift 2
+  : >"$T/$name.err" # read below before the child may have opened it (set -e)
+  "$B/cprof" collect --config "$config" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  CPID=$!
+  W=
+  for _ in $(seq 1 100); do
+    W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/$name.err")
+    [ -n "$W" ] && return 0
+    sleep 0.1
+  done
+  cat "$T/$name.err" >&2
+  return 1
+}
+
 finish() {
   echo "$(basename "$0" .sh): $PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]

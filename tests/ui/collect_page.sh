@@ -53,17 +53,8 @@ scrape_configs:
         goroutine: { enabled: false }
 YAML
 
-: >"$T/c.err" # read below before the child may have opened it (set -e)
-"$C" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 >"$T/c.out" 2>"$T/c.err" &
-CPID=$!
-W=
-for _ in $(seq 1 100); do
-  W=$(sed -n 's|^cprof collect: serving http://\([^/]*\)/$|\1|p' "$T/c.err")
-  [ -n "$W" ] && break
-  sleep 0.1
-done
-check "prints where it serves" [ -n "$W" ]
-[ -n "$W" ] || { cat "$T/c.err" >&2; finish; }
+check "prints where it serves" start_collect c "$T/parca.yaml"
+[ -n "$W" ] || finish
 
 mkdir -p "$B/artifacts"
 check "Chromium: the query page tells the truth over time" \
