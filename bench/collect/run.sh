@@ -3,15 +3,23 @@
 # default profiles of the demo once (heap, block, goroutine, mutex, and a
 # 2 s CPU profile), serves them from TARGETS ports of one Python process
 # (bench/collect/targets.py; the CPU profile after the seconds asked), and
-# runs the collector on them at a 10 s interval: one interval of warm-up,
-# then DURATION seconds measured. Prints the collector's CPU (utime+stime
-# from /proc/PID/stat, as % of one core), its memory (VmRSS at the end,
-# VmHWM), the profiles stored per second and the failures (both from its
+# runs the collector on them at INTERVAL seconds (10 by default; the
+# seed's parca.yaml scrapes every 3 s): one interval of warm-up, then
+# DURATION seconds measured. Prints the collector's CPU (utime+stime from
+# /proc/PID/stat, as % of one core), its memory (VmRSS at the end, VmHWM),
+# the profiles stored per second and the failures (both from its
 # /metrics), the bytes per profile (stored bytes, and `du` of the directory
-# with its SQLite index), and the load generator's own CPU.
+# with its SQLite index), the disk a day of this takes (the bytes stored
+# per second of the window x 86400, and the same count of profiles at the
+# `du` bytes per profile), each per target too, and the load generator's
+# own CPU. bench/collect/matrix.sh runs it for 10, 100 and 200 targets at
+# 3 s and 10 s and prints one table.
 #
-#   bench/collect/run.sh                   200 targets, 120 s
+#   bench/collect/run.sh                   200 targets, 10 s, 120 s
 #   TARGETS=400 DURATION=300 bench/collect/run.sh
+#   INTERVAL=3 TARGETS=100 DURATION=45 bench/collect/run.sh
+#   ROW_FILE=F ...                         also appends the figures to F, one
+#                                          tab-separated line (matrix.sh's table)
 #   CPROF_BUILD=/path/to/build bench/collect/run.sh
 #   LARGE=1 CPROF_BUILD=build bench/collect/run.sh
 #       the heap profile recorded instead from tests/integration/many_stacks
@@ -24,7 +32,8 @@ export CPROF_BUILD=${CPROF_BUILD:-$BENCH/build/cprof}
 [ -x "$CPROF_BUILD/cprof" ] || make -s -C "$BENCH" lib
 TARGETS=${TARGETS:-200}
 DURATION=${DURATION:-120}
-INTERVAL=10
+INTERVAL=${INTERVAL:-10}
+case $INTERVAL in '' | *[!0-9]* | 0) echo "collect bench: INTERVAL=$INTERVAL: want whole seconds, 1 or more" >&2; exit 2 ;; esac
 CPROF=$CPROF_BUILD/cprof
 DEMO=$CPROF_BUILD/examples/demo_server
 TICK=$(getconf CLK_TCK)
@@ -121,6 +130,7 @@ c0=$(ticks $PID) g0=$(ticks $GEN_PID) t0=$(date +%s.%N)
 p0=$(metric "$WEB" cprof_collect_stored_profiles)
 s0=$(metric "$WEB" cprof_collect_scrapes_total)
 f0=$(metric "$WEB" cprof_collect_scrape_failures_total)
+b0=$(metric "$WEB" cprof_collect_stored_bytes)
 sleep "$DURATION"
 c1=$(ticks $PID) g1=$(ticks $GEN_PID) t1=$(date +%s.%N)
 p1=$(metric "$WEB" cprof_collect_stored_profiles)
@@ -138,20 +148,34 @@ wait $GEN_PID 2>/dev/null || true
 awk -v n="$TARGETS" -v d="$t1 - $t0" -v c0="$c0" -v c1="$c1" -v g0="$g0" -v g1="$g1" \
   -v tick="$TICK" -v t0="$t0" -v t1="$t1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" \
   -v f0="$f0" -v f1="$f1" -v bytes="$bytes" -v du="$du" -v rss="$rss" -v hwm="$hwm" \
-  -v health="$health" -v sizes="$sizes" '
+  -v health="$health" -v sizes="$sizes" -v iv="$INTERVAL" -v b0="$b0" -v row="${ROW_FILE:-}" '
 BEGIN {
   w = t1 - t0
   printf "recorded: %s\n", substr(sizes, 1, length(sizes) - 2)
-  printf "%d targets, %ds interval, %.0f s measured after %ds of warm-up\n", n, 10, w, 10
+  printf "%d targets, %ds interval, %.0f s measured after %ds of warm-up\n", n, iv, w, iv
   printf "collector CPU       %.1f%% of one core\n", 100 * (c1 - c0) / tick / w
   printf "collector RSS       %.1f MB at the end, %.1f MB peak (VmHWM)\n", rss / 1024, hwm / 1024
   printf "profiles stored     %.1f /s (%d in the window; %d scrapes, %.1f /s; expected %.1f /s)\n",
-    (p1 - p0) / w, p1 - p0, s1 - s0, (s1 - s0) / w, n * 5 / 10
+    (p1 - p0) / w, p1 - p0, s1 - s0, (s1 - s0) / w, n * 5 / iv
   printf "failures            %d in the window, %d since the start\n", f1 - f0, f1
   printf "disk per profile    %.1f KB stored, %.1f KB with the index (du %.1f MB for %d profiles)\n",
     bytes / p1 / 1000, du * 1024 / p1 / 1000, du / 1024, p1
+  # A day at the rate of the window: its stored bytes a second, and its
+  # profiles a second at what each took on disk (du, index and all).
+  day_stored = (bytes - b0) / w * 86400
+  day_du = (p1 - p0) / w * 86400 * du * 1024 / p1
+  printf "disk per day        %.2f GB stored, %.2f GB on disk (du); per target %.1f MB, %.1f MB\n",
+    day_stored / 1e9, day_du / 1e9, day_stored / n / 1e6, day_du / n / 1e6
+  cpu = 100 * (c1 - c0) / tick / w
+  printf "per target          %.3f%% of a core, %.0f KB of RSS (the whole RSS over the targets)\n",
+    cpu / n, rss * 1024 / n / 1000
   printf "target profiles     %s (health of each target and profile)\n", health
   printf "load generator CPU  %.1f%% of one core\n", 100 * (g1 - g0) / tick / w
+  if (row != "")
+    printf "%d\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\n",
+      iv, n, w, (p1 - p0) / w, n * 5 / iv, cpu, rss / 1024, hwm / 1024, f1 - f0,
+      day_stored / 1e9, day_du / 1e9, day_stored / n / 1e6, day_du / n / 1e6,
+      100 * (g1 - g0) / tick / w >> row
 }'
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "collector's log (last lines):"
