@@ -20,6 +20,10 @@
 #                    default they return at once while filling: durability
 #                    while it runs, not what is stored)
 #   KEEP=1 ...       keeps the scratch directory (and the store)
+#   MERGE_CPROF=/path/to/cprof ...
+#                    then also serves the store with that cprof (one built
+#                    with a MAX_MERGE above 28,800 in web_query.c) and times
+#                    /view of a day, and its memory
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -119,7 +123,8 @@ t0=$(date +%s.%N)
 PID=$!
 WEB=$(serving_addr "$T/collect2.err" "cprof collect: serving")
 t1=$(date +%s.%N)
-echo "cprof collect opened the store of $rows profiles and served in $(echo "$t1 - $t0" | bc | sed 's/^\./0./') s"
+echo "cprof collect opened the store of $rows profiles and served in $(echo "$t1 - $t0" | bc | sed 's/^\./0./') s;" \
+  "RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
 sleep 1
 
 now=$(date +%s%N)
@@ -151,4 +156,18 @@ mkdir -p "$BENCH/build"
 cp "$T/collect-day.png" "$BENCH/build/collect-day.png" 2>/dev/null && echo "(the last page: $BENCH/build/collect-day.png)"
 kill -TERM "$PID"
 wait "$PID" 2>/dev/null || true
+if [ -n "${MERGE_CPROF:-}" ]; then
+  "$MERGE_CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect3.err" &
+  PID=$!
+  WEB=$(serving_addr "$T/collect3.err" "cprof collect: serving")
+  now=$(date +%s%N)
+  day=$((now - 86400 * 1000000000))
+  echo "$MERGE_CPROF: RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB once open"
+  for ty in $PAGE_TYPES; do
+    timed "/view $ty, a day ($MERGE_CPROF)" "view?job=day&type=$ty&from=$day&to=$now"
+    echo "  RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
+  done
+  kill -TERM "$PID"
+  wait "$PID" 2>/dev/null || true
+fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -9,10 +9,10 @@
 # /proc/PID/stat, as % of one core), its memory (VmRSS at the end, VmHWM),
 # the profiles stored per second and the failures (both from its
 # /metrics), the bytes per profile (stored bytes, and `du` of the directory
-# with its SQLite index), the disk a day of this takes (the bytes stored
-# per second of the window x 86400, and the same count of profiles at the
-# `du` bytes per profile), each per target too, and the load generator's
-# own CPU. bench/collect/matrix.sh runs it for 10, 100 and 200 targets at
+# with its SQLite index once the collector has stopped), the disk a day of
+# this takes (the bytes stored per second of the window x 86400, and the
+# same count of profiles at the `du` bytes per profile), each per target
+# too, and the load generator's own CPU. bench/collect/matrix.sh runs it for 10, 100 and 200 targets at
 # 3 s and 10 s and prints one table.
 #
 #   bench/collect/run.sh                   200 targets, 10 s, 120 s
@@ -139,16 +139,20 @@ f1=$(metric "$WEB" cprof_collect_scrape_failures_total)
 bytes=$(metric "$WEB" cprof_collect_stored_bytes)
 health=$(curl -sf "http://$WEB/metrics" | sed -n 's/^cprof_collect_targets{health="\([a-z]*\)"} \(.*\)/\1 \2/p' | paste -sd, -)
 rss=$(status_kb $PID VmRSS) hwm=$(status_kb $PID VmHWM)
-du=$(du -sk "$T/store" | cut -f1)
 kill $PID
 wait $PID 2>/dev/null || true
+# The store once the collector has closed it: SQLite has checkpointed its
+# write-ahead log into the index and removed it (a few MB while it runs,
+# whatever the count, which would swamp a short run's profiles).
+du=$(du -sk "$T/store" | cut -f1)
+pdu=$(sqlite3 "$T/store/index.sqlite" 'select count(*) from profiles' 2>/dev/null) || pdu=$p1
 kill $GEN_PID
 wait $GEN_PID 2>/dev/null || true
 
 awk -v n="$TARGETS" -v d="$t1 - $t0" -v c0="$c0" -v c1="$c1" -v g0="$g0" -v g1="$g1" \
   -v tick="$TICK" -v t0="$t0" -v t1="$t1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" \
   -v f0="$f0" -v f1="$f1" -v bytes="$bytes" -v du="$du" -v rss="$rss" -v hwm="$hwm" \
-  -v health="$health" -v sizes="$sizes" -v iv="$INTERVAL" -v b0="$b0" -v row="${ROW_FILE:-}" '
+  -v health="$health" -v sizes="$sizes" -v iv="$INTERVAL" -v b0="$b0" -v row="${ROW_FILE:-}" -v pdu="$pdu" '
 BEGIN {
   w = t1 - t0
   printf "recorded: %s\n", substr(sizes, 1, length(sizes) - 2)
@@ -158,12 +162,12 @@ BEGIN {
   printf "profiles stored     %.1f /s (%d in the window; %d scrapes, %.1f /s; expected %.1f /s)\n",
     (p1 - p0) / w, p1 - p0, s1 - s0, (s1 - s0) / w, n * 5 / iv
   printf "failures            %d in the window, %d since the start\n", f1 - f0, f1
-  printf "disk per profile    %.1f KB stored, %.1f KB with the index (du %.1f MB for %d profiles)\n",
-    bytes / p1 / 1000, du * 1024 / p1 / 1000, du / 1024, p1
+  printf "disk per profile    %.1f KB stored, %.1f KB with the index (du %.1f MB for %d profiles, the collector stopped)\n",
+    bytes / p1 / 1000, du * 1024 / pdu / 1000, du / 1024, pdu
   # A day at the rate of the window: its stored bytes a second, and its
   # profiles a second at what each took on disk (du, index and all).
   day_stored = (bytes - b0) / w * 86400
-  day_du = (p1 - p0) / w * 86400 * du * 1024 / p1
+  day_du = (p1 - p0) / w * 86400 * du * 1024 / pdu
   printf "disk per day        %.2f GB stored, %.2f GB on disk (du); per target %.1f MB, %.1f MB\n",
     day_stored / 1e9, day_du / 1e9, day_stored / n / 1e6, day_du / n / 1e6
   cpu = 100 * (c1 - c0) / tick / w
