@@ -39,7 +39,7 @@ done
 {
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
-  printf '%-8s %7s %6s %12s %13s %11s %16s %8s %19s %19s %9s\n' interval targets window \
+  printf '%-8s %7s %6s %12s %13s %11s %16s %8s %18s %18s %9s\n' interval targets window \
     'profiles/s' 'CPU % core' '% / target' 'RSS end/peak MB' failures 'GB/day stored/du' \
     'MB/day/target s/du' 'gen. CPU'
   awk -F'\t' '{
