@@ -65,6 +65,7 @@ echo "$(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs; load average at the st
 
 # The fill tool: the store's sources and this file, nothing else.
 FILL=$T/fill
+# shellcheck disable=SC2046 # pkg-config's flags are words
 cc -O2 -g -std=gnu11 -I"$ROOT/tools/cprof" -o "$FILL" "$BENCH/collect/fill.c" \
   "$ROOT"/tools/cprof/collect/store.c "$ROOT"/tools/cprof/collect/store_write.c \
   "$ROOT"/tools/cprof/collect/store_read.c "$ROOT"/tools/cprof/collect/store_events.c \
@@ -132,8 +133,8 @@ day=$((now - 86400 * 1000000000))
 four=$((now - 4 * 3600 * 1000000000))
 # timed NAME PATH: three answers' times, sizes and status.
 timed() {
-  local out="" i r
-  for i in 1 2 3; do
+  local out="" r
+  for _ in 1 2 3; do
     r=$(curl -s -o "$T/answer" -w '%{http_code} %{time_total} %{size_download}' "http://$WEB/$2")
     out="$out $(echo "$r" | awk '{printf "%.3fs", $2}')"
   done
