@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "burn.h"
 #include "check.h"
 #include "cprof.h"
 #include "model/model.h"
@@ -26,19 +27,6 @@
 #define HZ 250
 #define PHASES 6
 #define GO "/usr/lib/go/bin/go"
-
-static volatile unsigned long sink;
-
-/* Burns ms of this thread's CPU time. */
-static void burn(long ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-  do {
-    for (int i = 0; i < 100000; i++)
-      sink += (unsigned long)i * 2654435761u;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
-}
 
 static void phase(int n) {
   char v[8];

@@ -12,25 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "burn.h"
 #include "check.h"
 #include "core/config.h"
 #include "cprof.h"
 #include "interpose/malloc.h"
 #include "registry/cpu.h"
-
-static volatile unsigned long sink;
-
-/* Burns about ms of this thread's CPU time, so that the profile has
- * samples; how many is not checked. */
-static void burn(long ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-  do {
-    for (int i = 0; i < 100000; i++)
-      sink += (unsigned long)i * 2654435761u;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
-}
 
 /* A gzip stream (RFC 1952's magic) of more than a header. */
 static void check_gzip_file(const char *path) {
