@@ -38,28 +38,7 @@ INTERVAL=3
 CPROF=$CPROF_BUILD/cprof
 DEMO=$CPROF_BUILD/examples/demo_server
 T=$(mktemp -d /tmp/cprof-day.XXXXXX)
-cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-
-serving_addr() {
-  local a
-  for _ in $(seq 1 2400); do
-    a=$(sed -n "s|^$2 http://\([^/]*\)/.*|\1|p" "$1" | head -1)
-    [ -n "$a" ] && { echo "$a"; return 0; }
-    sleep 0.025
-  done
-  echo "collect day: no \"$2\" line in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
-status_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 echo "$(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -103,7 +82,7 @@ YAML
 # A few real scrapes: the profiles and rows the fill copies.
 "$CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect1.err" &
 PID=$!
-serving_addr "$T/collect1.err" "cprof collect: serving" >/dev/null
+serving_addr "$T/collect1.err" "cprof collect: serving" 60 >/dev/null
 sleep $((3 * INTERVAL))
 kill -TERM "$PID"
 wait "$PID" 2>/dev/null || true
@@ -122,7 +101,7 @@ echo "store: $rows profiles, $(du -sh "$T/store" | cut -f1) (du), index $(du -sh
 t0=$(date +%s.%N)
 "$CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect2.err" &
 PID=$!
-WEB=$(serving_addr "$T/collect2.err" "cprof collect: serving")
+WEB=$(serving_addr "$T/collect2.err" "cprof collect: serving" 60)
 t1=$(date +%s.%N)
 echo "cprof collect opened the store of $rows profiles and served in $(echo "$t1 - $t0" | bc | sed 's/^\./0./') s;" \
   "RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
@@ -160,7 +139,7 @@ wait "$PID" 2>/dev/null || true
 if [ -n "${MERGE_CPROF:-}" ]; then
   "$MERGE_CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect3.err" &
   PID=$!
-  WEB=$(serving_addr "$T/collect3.err" "cprof collect: serving")
+  WEB=$(serving_addr "$T/collect3.err" "cprof collect: serving" 60)
   now=$(date +%s%N)
   day=$((now - 86400 * 1000000000))
   echo "$MERGE_CPROF: RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB once open"

@@ -38,35 +38,10 @@ CPROF=$CPROF_BUILD/cprof
 DEMO=$CPROF_BUILD/examples/demo_server
 TICK=$(getconf CLK_TCK)
 T=$(mktemp -d /tmp/cprof-bench.XXXXXX)
-cleanup() {
-  local p
-  for p in $(jobs -p); do
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  if [ -n "${KEEP:-}" ]; then echo "(scratch files kept in $T)" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-
-# serving_addr FILE WHAT: the HOST:PORT of the first "WHAT http://HOST:PORT/"
-# line of FILE, waiting up to 10 s for it.
-serving_addr() {
-  local a
-  for _ in $(seq 1 400); do
-    a=$(sed -n "s|^$2 http://\([^/]*\)/.*|\1|p" "$1" | head -1)
-    [ -n "$a" ] && { echo "$a"; return 0; }
-    sleep 0.025
-  done
-  echo "collect bench: no \"$2\" line in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # ticks PID: its utime+stime so far, clock ticks.
 ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-
-# status_kb PID FIELD: VmRSS or VmHWM, KiB.
-status_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 
 # metric ADDR NAME: one unlabelled value of the collector's /metrics.
 metric() {
