@@ -13,6 +13,8 @@
 # by reason (promtool), /targets' error and Labels column. A selector
 # picks series by their labels and samples by the program's (cprof_do's
 # in programs/labels_do.c), and a malformed one is a 400 of one line.
+# Served again with --merge-limit, a range of the limit merges and one of
+# more is a 400 naming it.
 . "$(dirname "$0")/../integration/lib.sh"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/install-deps.sh test)"
 command -v go >/dev/null || export PATH=$PATH:/usr/lib/go/bin
@@ -289,6 +291,22 @@ check "/targets JSON: last_failure and failures_by_reason" json "$T/body" \
 kill -TERM "$CPID"
 wait "$CPID" || true
 check "the store keeps the failures: sqlite3" [ "$(q "select count(*) from scrape_events where job='heap' and event='failure'")" -ge 2 ]
+
+# ---- the merge limit: a longer range is a 400 saying so ------------------
+to=$(now_ns)
+n=$(q "select count(*) from profiles where job='lock' and type='block' and time_ns <= $to")
+check "the same store served again with --merge-limit $n" start_collect c2 "$T/parca.yaml" --merge-limit "$n"
+check "a range of $n profiles, the limit, merges" \
+  [ "$(http "http://$W/api/merge?job=lock&type=block&from=0&to=$to")" = 200 ]
+kill -TERM "$CPID"
+wait "$CPID" || true
+start_collect c3 "$T/parca.yaml" --merge-limit $((n - 1))
+check "one more than the limit ($n > $((n - 1))): a 400 of one line naming it" bash -c \
+  "[ \"\$(curl -s -o '$T/bad' -w '%{http_code}' 'http://$W/api/merge?job=lock&type=block&from=0&to=$to')\" = 400 ] && [ \$(wc -l <'$T/bad') = 1 ] && grep -q '^400 the range holds more than $((n - 1)) profiles (cprof collect --merge-limit)' '$T/bad'"
+kill -TERM "$CPID"
+wait "$CPID" || true
+check "--merge-limit abc: exit 2 and one line" bash -c \
+  "'$C' collect --config '$T/parca.yaml' --merge-limit abc 2>'$T/bad'; [ \$? = 2 ] && [ \$(wc -l <'$T/bad') = 1 ] && grep -q 'merge-limit wants a number' '$T/bad'"
 stop "$LPID"
 stop "$DPID"
 finish

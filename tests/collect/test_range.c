@@ -2,8 +2,8 @@
  * CPU summed, a cumulative profile's range the change between its first
  * and last scrape (per stack), a restart counted from zero, the heap's
  * in-use types averaged beside its alloc types as deltas, latest, several
- * series added up, a lone baseline an empty range, and the kinds and
- * modes by name. */
+ * series added up, a lone baseline an empty range, a long range read in
+ * batches, and the kinds and modes by name. */
 #include <errno.h>
 #include <string.h>
 
@@ -329,6 +329,54 @@ static void test_row_value(void) {
   CHECK(!q.known);
 }
 
+/* A long range, reduced as it is read (many batches of the series' sum):
+ * 300 heap scrapes of one series, interleaved with a second series, the
+ * target restarting before scrapes 100 and 230. The allocated bytes of
+ * stack 1 count 10 a scrape from each start: 990 in the first stretch
+ * (its first scrape the baseline), then 1300 and 700 whole; the bytes in
+ * use (50 to 650, by k % 7) average to what a plain loop says. */
+#define LONG_N 300
+static int64_t long_alloc(int k) { return 10 * (k < 100 ? k + 1 : k < 230 ? k - 99 : k - 229); }
+static int64_t long_inuse(int k) { return k % 7 * 100 + 50; }
+
+static void test_long(void) {
+  int64_t inuse_sum = 0, all_alloc = 0;
+  for (int k = 0; k < LONG_N; k++) {
+    inuse_sum += long_inuse(k);
+    all_alloc += long_alloc(k);
+  }
+  static const collect_mode_t modes[] = {COLLECT_MODE_AUTO, COLLECT_MODE_SUM, COLLECT_MODE_LATEST};
+  for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+    collect_range_t *r;
+    char err[256] = "", applied[64];
+    CHECK(collect_range_new(modes[m], &r) == 0);
+    for (int k = 0; k < LONG_N; k++) {
+      int rc = collect_range_add(r, "h", make(HEAP(k, long_alloc(k), 1, long_inuse(k))), err,
+                                 sizeof err);
+      CHECK(rc == 0);
+      CHECK(collect_range_add(r, "other", make(HEAP(0, 0, 1, 1000)), err, sizeof err) == 0);
+    }
+    cprof__pf_t *p = NULL;
+    CHECK(collect_range_finish(r, &p, applied, sizeof applied, err, sizeof err) == 0 && p);
+    CHECK_EQ_INT(collect_range_count(r), 2 * LONG_N);
+    if (modes[m] == COLLECT_MODE_AUTO) {
+      CHECK_EQ_STR(applied, "delta+avg");
+      CHECK_EQ_INT(value(p, 1, 1), 990 + 1300 + 700);
+      CHECK_EQ_INT(collect_range_restarts(r), 2);
+      /* The average rounded, plus the other series' 1000. */
+      CHECK_EQ_INT(value(p, 1, 3), (inuse_sum + LONG_N / 2) / LONG_N + 1000);
+    } else if (modes[m] == COLLECT_MODE_SUM) {
+      CHECK_EQ_INT(value(p, 1, 1), all_alloc);
+      CHECK_EQ_INT(value(p, 1, 3), inuse_sum + 1000 * LONG_N);
+    } else {
+      CHECK_EQ_INT(value(p, 1, 1), long_alloc(LONG_N - 1));
+      CHECK_EQ_INT(value(p, 1, 3), long_inuse(LONG_N - 1) + 1000);
+    }
+    cprof__pf_free(p);
+    collect_range_free(r);
+  }
+}
+
 int main(void) {
   test_row_value();
   test_cumulative();
@@ -339,5 +387,6 @@ int main(void) {
   test_small_counts();
   test_baseline_only();
   test_names();
+  test_long();
   return check_result("collect/range");
 }

@@ -12,6 +12,11 @@ mode picker; a malformed selector's 400 in the status; the heap target
 killed, marked with its error; and /debug/pprof/ui/'s state kept in its
 address across a reload. The comparison's screenshot is SHOT. Prints one
 line per check and exits 1 if any failed.
+
+    collect_page.py limit DIR BASE_URL
+
+against a collector serving the same store with --merge-limit 2: a range
+over the limit, said in the status as the frame shows it.
 """
 import json
 import os
@@ -407,7 +412,34 @@ class Run:
               tip and "connection_refused" in tip and "onnect" in tip)
 
 
+def limit(base, wd):
+    """Served with cprof collect --merge-limit 2: a range of more profiles
+    is a 400 in the frame, and the status says that line, not "N profiles
+    merged"; a range of two merges."""
+    got = rows(base, "heap", "memory")
+    check("limit: more than 2 heap profiles stored (%d)" % len(got), len(got) > 2)
+    if len(got) <= 2:
+        return
+    status = "var s = document.getElementById('status'); return [s.textContent, s.className];"
+    open_page(wd, base + "?job=heap&type=memory&from=%s&to=%s" % (got[0]["time_ns"], got[-1]["time_ns"]),
+              "a range over the limit is shown")
+    st = wd.run(status)
+    check("limit: the status is the frame's 400 line (%s)" % st[0],
+          st[0].startswith("400 the range holds more than 2 profiles") and st[1] == "error")
+    text = wd.run("var d = document.getElementById('view').contentDocument;"
+                  "return d && d.body ? d.body.textContent.trim() : '';")
+    check("limit: the frame shows that line (%s)" % text, text == st[0])
+    open_page(wd, base + "?job=heap&type=memory&from=%s&to=%s" % (got[0]["time_ns"], got[1]["time_ns"]),
+              "a range of two is shown")
+    st = wd.run(status)
+    check("limit: a range of two is merged, and said (%s)" % st[0],
+          st[0].startswith("2 profiles merged") and st[1] == "")
+    check("limit: and drawn", bool(frame_data(wd)))
+
+
 def main():
+    if sys.argv[1] == "limit":  # limit DIR BASE_URL
+        return vb.drive("collect_page limit", sys.argv[2], lambda wd: limit(sys.argv[3], wd))
     run = Run(sys.argv)
     return vb.drive("collect_page", run.dir, run.heap_range, run.compare, run.block, run.viewer, run.killed)
 

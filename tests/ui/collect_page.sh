@@ -10,6 +10,8 @@
 # with B (10 MiB: late_alloc's 2 MiB grew), reopen a view from its address,
 # show a malformed selector's 400 and mark the heap target killed mid-run
 # with its error; and /debug/pprof/ui/ keeps its state across a reload.
+# Served again with --merge-limit 2, a longer range's 400 is what the
+# status says, as the frame shows it.
 # The comparison's screenshot is $CPROF_BUILD_DIR/artifacts/collect-compare.png
 # (doc/collect-compare.png is one).
 . "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
@@ -61,6 +63,13 @@ check "Chromium: the query page tells the truth over time" \
   python3 "$CPROF_SOURCE_DIR/tests/ui/collect_page.py" "$T" "http://$W/" "$H" "$HPID" "$LPID" \
   "$T/heap.out" "$T/lock.out" "$B/artifacts/collect-compare.png"
 
+kill -TERM "$CPID"
+wait "$CPID" || true
+# The same store served with a merge limit of 2 profiles.
+check "serves again with --merge-limit 2" start_collect c2 "$T/parca.yaml" --merge-limit 2
+[ -n "$W" ] || finish
+check "Chromium: a range over the merge limit, said in the status" \
+  python3 "$CPROF_SOURCE_DIR/tests/ui/collect_page.py" limit "$T" "http://$W/"
 kill -TERM "$CPID"
 wait "$CPID" || true
 stop "$HPID"

@@ -2,6 +2,7 @@
  * checks a Parca config, then scrapes and stores (collect/run.c) until
  * SIGTERM, serving its web pages (collect/web.h) meanwhile and pushing to
  * Pyroscope when asked (collect/push.h); with --check only the first. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,27 +14,31 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: cprof collect --config FILE [--listen HOST:PORT] [--remote-write URL]\n"
-               "       cprof collect --check FILE\n"
-               "\n"
-               "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
-               "programs) as Parca does, from Parca's own YAML config (object_storage and\n"
-               "scrape_configs).\n"
-               "\n"
-               "  --config FILE  the config file (parca.yaml)\n"
-               "  --listen HOST:PORT\n"
-               "                 where the web pages are served (default 127.0.0.1:7070,\n"
-               "                 Parca's port; port 0: any free port): / the profiles,\n"
-               "                 /targets the scrapes' health, /metrics the collector's own\n"
-               "  --retention DURATION    delete profiles older than this (default 15d; 0: keep\n"
-               "                 them), as Prometheus's --storage.tsdb.retention.time\n"
-               "  --retention-size SIZE   delete the oldest past this much (512MB, 10GB; default\n"
-               "                 0: no limit), as --storage.tsdb.retention.size\n"
-               "  --check        only read and check the config: a summary on success, one\n"
-               "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
-               "  --remote-write URL  also push every profile to Grafana Pyroscope at URL\n"
-               "                 (http://host:4040); replaces remote_write.url of the config\n"
-               "  -h, --help     this text\n");
+  fprintf(out,
+          "usage: cprof collect --config FILE [--listen HOST:PORT] [--remote-write URL]\n"
+          "                    [--retention DURATION] [--retention-size SIZE] [--merge-limit N]\n"
+          "       cprof collect --check FILE\n"
+          "\n"
+          "Continuous profiling: scrapes the profiles of programs under cprof (or Go\n"
+          "programs) as Parca does, from Parca's own YAML config (object_storage and\n"
+          "scrape_configs).\n"
+          "\n"
+          "  --config FILE  the config file (parca.yaml)\n"
+          "  --listen HOST:PORT\n"
+          "                 where the web pages are served (default 127.0.0.1:7070,\n"
+          "                 Parca's port; port 0: any free port): / the profiles,\n"
+          "                 /targets the scrapes' health, /metrics the collector's own\n"
+          "  --retention DURATION    delete profiles older than this (default 15d; 0: keep\n"
+          "                 them), as Prometheus's --storage.tsdb.retention.time\n"
+          "  --retention-size SIZE   delete the oldest past this much (512MB, 10GB; default\n"
+          "                 0: no limit), as --storage.tsdb.retention.size\n"
+          "  --merge-limit N  the most profiles one range of the query page merges\n"
+          "                 (default 300000); a longer range is a 400 asking for less\n"
+          "  --check        only read and check the config: a summary on success, one\n"
+          "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
+          "  --remote-write URL  also push every profile to Grafana Pyroscope at URL\n"
+          "                 (http://host:4040); replaces remote_write.url of the config\n"
+          "  -h, --help     this text\n");
 }
 
 /* One line: jobs, targets, profiles a job (enabled ones), the storage. */
@@ -111,6 +116,7 @@ static int parse_size(const char *s, int64_t *out) {
 typedef struct args {
   const char *file, *remote, *listen;
   int check;
+  long merge_limit;
   long age_ms;
   collect_retention_t keep;
 } args_t;
@@ -124,6 +130,7 @@ static int read_args(int argc, char **argv, args_t *a) {
                                         {"retention", required_argument, NULL, 'r'},
                                         {"retention-size", required_argument, NULL, 's'},
                                         {"remote-write", required_argument, NULL, 'w'},
+                                        {"merge-limit", required_argument, NULL, 'm'},
                                         {"listen", required_argument, NULL, 'l'},
                                         {"http-address", required_argument, NULL, 'l'},
                                         {"help", no_argument, NULL, 'h'},
@@ -156,6 +163,18 @@ static int read_args(int argc, char **argv, args_t *a) {
     case 'w':
       a->remote = optarg;
       break;
+    case 'm': {
+      char *end;
+      errno = 0;
+      a->merge_limit = strtol(optarg, &end, 10);
+      if (end == optarg || *end || errno || a->merge_limit < 1) {
+        fprintf(stderr,
+                "cprof collect: --merge-limit wants a number of profiles (1 or more), not %s\n",
+                optarg);
+        return 2;
+      }
+      break;
+    }
     case 'l':
       a->listen = optarg;
       break;
@@ -197,6 +216,7 @@ int cmd_collect(int argc, char **argv) {
     collect_config_free(cfg);
     return 2;
   }
+  cfg->merge_limit = a.merge_limit;
   if (a.check) {
     summary(cfg);
     collect_config_free(cfg);

@@ -96,7 +96,14 @@ typedef struct collect_config {
   collect_job_t *jobs;
   size_t njobs;
   collect_remote_write_t *remote_write; /* NULL without a remote_write section */
+  /* Not of the file: --merge-limit, the most profiles one range merges
+   * (0: COLLECT_DEFAULT_MERGE_LIMIT). */
+  long merge_limit;
 } collect_config_t;
+
+/* A day of 3 targets at 3 s, or of 10 at 10 s: about 15 s of merging on
+ * a 2-core VM (bench/README.md). */
+#define COLLECT_DEFAULT_MERGE_LIMIT 300000
 
 /* Loads and checks FILE. On success *out is the config (free it with
  * collect_config_free) and 0 is returned; on failure *out is NULL, err

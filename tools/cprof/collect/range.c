@@ -146,11 +146,31 @@ int64_t collect_type_total(const cprof__pf_t *p, size_t i) {
 
 /* ---- the range --------------------------------------------------------- */
 
+#define MAX_TYPES 32
+/* Profiles merged into a series' sum at a time: merging each into the sum
+ * on its own would copy the sum once per profile. */
+#define BATCH 64
+
+/* A series is reduced as its profiles come, so that a range holds a few
+ * profiles per series, not all of them: a day at 3 s is 28,800 profiles
+ * of about 20 KB each once decoded (624 MB when they were all kept). A
+ * profile added is referenced by first, last and pending until each lets
+ * it go (release). */
 typedef struct series {
   char *name;
-  cprof__pf_t **ps;
-  size_t n, cap;
-  cprof__pf_t *before; /* the last profile before the range, or NULL */
+  cprof__pf_t *before; /* the last profile before the range, or NULL (until the first add) */
+  cprof__pf_t *first;  /* the first in the range: the first stretch's baseline */
+  cprof__pf_t *last;   /* the latest: the current stretch's end */
+  cprof__pf_t *sum;    /* every profile before pending, merged (SUM and AVG) */
+  cprof__pf_t *pending[BATCH];
+  size_t npending;
+  cprof__pf_t *delta; /* the stretches ended so far (DELTA) */
+  size_t n;
+  int in_first; /* the current stretch is the first, whose first profile is its baseline */
+  size_t nt;
+  collect_kind_t kind[MAX_TYPES];
+  collect_mode_t treat[MAX_TYPES];
+  unsigned want; /* 1 << each treatment the series' types get */
 } series_t;
 
 struct collect_range {
@@ -158,6 +178,7 @@ struct collect_range {
   series_t *series;
   size_t n, cap;
   size_t profiles, restarts;
+  unsigned used; /* the treatments applied, over every series */
 };
 
 int collect_range_new(collect_mode_t mode, collect_range_t **out) {
@@ -168,15 +189,32 @@ int collect_range_new(collect_mode_t mode, collect_range_t **out) {
   return 0;
 }
 
+/* Frees p unless one of s's references still holds it. */
+static void release(series_t *s, cprof__pf_t *p) {
+  if (!p || p == s->first || p == s->last)
+    return;
+  for (size_t i = 0; i < s->npending; i++)
+    if (s->pending[i] == p)
+      return;
+  cprof__pf_free(p);
+}
+
 void collect_range_free(collect_range_t *r) {
   if (!r)
     return;
   for (size_t i = 0; i < r->n; i++) {
-    for (size_t j = 0; j < r->series[i].n; j++)
-      cprof__pf_free(r->series[i].ps[j]);
-    free(r->series[i].ps);
-    free(r->series[i].name);
-    cprof__pf_free(r->series[i].before);
+    series_t *s = &r->series[i];
+    /* Each profile once: pending ones are distinct, and may be first or last. */
+    for (size_t j = 0; j < s->npending; j++)
+      if (s->pending[j] != s->first && s->pending[j] != s->last)
+        cprof__pf_free(s->pending[j]);
+    if (s->last != s->first)
+      cprof__pf_free(s->last);
+    cprof__pf_free(s->first);
+    cprof__pf_free(s->sum);
+    cprof__pf_free(s->delta);
+    cprof__pf_free(s->before);
+    free(s->name);
   }
   free(r->series);
   free(r);
@@ -215,27 +253,6 @@ int collect_range_before(collect_range_t *r, const char *name, cprof__pf_t *p, c
   return 0;
 }
 
-int collect_range_add(collect_range_t *r, const char *name, cprof__pf_t *p, char *err,
-                      size_t errlen) {
-  series_t *s = series_of(r, name);
-  if (!s)
-    goto nomem;
-  if (s->n && cprof__pf_compatible(s->ps[0], p, "the series' first profile", "a later one", err,
-                                   errlen) != 0) {
-    cprof__pf_free(p);
-    return -EINVAL;
-  }
-  if (cprof__grow((void **)&s->ps, &s->cap, s->n + 1, sizeof *s->ps) != 0)
-    goto nomem;
-  s->ps[s->n++] = p;
-  r->profiles++;
-  return 0;
-nomem:
-  cprof__pf_free(p);
-  snprintf(err, errlen, "out of memory");
-  return -ENOMEM;
-}
-
 /* What each sample type of a series gets. */
 static collect_mode_t treatment(collect_mode_t mode, collect_kind_t k) {
   if (mode != COLLECT_MODE_AUTO)
@@ -264,94 +281,161 @@ static int restarted(const cprof__pf_t *prev, const cprof__pf_t *cur, const coll
   return 0;
 }
 
-#define MAX_TYPES 32
+/* *acc becomes the merge of *acc (when any) and ps[0..n). */
+static int merge_into(cprof__pf_t **acc, cprof__pf_t *const *ps, size_t n, char *err,
+                      size_t errlen) {
+  cprof__pf_t *v[BATCH + 2];
+  size_t k = 0;
+  if (*acc)
+    v[k++] = *acc;
+  for (size_t i = 0; i < n; i++)
+    v[k++] = ps[i];
+  cprof__pf_t *m = NULL;
+  int rc = cprof__pf_merge(v, k, &m, err, errlen);
+  if (rc == 0) {
+    cprof__pf_free(*acc);
+    *acc = m;
+  }
+  return rc;
+}
 
-/* One series reduced into parts[*nparts] (at most 4 new profiles). */
-static int reduce_series(collect_range_t *r, series_t *s, cprof__pf_t **parts, size_t *nparts,
-                         unsigned *used, char *err, size_t errlen) {
-  if (!s->n) /* only a profile before the range */
+/* The pending profiles merged into the sum, and let go. */
+static int flush_sum(series_t *s, char *err, size_t errlen) {
+  if (!s->npending)
     return 0;
-  cprof__pf_t *first = s->ps[0];
-  size_t nt = first->n_sample_types;
-  if (nt > MAX_TYPES) {
-    snprintf(err, errlen, "a profile with %zu sample types: at most %d", nt, MAX_TYPES);
+  int rc = merge_into(&s->sum, s->pending, s->npending, err, errlen);
+  if (rc != 0)
+    return rc;
+  cprof__pf_t *done[BATCH];
+  size_t n = s->npending;
+  memcpy(done, s->pending, n * sizeof *done);
+  s->npending = 0;
+  for (size_t i = 0; i < n; i++)
+    release(s, done[i]);
+  return 0;
+}
+
+/* The stretch that ends at s->last added to s->delta: its last profile
+ * minus its first (the baseline) for the series' first stretch, the last
+ * whole for a later one, whose first counts from zero. A first stretch of
+ * one profile is only the baseline. */
+static int end_stretch(series_t *s, char *err, size_t errlen) {
+  int rc = 0;
+  if (!s->in_first) {
+    rc = merge_into(&s->delta, &s->last, 1, err, errlen);
+  } else if (s->last != s->first) {
+    cprof__pf_t *neg = NULL;
+    rc = cprof__pf_merge(&s->first, 1, &neg, err, errlen);
+    if (rc == 0) {
+      collect_scale(neg, -1, 1);
+      cprof__pf_t *ends[2] = {s->last, neg};
+      rc = merge_into(&s->delta, ends, 2, err, errlen);
+      cprof__pf_free(neg);
+    }
+  }
+  s->in_first = 0;
+  return rc;
+}
+
+/* The series' first profile: what its types get, and whether the target
+ * restarted since the scrape before the range (then there is no baseline). */
+static int start_series(collect_range_t *r, series_t *s, cprof__pf_t *p, char *err, size_t errlen) {
+  s->nt = p->n_sample_types;
+  if (s->nt > MAX_TYPES) {
+    snprintf(err, errlen, "a profile with %zu sample types: at most %d", s->nt, MAX_TYPES);
     return -EINVAL;
   }
-  collect_kind_t kind[MAX_TYPES];
-  collect_mode_t treat[MAX_TYPES];
-  unsigned want = 0;
-  for (size_t t = 0; t < nt; t++) {
-    kind[t] = collect_sample_kind(first->sample_types[t].type, first->duration_nanos);
-    treat[t] = treatment(r->mode, kind[t]);
-    want |= 1u << treat[t];
+  for (size_t t = 0; t < s->nt; t++) {
+    s->kind[t] = collect_sample_kind(p->sample_types[t].type, p->duration_nanos);
+    s->treat[t] = treatment(r->mode, s->kind[t]);
+    s->want |= 1u << s->treat[t];
   }
-  *used |= want;
+  r->used |= s->want;
+  s->in_first = !(s->before && restarted(s->before, p, s->kind));
+  if (!s->in_first && (s->want & (1u << COLLECT_MODE_DELTA)))
+    r->restarts++;
+  cprof__pf_free(s->before);
+  s->before = NULL;
+  s->first = p;
+  return 0;
+}
+
+int collect_range_add(collect_range_t *r, const char *name, cprof__pf_t *p, char *err,
+                      size_t errlen) {
+  series_t *s = series_of(r, name);
   int rc = 0;
-  cprof__pf_t *p = NULL;
-  if (want & (1u << COLLECT_MODE_SUM)) {
-    if ((rc = cprof__pf_merge(s->ps, s->n, &p, err, errlen)))
-      return rc;
-    keep_only(p, treat, COLLECT_MODE_SUM);
-    parts[(*nparts)++] = p;
+  if (!s) {
+    cprof__pf_free(p);
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
   }
-  if (want & (1u << COLLECT_MODE_AVG)) {
-    if ((rc = cprof__pf_merge(s->ps, s->n, &p, err, errlen)))
+  if (!s->first) {
+    if ((rc = start_series(r, s, p, err, errlen)) != 0) {
+      cprof__pf_free(p);
       return rc;
-    collect_scale(p, 1, (int64_t)s->n);
-    keep_only(p, treat, COLLECT_MODE_AVG);
-    parts[(*nparts)++] = p;
-  }
-  if (want & (1u << COLLECT_MODE_LATEST)) {
-    if ((rc = cprof__pf_merge(&s->ps[s->n - 1], 1, &p, err, errlen)))
+    }
+  } else if (cprof__pf_compatible(s->first, p, "the series' first profile", "a later one", err,
+                                  errlen) != 0) {
+    cprof__pf_free(p);
+    return -EINVAL;
+  } else if ((s->want & (1u << COLLECT_MODE_DELTA)) && restarted(s->last, p, s->kind)) {
+    r->restarts++;
+    if ((rc = end_stretch(s, err, errlen)) != 0) {
+      release(s, p);
       return rc;
-    keep_only(p, treat, COLLECT_MODE_LATEST);
-    parts[(*nparts)++] = p;
+    }
   }
-  if (want & (1u << COLLECT_MODE_DELTA)) {
-    /* Stretches between restarts: the first one's last minus its first
-     * (the baseline); each later one's last whole, since its first
-     * profile counts from zero. Negating in place is fine: the merges
-     * above copied what they needed. */
-    cprof__pf_t **ends = calloc(s->n + 1, sizeof *ends);
-    if (!ends) {
-      snprintf(err, errlen, "out of memory");
-      return -ENOMEM;
-    }
-    size_t ne = 0;
-    /* Restarted since the scrape before the range: no baseline. */
-    int in_first = !(s->before && restarted(s->before, first, kind));
-    if (!in_first)
-      r->restarts++;
-    for (size_t i = 1; i <= s->n; i++) {
-      int end = i == s->n || restarted(s->ps[i - 1], s->ps[i], kind);
-      if (!end)
-        continue;
-      if (i < s->n)
-        r->restarts++;
-      ends[ne++] = s->ps[i - 1];
-      if (in_first && i - 1 > 0) {
-        collect_scale(first, -1, 1);
-        ends[ne++] = first;
-      } else if (in_first) {
-        ne--; /* a first stretch of one profile is only the baseline */
-      }
-      in_first = 0;
-    }
-    if (ne > 0) {
-      rc = cprof__pf_merge(ends, ne, &p, err, errlen);
-      if (rc == 0) {
-        keep_only(p, treat, COLLECT_MODE_DELTA);
-        parts[(*nparts)++] = p;
-      }
-    }
-    free(ends);
+  if (s->want & (1u << COLLECT_MODE_SUM | 1u << COLLECT_MODE_AVG))
+    s->pending[s->npending++] = p;
+  cprof__pf_t *old = s->last;
+  s->last = p;
+  release(s, old);
+  s->n++;
+  r->profiles++;
+  if (s->npending == BATCH)
+    rc = flush_sum(s, err, errlen);
+  return rc;
+}
+
+/* A copy of p with only the types treated m, into parts. */
+static int part(const series_t *s, cprof__pf_t *p, collect_mode_t m, cprof__pf_t **parts,
+                size_t *nparts, char *err, size_t errlen) {
+  cprof__pf_t *c = NULL;
+  int rc = cprof__pf_merge(&p, 1, &c, err, errlen);
+  if (rc != 0)
+    return rc;
+  if (m == COLLECT_MODE_AVG)
+    collect_scale(c, 1, (int64_t)s->n);
+  keep_only(c, s->treat, m);
+  parts[(*nparts)++] = c;
+  return 0;
+}
+
+/* One series reduced into parts[*nparts] (at most 4 new profiles). */
+static int reduce_series(series_t *s, cprof__pf_t **parts, size_t *nparts, char *err,
+                         size_t errlen) {
+  if (!s->n) /* only a profile before the range */
+    return 0;
+  int rc = flush_sum(s, err, errlen);
+  if (rc == 0 && (s->want & (1u << COLLECT_MODE_SUM)))
+    rc = part(s, s->sum, COLLECT_MODE_SUM, parts, nparts, err, errlen);
+  if (rc == 0 && (s->want & (1u << COLLECT_MODE_AVG)))
+    rc = part(s, s->sum, COLLECT_MODE_AVG, parts, nparts, err, errlen);
+  if (rc == 0 && (s->want & (1u << COLLECT_MODE_LATEST)))
+    rc = part(s, s->last, COLLECT_MODE_LATEST, parts, nparts, err, errlen);
+  if (rc == 0 && (s->want & (1u << COLLECT_MODE_DELTA)))
+    rc = end_stretch(s, err, errlen);
+  if (rc == 0 && s->delta) {
+    keep_only(s->delta, s->treat, COLLECT_MODE_DELTA);
+    parts[(*nparts)++] = s->delta;
+    s->delta = NULL;
   }
   return rc;
 }
 
 /* "cprof collect: range of N profiles of S series; alloc_space: delta
  * between scrapes, summed; inuse_space: averaged; ..." on p. */
-static int comment(collect_range_t *r, cprof__pf_t *p) {
+static int comment(collect_range_t *r, const cprof__pf_t *first, cprof__pf_t *p) {
   cprof__buf_t b;
   cprof__buf_init(&b);
   cprof__buf_printf(&b, "cprof collect: a range of %zu profiles of %zu series", r->profiles, r->n);
@@ -359,8 +443,8 @@ static int comment(collect_range_t *r, cprof__pf_t *p) {
       "", "summed", "delta between consecutive scrapes (the first a baseline), summed",
       "averaged over the scrapes", "the latest scrape"};
   for (size_t t = 0; t < p->n_sample_types; t++) {
-    collect_mode_t m = treatment(
-        r->mode, collect_sample_kind(p->sample_types[t].type, r->series[0].ps[0]->duration_nanos));
+    collect_mode_t m =
+        treatment(r->mode, collect_sample_kind(p->sample_types[t].type, first->duration_nanos));
     cprof__buf_printf(&b, "; %s: %s", p->sample_types[t].type, says[m]);
   }
   if (r->restarts)
@@ -393,14 +477,17 @@ int collect_range_finish(collect_range_t *r, cprof__pf_t **out, char *applied, s
     return -ENOMEM;
   }
   size_t np = 0;
-  unsigned used = 0;
   int rc = 0;
-  for (size_t i = 0; i < r->n && rc == 0; i++)
-    rc = reduce_series(r, &r->series[i], parts, &np, &used, err, errlen);
+  cprof__pf_t *first = NULL; /* the first series' first profile: what the sample types are */
+  for (size_t i = 0; i < r->n && rc == 0; i++) {
+    if (!first)
+      first = r->series[i].first;
+    rc = reduce_series(&r->series[i], parts, &np, err, errlen);
+  }
   if (rc == 0 && np == 0) {
     /* Only baselines (one cumulative profile per series): an empty
      * range, with the sample types: the first profile with no samples. */
-    rc = cprof__pf_merge(&r->series[0].ps[0], 1, out, err, errlen);
+    rc = cprof__pf_merge(&first, 1, out, err, errlen);
     if (rc == 0)
       (*out)->n_samples = 0;
   } else if (rc == 0) {
@@ -415,10 +502,10 @@ int collect_range_finish(collect_range_t *r, cprof__pf_t **out, char *applied, s
                                            COLLECT_MODE_LATEST};
     size_t n = 0;
     for (size_t i = 0; i < 4; i++)
-      if (used & (1u << order[i]) && n < appliedlen)
+      if (r->used & (1u << order[i]) && n < appliedlen)
         n += (size_t)snprintf(applied + n, appliedlen - n, "%s%s", n ? "+" : "",
                               collect_mode_name(order[i]));
-    if (comment(r, *out) != 0) {
+    if (comment(r, first, *out) != 0) {
       cprof__pf_free(*out);
       *out = NULL;
       snprintf(err, errlen, "out of memory");

@@ -13,9 +13,6 @@
 #include "model/model.h"
 #include "ui/viewer.h"
 
-/* More than this many profiles in one merge is a 400: a shorter range. */
-#define MAX_MERGE 5000
-
 /* Whether job's profile type is scraped with ?seconds= (delta: true). */
 static int delta_scrape(const web_ctx_t *ctx, const char *job, const char *type) {
   for (size_t j = 0; j < ctx->cfg->njobs; j++)
@@ -442,6 +439,7 @@ typedef struct ids {
   } * v;
   size_t n, cap;
   const collect_selector_t *sel; /* series matchers pick rows */
+  size_t most;                   /* more rows than this: -E2BIG */
 } ids_t;
 
 static void ids_free(ids_t *ids) {
@@ -454,6 +452,8 @@ static int row_id(void *arg, const collect_store_row_t *row) {
   ids_t *ids = arg;
   if (!collect_selector_match_series(ids->sel, row->labels))
     return 0;
+  if (ids->n == ids->most)
+    return -E2BIG;
   if (cprof__grow((void **)&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v) != 0)
     return -ENOMEM;
   if (!(ids->v[ids->n].series = strdup(row->labels)))
@@ -470,25 +470,28 @@ static int merged(const web_ctx_t *ctx, const ask_t *a, int64_t from, int64_t to
   *out = NULL;
   *count = 0;
   char err[512];
-  ids_t ids = {.sel = a->sel};
+  /* More profiles than this is a 400: a shorter range. */
+  long most = ctx->cfg->merge_limit > 0 ? ctx->cfg->merge_limit : COLLECT_DEFAULT_MERGE_LIMIT;
+  ids_t ids = {.sel = a->sel, .most = (size_t)most};
   collect_range_t *range = NULL;
   collect_query_t q = {.job = a->job,
                        .instance = a->instance,
                        .type = a->type,
                        .label = a->pid[0] ? a->pid : NULL,
                        .from_ns = from,
-                       .to_ns = to,
-                       .limit = MAX_MERGE + 1};
+                       .to_ns = to};
   int rc = collect_store_query(ctx->store, &q, row_id, &ids, err, sizeof err);
-  if (rc != 0) {
+  if (rc != 0 && rc != -E2BIG) {
     ids_free(&ids);
     web_reply_error(r, 500, "500 %s", rc == -ENOMEM ? "out of memory" : err);
     return -1;
   }
-  if (ids.n > MAX_MERGE) {
+  if (rc == -E2BIG) {
     ids_free(&ids);
-    web_reply_error(r, 400, "400 the range holds more than %d profiles: choose a shorter one",
-                    MAX_MERGE);
+    web_reply_error(r, 400,
+                    "400 the range holds more than %ld profiles (cprof collect --merge-limit): "
+                    "choose a shorter one",
+                    most);
     return -1;
   }
   if ((rc = collect_range_new(a->mode, &range)) != 0)
