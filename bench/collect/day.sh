@@ -8,11 +8,10 @@
 # before them, 3 s apart: copies of what the collector stored, so that the
 # store holds a day of that target (28,800 profiles a type). The collector
 # started again on that store (its open walks every file: timed), it
-# measures with curl the answers the page asks for a day, and a merge of a
-# day (/view; more than MAX_MERGE, 5000, profiles is a 400 by design) and
-# of the most a merge may take (4 h, 4,800 profiles); then with headless
-# Chromium (day_page.py) the time from navigation to the drawn line for
-# range=24h, RUNS times per page type.
+# measures with curl the answers the page asks for a day, and merges of a
+# day and of 4 h (/view), with the collector's memory after them; then
+# with headless Chromium (day_page.py) the time from navigation to the
+# drawn line for range=24h, RUNS times per page type.
 #
 #   bench/collect/day.sh                              5 types x 28,800, 3 runs
 #   TYPES="process_cpu memory" COUNT=28800 RUNS=3 bench/collect/day.sh
@@ -20,10 +19,6 @@
 #                    default they return at once while filling: durability
 #                    while it runs, not what is stored)
 #   KEEP=1 ...       keeps the scratch directory (and the store)
-#   MERGE_CPROF=/path/to/cprof ...
-#                    then also serves the store with that cprof (one built
-#                    with a MAX_MERGE above 28,800 in web_query.c) and times
-#                    /view of a day, and its memory
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -126,6 +121,7 @@ for ty in $PAGE_TYPES; do
   timed "/view $ty, a day" "view?job=day&type=$ty&from=$day&to=$now"
   timed "/view $ty, 4 h ($(sqlite3 "$T/store/index.sqlite" "select count(*) from profiles where type='$ty' and time_ns between $four and $now") profiles)" \
     "view?job=day&type=$ty&from=$four&to=$now"
+  echo "  collector RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
 done
 echo "collector RSS after the merges: $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
 
@@ -136,18 +132,4 @@ mkdir -p "$BENCH/build"
 cp "$T/collect-day.png" "$BENCH/build/collect-day.png" 2>/dev/null && echo "(the last page: $BENCH/build/collect-day.png)"
 kill -TERM "$PID"
 wait "$PID" 2>/dev/null || true
-if [ -n "${MERGE_CPROF:-}" ]; then
-  "$MERGE_CPROF" collect --config "$T/parca.yaml" --listen 127.0.0.1:0 2>"$T/collect3.err" &
-  PID=$!
-  WEB=$(serving_addr "$T/collect3.err" "cprof collect: serving" 60)
-  now=$(date +%s%N)
-  day=$((now - 86400 * 1000000000))
-  echo "$MERGE_CPROF: RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB once open"
-  for ty in $PAGE_TYPES; do
-    timed "/view $ty, a day ($MERGE_CPROF)" "view?job=day&type=$ty&from=$day&to=$now"
-    echo "  RSS $(($(status_kb $PID VmRSS) / 1024)) MB, peak $(($(status_kb $PID VmHWM) / 1024)) MB"
-  done
-  kill -TERM "$PID"
-  wait "$PID" 2>/dev/null || true
-fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,7 +12,9 @@ answer had arrived (its resource timing), and when data-points was set (a
 MutationObserver installed as soon as the navigation returns; if the line
 was drawn already by then, the time it returned, an upper bound). Also the
 wall time from the navigation's request to seeing it, the answer's size,
-the points drawn and the page's status line. Prints a line per run.
+the points drawn; and when the frame had drawn the day's merged flame graph
+(data-shown set: the status then says what the frame shows), with the
+status line. Prints a line per run.
 """
 import json
 import os
@@ -24,20 +26,24 @@ import viewer_browser as vb  # noqa: E402
 
 OBSERVE = """
 var d = document.body && document.body.dataset;
-if (d && d.points) { window.__drawn = {at: performance.now(), late: true}; return 'drawn'; }
-new MutationObserver(function (m, o) {
-  if (document.body.dataset.points || document.body.dataset.error) {
-    window.__drawn = {at: performance.now(), late: false}; o.disconnect();
-  }
-}).observe(document.body, {attributes: true});
+function look(late) {
+  var d = document.body.dataset;
+  if (!window.__drawn && (d.points || d.error)) window.__drawn = {at: performance.now(), late: late};
+  if (!window.__shown && d.shown) window.__shown = {at: performance.now(), late: late};
+  return window.__drawn && window.__shown;
+}
+if (d && look(true)) return 'drawn';
+new MutationObserver(function (m, o) { if (look(false)) o.disconnect(); })
+  .observe(document.body, {attributes: true});
 return 'observing';
 """
 
 RESULT = """
-if (!window.__drawn) return null;
+if (!window.__drawn || !window.__shown) return null;
 var e = performance.getEntriesByType('resource').filter(function (r) {
   return r.name.indexOf('/api/profiles?') >= 0; })[0];
 return {drawn: window.__drawn.at, late: window.__drawn.late,
+        shown: window.__shown.at, shown_late: window.__shown.late,
         points: Number(document.body.dataset.points || 0),
         error: document.body.dataset.error || '',
         status: document.getElementById('status').textContent,
@@ -73,13 +79,16 @@ def main():
                     vb.check("%s: the line of a day" % typ, False, r.get("error"))
                     continue
                 print("page %-12s run %d: %6d points drawn at %7.0f ms%s (/api/profiles %s ms -> %s ms, %s bytes);"
-                      " seen after %.2f s; status: %s%s" % (
+                      " the day's flame graph at %.0f ms%s; seen after %.2f s; status: %s%s" % (
                           typ, i + 1, r["points"], r["drawn"], " (or before)" if r["late"] else "",
                           "%.0f" % r["profiles_start"] if r["profiles_start"] is not None else "?",
                           "%.0f" % r["profiles_end"] if r["profiles_end"] is not None else "?",
-                          r["profiles_bytes"], r["wall"], r["status"],
+                          r["profiles_bytes"], r["shown"], " (or before)" if r["shown_late"] else "",
+                          r["wall"], r["status"],
                           "; error: " + r["error"] if r["error"] else ""), flush=True)
                 vb.check("%s: the line of a day has its points (%d)" % (typ, r["points"]), r["points"] > 0)
+                vb.check("%s: the day is merged, and the status says so" % typ,
+                         ("%d profiles merged" % r["points"]) in r["status"], r["status"])
         wd.screenshot(os.path.join(d, "collect-day.png"))
 
     return vb.drive("day_page", d, step)
