@@ -33,12 +33,13 @@ static void usage(FILE *out) {
           "  --retention-size SIZE   delete the oldest past this much (512MB, 10GB; default\n"
           "                 0: no limit), as --storage.tsdb.retention.size\n"
           "  --merge-limit N  the most profiles one range of the query page merges\n"
-          "                 (default 300000); a longer range is a 400 asking for less\n"
+          "                 (default %d); a longer range is a 400 asking for less\n"
           "  --check        only read and check the config: a summary on success, one\n"
           "                 line FILE:LINE:COLUMN: what is wrong otherwise\n"
           "  --remote-write URL  also push every profile to Grafana Pyroscope at URL\n"
           "                 (http://host:4040); replaces remote_write.url of the config\n"
-          "  -h, --help     this text\n");
+          "  -h, --help     this text\n",
+          COLLECT_DEFAULT_MERGE_LIMIT);
 }
 
 /* One line: jobs, targets, profiles a job (enabled ones), the storage. */
