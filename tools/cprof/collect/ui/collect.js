@@ -19,7 +19,8 @@
  * the frame's address (the diff when comparing), data-view-a and
  * data-view-b the compared ranges' frames, data-from and data-to the range
  * shown, data-yunit and data-yticks the y axis' unit and tick labels,
- * data-shown the number of views shown, data-error the last error. */
+ * data-shown the number of views shown (each once its frames have loaded
+ * and the status says what they show), data-error the last error. */
 (function () {
   'use strict';
   var $ = function (id) { return document.getElementById(id); };
@@ -534,7 +535,7 @@
       var f = old.cloneNode(false);
       f.removeAttribute('src');
       delete f.dataset.loaded;
-      f.addEventListener('load', function() { f.dataset.loaded = '1'; });
+      f.addEventListener('load', function () { f.dataset.loaded = '1'; });
       if (url) f.src = url;
       old.replaceWith(f);
     }
@@ -547,25 +548,19 @@
   // of them shows (an answer in plain text, "400 the range holds ..."),
   // or '' when each drew its profile: the status says what they show.
   function loaded(ids) {
-    return Promise
-        .all(ids.map(function(id) {
-          var f = $(id);
-          if (!f.getAttribute('src'))
-            return '';
-          return new Promise(function(done) {
-            function look() {
-              var d = f.contentDocument;
-              var text =
-                  d && d.contentType === 'text/plain' && d.body ? d.body.textContent.trim() : '';
-              done(/^\d{3} /.test(text) ? text.split('\n')[0] : '');
-            }
-            if (f.dataset.loaded)
-              look();
-            else
-              f.addEventListener('load', look, {once : true});
-          });
-        }))
-        .then(function(errors) { return errors.filter(Boolean)[0] || ''; });
+    return Promise.all(ids.map(function (id) {
+      var f = $(id);
+      if (!f.getAttribute('src')) return '';
+      return new Promise(function (done) {
+        function look() {
+          var d = f.contentDocument;
+          var text = d && d.contentType === 'text/plain' && d.body ? d.body.textContent.trim() : '';
+          done(/^\d{3} /.test(text) ? text.split('\n')[0] : '');
+        }
+        if (f.dataset.loaded) look();
+        else f.addEventListener('load', look, { once: true });
+      });
+    })).then(function (errors) { return errors.filter(Boolean)[0] || ''; });
   }
 
   function title(id, parts) {
@@ -624,65 +619,47 @@
       var f = BigInt(r.from), span = BigInt(r.to) - f;
       base = { from: String(f - span - 1n), to: String(f - 1n) };
     }
-    Promise.all([ get('api/profiles?' + query(r)), scrapes ])
-        .then(function(got) {
-          rows = got[0];
-          draw(rows, got[1], r);
-          return Promise.all(pair                  ? [ count(st.a), count(st.b) ]
-                             : base && rows.length ? [ count(base) ]
-                                                   : []);
-        })
-        .then(function(n) {
-          var m = meta(), said = null, ids = [ 'view' ];
-          if (st.compare && !pair) {
-            frames(r, null);
-            status('compare: drag on the line for A, Shift+drag for B (or type them above)');
-          } else if (pair) {
-            frames(r, null, n);
-            ids = [ 'view-a', 'view-b', 'view' ];
-            said = n[0] && n[1]
-                       ? 'A and B side by side, and B against A below (' + st.mode + ' mode)'
-                       : 'no profiles in ' +
-                             (n[0]   ? 'B'
-                              : n[1] ? 'A'
-                                     : 'A or B') +
-                             ': pick ranges with points on the line';
-          } else if (!rows.length) {
-            status('no profiles in the range');
-            frame('view', null);
-            $('pair').className = '';
-          } else {
-            // Nothing stored before the range (a young collector): the range alone.
-            if (base && !n[0])
-              base = null;
-            frames(r, base);
-            said = rows.length + ' profiles merged (' + (m.kind ? m.kind + ': ' : '') +
-                   (st.mode === 'auto' ? {
-                     delta : 'summed',
-                     cumulative : 'the change over the range',
-                     snapshot : 'averaged'
-                   }[m.kind] || 'by kind'
-                                       : st.mode) +
-                   ')' +
-                   (st.diff && !base ? '; nothing stored in the range before it to diff against'
-                                     : '') +
-                   '; click a point for one of them';
-          }
-          if (said === null)
-            return null;
-          // A long range takes seconds to merge: said while it does; then what
-          // the frames show, their error when they show one.
-          status('merging ' + (pair ? 'A and B' : rows.length + ' profiles') + '\u2026');
-          return loaded(ids).then(function(error) {
-            if (mine === showing)
-              status(error || said, !!error);
-          });
-        })
-        .then(function() { document.body.dataset.shown = String(++shown); })
-        .catch(function(e) {
-          status(e.message, true);
-          document.body.dataset.shown = String(++shown);
-        });
+    Promise.all([get('api/profiles?' + query(r)), scrapes]).then(function (got) {
+      rows = got[0];
+      draw(rows, got[1], r);
+      return Promise.all(pair ? [count(st.a), count(st.b)] : base && rows.length ? [count(base)] : []);
+    }).then(function (n) {
+      var m = meta(), said = null, ids = ['view'];
+      if (st.compare && !pair) {
+        frames(r, null);
+        status('compare: drag on the line for A, Shift+drag for B (or type them above)');
+      } else if (pair) {
+        frames(r, null, n);
+        ids = ['view-a', 'view-b', 'view'];
+        said = n[0] && n[1] ? 'A and B side by side, and B against A below (' + st.mode + ' mode)' :
+          'no profiles in ' + (n[0] ? 'B' : n[1] ? 'A' : 'A or B') + ': pick ranges with points on the line';
+      } else if (!rows.length) {
+        status('no profiles in the range');
+        frame('view', null);
+        $('pair').className = '';
+      } else {
+        // Nothing stored before the range (a young collector): the range alone.
+        if (base && !n[0]) base = null;
+        frames(r, base);
+        said = rows.length + ' profiles merged (' + (m.kind ? m.kind + ': ' : '') +
+          (st.mode === 'auto' ? { delta: 'summed', cumulative: 'the change over the range',
+            snapshot: 'averaged' }[m.kind] || 'by kind' : st.mode) + ')' +
+          (st.diff && !base ? '; nothing stored in the range before it to diff against' : '') +
+          '; click a point for one of them';
+      }
+      if (said === null) return null;
+      // A long range takes seconds to merge: said while it does; then what
+      // the frames show, their error when they show one.
+      status('merging ' + (pair ? 'A and B' : rows.length + ' profiles') + '\u2026');
+      return loaded(ids).then(function (error) {
+        if (mine === showing) status(error || said, !!error);
+      });
+    }).then(function () {
+      document.body.dataset.shown = String(++shown);
+    }).catch(function (e) {
+      status(e.message, true);
+      document.body.dataset.shown = String(++shown);
+    });
   }
 
   get('api/series').then(function (s) {
