@@ -54,7 +54,10 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
     started |= r == ret;
     if (started)
       cprof__frames_put(&f, r);
-    if (next <= fp)
+    /* Frames move up the stack, but for the one step from cprof's
+     * alternate stack to the thread's own, which may lie below it (under
+     * qemu-user the guest's stacks are below its mappings). */
+    if (next <= fp && !(own_hi && next >= own_lo && next + 16 <= own_hi))
       break;
     fp = next;
   }
