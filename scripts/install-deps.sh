@@ -49,7 +49,8 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
 # which dlopens libcurl), qemu-user to run the aarch64 tests, and the host's
 # curl and go tool pprof that drive them.
 arm64_pkgs=(cmake make pkg-config gcc-aarch64-linux-gnu qemu-user libc6:arm64 libdw-dev:arm64
-  libmicrohttpd-dev:arm64 zlib1g-dev:arm64 libcurl4-gnutls-dev:arm64 curl golang-go python3)
+  libmicrohttpd-dev:arm64 zlib1g-dev:arm64 libcurl4-gnutls-dev:arm64 curl golang-go python3
+  libexpat1:arm64) # unwind/test_modules loads and unloads it
 
 case "${1:-build}" in
 build) want=("${build_pkgs[@]}") ;;
