@@ -54,13 +54,13 @@ static inline uint64_t cprof__rule_pack(enum cprof__rule_kind k, int32_t cfa_off
 }
 static inline int64_t cprof__rule_cfa_off(uint64_t r) { return (int64_t)r >> 40; }
 static inline int64_t cprof__rule_rbp_off(uint64_t r) {
-  return (int64_t)(r << (64 - 26)) >> (64 - 14) << 3;
+  return ((int64_t)(r << (64 - 26)) >> (64 - 14)) * 8;
 }
 static inline enum cprof__ra_rule cprof__rule_ra(uint64_t r) {
   return (enum cprof__ra_rule)((r >> 10) & 3);
 }
 static inline int64_t cprof__rule_ra_off(uint64_t r) {
-  return (int64_t)(r << (64 - 40)) >> (64 - 14) << 3;
+  return ((int64_t)(r << (64 - 40)) >> (64 - 14)) * 8;
 }
 #else
 static inline int cprof__rule_fits(int64_t cfa_off, int64_t rbp_off, int64_t ra_off) {
