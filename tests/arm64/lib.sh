@@ -16,11 +16,13 @@ command -v go >/dev/null || skip "no go tool pprof (Debian's golang-go)"
 # e_machine, bytes 18-19 of the ELF header: 183 (0xb7) is EM_AARCH64.
 [ "$(od -An -tu2 -j18 -N2 "$LIB" | tr -d ' ')" = 183 ] || skip "$LIB is not an aarch64 build"
 
+# shellcheck disable=SC2034 # P and A64 are for the scripts that source this
 P=$B/tests/integration
 # A64 PROGRAM ARGS...: the command that runs an aarch64 program under qemu
 # with the library preloaded in the guest (qemu's -E; LD_PRELOAD in qemu's
 # own environment would be the host loader's, which refuses an aarch64
 # library). The CPROF_* variables of the environment reach the guest as they are.
+# shellcheck disable=SC2034
 A64=(qemu-aarch64 -E "LD_PRELOAD=$LIB")
 
 # build_id FILE: the GNU build ID of an ELF file, in hex, as pprof prints it.
