@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge clean
+.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge test-arm64 clean
 
 all: build
 
@@ -59,5 +59,16 @@ fuzz: fuzz-build
 fuzz-merge: fuzz-build
 	@scripts/fuzz.sh --build $(BUILD)-fuzz --merge $(FUZZ)
 
+# The library cross-built for aarch64 (cmake/aarch64-linux-gnu.cmake), its
+# unit tests and the tests of tests/arm64, run under qemu-aarch64: the
+# host's curl and go tool pprof drive the aarch64 programs. doc/building.md.
+test-arm64:
+	@scripts/install-deps.sh arm64
+	@echo "== arm64: the library and its tests, cross-built, under qemu-aarch64"
+	@cmake -S . -B $(BUILD)-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+	  -DCPROF_LIB_ONLY=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-arm64 -j $(JOBS) -- --no-print-directory >/dev/null
+	@cd $(BUILD)-arm64 && ctest --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-arm64

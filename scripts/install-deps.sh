@@ -3,6 +3,8 @@
 #   scripts/install-deps.sh build   what building needs
 #   scripts/install-deps.sh test    that, plus what the tests drive (go tool pprof, protoc, curl,
 #                                   jemalloc as the other allocator)
+#   scripts/install-deps.sh arm64   the aarch64 cross build and its tests under qemu (make
+#                                   test-arm64): adds dpkg's arm64 architecture when missing
 set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
@@ -41,12 +43,32 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
   prometheus) # tests/integration/metrics.sh: promtool check metrics reads /metrics
 
-want=("${build_pkgs[@]}")
-[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+# The arm64 cross build (cmake/aarch64-linux-gnu.cmake): Debian's cross
+# compiler, the arm64 builds of libc and of the library's dependencies
+# (CMakeLists.txt's pkg_check_modules; libcurl's headers too, for src/push,
+# which dlopens libcurl), qemu-user to run the aarch64 tests, and the host's
+# curl and go tool pprof that drive them.
+arm64_pkgs=(cmake make pkg-config gcc-aarch64-linux-gnu qemu-user libc6:arm64 libdw-dev:arm64
+  libmicrohttpd-dev:arm64 zlib1g-dev:arm64 libcurl4-gnutls-dev:arm64 curl golang-go python3
+  libexpat1:arm64) # unwind/test_modules loads and unloads it
+
+case "${1:-build}" in
+build) want=("${build_pkgs[@]}") ;;
+test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+arm64) want=("${arm64_pkgs[@]}") ;;
+*)
+  echo "usage: scripts/install-deps.sh [build|test|arm64]" >&2
+  exit 2
+  ;;
+esac
 
 missing=()
+# A name without an architecture is ambiguous to dpkg -s once the arm64
+# build of the same library is installed too (libdw-dev and libdw-dev:arm64):
+# then the host's is asked for by name.
+host_arch=$(dpkg --print-architecture)
 for p in "${want[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$host_arch" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -55,6 +77,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "cprof: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # The :arm64 packages need dpkg to know the architecture first.
+  if [ "${1:-build}" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

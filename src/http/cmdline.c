@@ -2,7 +2,10 @@
  * joins os.Args. /proc/self/cmdline has a NUL after every argument; Go has
  * none after the last. */
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
+
+#include "core/procfs.h"
 
 #include "http/response.h"
 #include "http/routes.h"
@@ -11,7 +14,9 @@ void cprof__serve_cmdline(const cprof_request_t *req, const cprof__config_t *cfg
                           cprof_response_t *resp) {
   cprof__buf_t b;
   cprof__buf_init(&b);
-  int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
+  char path[64];
+  snprintf(path, sizeof path, "%s/cmdline", cprof__procfs_self());
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     cprof__resp_error(resp, 500, "cannot read /proc/self/cmdline");
     return;

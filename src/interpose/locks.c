@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/arch.h"
 #include "core/clock.h"
 #include "cprof.h"
 #include "sample/charge.h"
@@ -156,7 +157,7 @@ static void slot_lock(slot_t *s) {
   cprof__guard_up();
   while (__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED))
-      __builtin_ia32_pause();
+      cprof__arch_pause();
 }
 static void slot_unlock(slot_t *s) {
   __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/procfs.h"
+
 #include "profile/builder.h"
 #include "profile/builder_internal.h"
 #include "profile/marks.h"
@@ -407,7 +409,9 @@ int cprof__builder_write_heap_text(cprof__builder_t *b, long rate, const char *t
 /* ---- the memory map ---- */
 
 void cprof__text_append_maps(cprof__buf_t *out) {
-  FILE *f = fopen("/proc/thread-self/maps", "re");
+  char path[64];
+  snprintf(path, sizeof path, "%s/maps", cprof__procfs_self());
+  FILE *f = fopen(path, "re");
   if (!f)
     return;
   cprof__buf_puts(out, "\n--- Memory map: ---\n");

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/procfs.h"
+
 /* What the kernel appends to the path of an unlinked file in
  * /proc/self/maps and /proc/self/exe, and libdw keeps in module names. */
 static const char deleted_suffix[] = " (deleted)";
@@ -34,14 +36,15 @@ static int ends_deleted(const char *path) {
  * under a running server), and after a program started by root from a
  * directory only root may enter has dropped to another user. */
 static int open_exe(const char *name, char **file_name) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+  char exe[PATH_MAX], link[64];
+  snprintf(link, sizeof link, "%s/exe", cprof__procfs_self());
+  ssize_t n = readlink(link, exe, sizeof exe - 1);
   if (n <= 0)
     return -1;
   exe[n] = '\0';
   if (strcmp(exe, name) != 0)
     return -1;
-  int fd = open("/proc/thread-self/exe", O_RDONLY | O_CLOEXEC);
+  int fd = open(link, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
   /* The name without the marker, so that the debuglink search looks in the

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/procfs.h"
+
 #include "core/hex.h"
 #include "symbol/debuginfod.h"
 #include "symbol/dwfl_files.h"
@@ -205,7 +207,9 @@ static int describe_module(Dwfl *dwfl, cprof__mapping_t *mp) {
 
 /* The path of the main program as /proc/self/maps spells it. */
 static void exe_path(char *buf, size_t size) {
-  ssize_t n = readlink("/proc/thread-self/exe", buf, size - 1);
+  char link[64];
+  snprintf(link, sizeof link, "%s/exe", cprof__procfs_self());
+  ssize_t n = readlink(link, buf, size - 1);
   if (n < 0)
     n = 0;
   buf[n] = '\0';

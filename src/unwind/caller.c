@@ -15,6 +15,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
 #include "unwind/frames.h"
@@ -47,13 +48,16 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_fp(uintptr_t *pcs,
     if ((fp & 7) != 0 || fp + 16 > hi)
       return cprof__frames_end(&f, 1);
     const uintptr_t *frame = (const uintptr_t *)fp;
-    uintptr_t next = frame[0], r = frame[1];
+    uintptr_t next = frame[0], r = cprof__arch_strip_ra(frame[1]);
     if (r == 0)
       break;
     started |= r == ret;
     if (started)
       cprof__frames_put(&f, r);
-    if (next <= fp)
+    /* Frames move up the stack, but for the one step from cprof's
+     * alternate stack to the thread's own, which may lie below it (under
+     * qemu-user the guest's stacks are below its mappings). */
+    if (next <= fp && !(own_hi && next >= own_lo && next + 16 <= own_hi))
       break;
     fp = next;
   }
@@ -72,15 +76,13 @@ CPROF_READS_STACK __attribute__((noinline)) static int unwind_from_context(uintp
                                                                            uintptr_t ret,
                                                                            uintptr_t hi) {
   ucontext_t uc;
-  memset(&uc, 0, offsetof(ucontext_t, uc_mcontext) + sizeof uc.uc_mcontext.gregs);
-  greg_t *g = uc.uc_mcontext.gregs;
-  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                   : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
+  memset(&uc, 0, offsetof(ucontext_t, uc_mcontext) + CPROF_ARCH_MCONTEXT_READ);
+  cprof__arch_context_here(&uc);
   /* The kernel's settings, not the program's view of them: sigaltstack
    * is interposed (sample/altstack.c), and cprof's stack reads as none. */
   if (syscall(SYS_sigaltstack, NULL, &uc.uc_stack) != 0)
     uc.uc_stack.ss_flags = SS_DISABLE;
-  uintptr_t sp = (uintptr_t)g[REG_RSP];
+  uintptr_t sp = cprof__arch_sp(&uc);
   cprof__map_entry_t here = {.start = sp, .end = hi > sp ? hi : sp, .perms = "rw-p", .path = ""};
   cprof__maps_t stack = {.v = &here, .n = 1};
   int n = cprof__unwind_cfa_sigsafe(&uc, &stack, pcs, max);

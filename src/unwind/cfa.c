@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "unwind/bounds.h"
 #include "unwind/cfa_rule.h"
 #include "unwind/frames.h"
@@ -87,18 +88,15 @@ peek(uintptr_t at, uintptr_t lo, uintptr_t hi, uintptr_t *out) {
   return 1;
 }
 
-/* Where DWARF register n (System V psABI, figure 3.36) is in a gregset_t. */
-static const unsigned char greg_of_dwarf[16] = {
-    REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
-    REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
-
 /* Steps from the frame `r` to its caller with the frame's rule, reading only
- * in [r->sp, hi): the caller's pc (a return address), sp and %rbp. `g` is
- * every register of the frame, where known (a frame a signal interrupted),
- * else NULL. 0 when the rule is not one to step with, or would read out of
+ * in [r->sp, hi): the caller's pc (a return address, its PAC bits stripped:
+ * arch.h), sp and frame pointer. `g` is every register of the frame, where
+ * known (a frame a signal interrupted), else NULL: on aarch64 the return
+ * address of a frame whose rule says it is still in x30 is known only
+ * there. 0 when the rule is not one to step with, or would read out of
  * bounds: each frame lies above the last and below the stack's top. */
 CPROF_READS_STACK static inline __attribute__((always_inline)) int
-step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
+step(uint64_t rule, regs_t *r, uintptr_t hi, const mcontext_t *g) {
   uintptr_t cfa, ret, at = 0, bp = r->bp;
   switch (cprof__rule_kind_of(rule)) {
   case CPROF__RULE_FROM_RSP:
@@ -108,9 +106,9 @@ step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
     cfa = r->bp + (uintptr_t)cprof__rule_cfa_off(rule);
     break;
   case CPROF__RULE_FROM_REG:
-    if (!g || cprof__rule_reg(rule) >= 16)
+    if (!g || cprof__rule_reg(rule) >= CPROF_ARCH_DW_REGS)
       return 0;
-    cfa = (uintptr_t)g[greg_of_dwarf[cprof__rule_reg(rule)]] + (uintptr_t)cprof__rule_cfa_off(rule);
+    cfa = cprof__arch_dwarf_reg(g, cprof__rule_reg(rule)) + (uintptr_t)cprof__rule_cfa_off(rule);
     break;
   case CPROF__RULE_DEREF_RBP:
     if (!peek(r->bp + (uintptr_t)cprof__rule_cfa_off(rule), r->sp, hi, &cfa))
@@ -119,9 +117,22 @@ step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
   default:
     return 0;
   }
-  if (cfa <= r->sp || cfa > hi || (cfa & 7))
+  /* Each frame lies above the last, but for an aarch64 frame that has
+   * saved nothing yet (a leaf: its return address is in x30): its caller
+   * has its stack pointer, and returns to where it was called from. */
+  int in_lr = cprof__rule_ra(rule) == CPROF__RA_IN_LR;
+  if (cfa < r->sp || (cfa == r->sp && !in_lr) || cfa > hi || (cfa & 7))
     return 0;
-  ret = ((const uintptr_t *)cfa)[-1];
+  if (in_lr) { /* aarch64: not saved yet */
+    if (!g)
+      return 0;
+    ret = cprof__arch_dwarf_reg(g, CPROF_ARCH_DW_RA);
+  } else if (cprof__rule_ra_off(rule) == -8) { /* x86-64's only rule, and aarch64's commonest */
+    ret = ((const uintptr_t *)cfa)[-1];
+  } else if (!peek(cfa + (uintptr_t)cprof__rule_ra_off(rule), r->sp, hi, &ret)) {
+    return 0;
+  }
+  ret = cprof__arch_strip_ra(ret);
   switch (cprof__rule_rbp(rule)) {
   case CPROF__RBP_AT_CFA:
     at = cfa + (uintptr_t)cprof__rule_rbp_off(rule);
@@ -146,6 +157,9 @@ step(uint64_t rule, regs_t *r, uintptr_t hi, const greg_t *g) {
 
 static int is_return_address(uintptr_t ret);
 static int fp_step(regs_t *r, uintptr_t hi);
+#if !CPROF_ARCH_SIGRETURN_NEEDS_FDE
+static const ucontext_t *sigframe_by_stack(const regs_t *r, uintptr_t hi);
+#endif
 
 /* The checked fallbacks of the handlers' walk (below), for the walk from
  * here. Its ordinary steps read only the code and tables of its own live
@@ -197,8 +211,7 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
                                                                        cprof__cfa_memo_t *memo) {
   regs_t r;
   /* Where we are: this function's own frame is the first to step over. */
-  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                   : "=r"(r.pc), "=r"(r.sp), "=r"(r.bp));
+  CPROF_ARCH_HERE(r.pc, r.sp, r.bp);
   int started = from == 0, validate = 0, whole = 0;
   cprof__frames_t f;
   cprof__frames_init(&f, pcs, max);
@@ -221,6 +234,11 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
     enum cprof__rule_kind k = cprof__rule_kind_of(rule);
     if (k == CPROF__RULE_UNSUPPORTED || k == CPROF__RULE_SIGNAL || k == CPROF__RULE_FROM_REG)
       return -1; /* the caller walks from a context, which steps over those */
+#if !CPROF_ARCH_SIGRETURN_NEEDS_FDE
+    /* aarch64's signal trampoline has no FDE: the stack says it is one. */
+    if (k == CPROF__RULE_NOT_FOUND && sigframe_by_stack(&r, stack_hi))
+      return -1;
+#endif
     if (k == CPROF__RULE_OUTERMOST) {
       whole = 1;
       break;
@@ -277,6 +295,8 @@ CPROF_READS_STACK __attribute__((noinline)) int cprof__unwind_cfa_here(uintptr_t
  * asked afresh. unload.h says why that holds until the read is done. */
 static int is_return_address(uintptr_t ret) {
   cprof__cfa_module_t mod;
+  if ((ret & (CPROF_ARCH_INSN_ALIGN - 1)) != 0) /* aarch64: every instruction is 4-aligned */
+    return 0;
   if (ret < 4096 || !cprof__cfa_module_of(ret - 1, &mod) || ret - 1 < mod.start || ret > mod.end)
     return 0;
   enum cprof__rule_kind k = cprof__rule_kind_of(rule_of(ret - 1, cprof__unload_tag()));
@@ -291,34 +311,48 @@ static int is_return_address(uintptr_t ret) {
   }
   unsigned char b[8];
   memcpy(b, (const void *)(ret - 8), sizeof b);
-  return cprof__ends_in_call(b);
+  return cprof__arch_ends_in_call(b);
 }
 
 /* What the walk does where the rules cannot go on: take the return address
- * at the stack pointer, for a frame interrupted before it pushed anything
- * (a leaf, a PLT stub, the first instructions of a function); or follow the
- * frame-pointer chain one step. Each only when what it finds is a return
- * address. */
-CPROF_READS_STACK static int leaf_step(regs_t *r, uintptr_t hi) {
+ * at the stack pointer (x86-64) or in the link register (aarch64, x30 of
+ * the interrupted context `g`), for a frame interrupted before it saved
+ * anything (a leaf, a PLT stub, the first instructions of a function); or
+ * follow the frame-pointer chain one step (a frame record {saved frame
+ * pointer, return address} at the frame pointer, on both). Each only when
+ * what it finds is a return address. */
+CPROF_READS_STACK static int leaf_step(regs_t *r, uintptr_t hi, const mcontext_t *g) {
   uintptr_t ret;
+#if CPROF_ARCH_LINK_REGISTER
+  /* Where the frame record at x29 holds x30 already, the frame has saved
+   * it (and moved sp): that step is fp_step's, which knows the caller's sp. */
+  uintptr_t saved;
+  ret = cprof__arch_strip_ra(cprof__arch_dwarf_reg(g, CPROF_ARCH_DW_RA));
+  if ((peek(r->bp + 8, r->sp, hi, &saved) && cprof__arch_strip_ra(saved) == ret) ||
+      !is_return_address(ret))
+    return 0;
+  *r = (regs_t){ret, r->sp, r->bp};
+#else
+  (void)g;
   if (!peek(r->sp, r->sp, hi, &ret) || !is_return_address(ret))
     return 0;
   *r = (regs_t){ret, r->sp + 8, r->bp};
+#endif
   return 1;
 }
 
 CPROF_READS_STACK static int fp_step(regs_t *r, uintptr_t hi) {
   uintptr_t ret, bp;
-  if (!peek(r->bp + 8, r->sp, hi, &ret) || !peek(r->bp, r->sp, hi, &bp) || !is_return_address(ret))
+  if (!peek(r->bp + 8, r->sp, hi, &ret) || !peek(r->bp, r->sp, hi, &bp) ||
+      !is_return_address(ret = cprof__arch_strip_ra(ret)))
     return 0;
   *r = (regs_t){ret, r->bp + 16, bp};
   return 1;
 }
 
-/* The x86-64 Linux signal trampoline, glibc's __restore_rt: "mov $15,
- * %rax; syscall" (rt_sigreturn), the bytes libgcc's fallback for x86-64
- * Linux (linux-unwind.h) also recognises it by. */
-static const unsigned char restore_rt[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+/* The signal trampoline's bytes (arch.h: glibc's __restore_rt on x86-64,
+ * the vDSO's __kernel_rt_sigreturn on aarch64). */
+static const unsigned char trampoline[CPROF_ARCH_SIGRETURN_LEN] = CPROF_ARCH_SIGRETURN;
 
 /* memcmp(a, b, n) == 0, without a call out of this file in signal context
  * (a program linking cprof statically may bind its calls lazily). */
@@ -329,44 +363,96 @@ static int same_bytes(uintptr_t a, const unsigned char *b, size_t n) {
   return 1;
 }
 
+#if !CPROF_ARCH_SIGRETURN_NEEDS_FDE
+/* aarch64's signal frame where its trampoline is in no module (qemu-user
+ * puts it in a page of its own), recognised by the stack alone, so that
+ * no code is read where nothing says it is mapped: at the stack pointer
+ * the kernel's rt_sigframe, a siginfo then the ucontext, whose first
+ * record after the registers is the FP/SIMD one (FPSIMD_MAGIC, 528 bytes:
+ * arch/arm64/include/uapi/asm/sigcontext.h); and above it the frame record
+ * the kernel pointed x29 at for the handler, {x29, x30} of the interrupted
+ * context, which the handler's frame gave back as r->bp. Both as Linux
+ * (arch/arm64/kernel/signal.c, setup_return) and qemu-user write them. */
+CPROF_READS_STACK static const ucontext_t *sigframe_by_stack(const regs_t *r, uintptr_t hi) {
+  uintptr_t ucp = r->sp + CPROF_ARCH_SIGFRAME_UC;
+  size_t need = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, __reserved) + 8;
+  if ((r->sp & 15) || ucp > hi || hi - ucp < need)
+    return NULL;
+  const ucontext_t *uc = (const ucontext_t *)ucp;
+  const uint32_t *rec = (const uint32_t *)(const void *)uc->uc_mcontext.__reserved;
+  if (rec[0] != 0x46508001u || rec[1] != 528)
+    return NULL;
+  uintptr_t fr = r->bp;
+  if (fr < ucp + need || fr > hi - 16 || (fr & 7))
+    return NULL;
+  const uintptr_t *w = (const uintptr_t *)fr;
+  if (w[0] != cprof__arch_fp(uc) || w[1] != cprof__arch_lr(uc))
+    return NULL;
+  return uc;
+}
+#endif
+
 /* Steps over a signal frame. `at` is the pc the rule was found for (r->pc,
  * or r->pc - 1 for a return address); the trampoline is looked for where
- * the pc says the thread is in it, and only inside its FDE's range. The
- * kernel's rt_sigframe then has the interrupted context's ucontext at the
- * stack pointer (arch/x86/include/asm/sigframe.h: the return address was
- * its first field, which the handler's return popped), whose
- * general-purpose registers are laid out as glibc's gregset_t. The rule
- * is looked up again, uncached (signal frames are rare): the trampoline's
- * range is then that of a module loaded now, whatever the cache held. */
+ * the pc says the thread is in it, and only inside its FDE's range: on
+ * x86-64 glibc's trampoline has one (augmentation 'S'). The aarch64
+ * kernel's has none since Linux 5.8, nor has qemu-user's: there, for a pc
+ * in no FDE, the bytes are read only inside a module the dynamic linker
+ * lists now (the vDSO), and elsewhere the stack alone says it is a signal
+ * frame (sigframe_by_stack). The kernel's rt_sigframe then has the
+ * interrupted context's ucontext at the stack pointer, or after the
+ * siginfo (arch.h, CPROF_ARCH_SIGFRAME_UC), whose registers are laid out
+ * as glibc's mcontext_t. The rule is looked up again, uncached (signal
+ * frames are rare): the trampoline's range is then that of a module
+ * loaded now, whatever the cache held. */
 CPROF_READS_STACK static int signal_step(uintptr_t at, int exact, regs_t *r, uintptr_t hi,
-                                         const greg_t **regs) {
+                                         const mcontext_t **regs) {
   uint64_t rule = cprof__cfa_find_rule(at, NULL);
-  if (cprof__rule_kind_of(rule) != CPROF__RULE_SIGNAL)
+  uintptr_t start, end;
+  if (cprof__rule_kind_of(rule) == CPROF__RULE_SIGNAL) {
+    start = at - ((rule >> 16) & 0xffff), end = at + (rule >> 32);
+  } else {
+#if CPROF_ARCH_SIGRETURN_NEEDS_FDE
     return 0;
-  uintptr_t start = at - ((rule >> 16) & 0xffff), end = at + (rule >> 32);
-  uintptr_t candidates[2] = {r->pc, exact ? r->pc - 7 : 0}; /* at the mov, at the syscall */
+#else
+    cprof__cfa_module_t mod;
+    if (cprof__rule_kind_of(rule) != CPROF__RULE_NOT_FOUND)
+      return 0;
+    if (!cprof__cfa_module_of(r->pc, &mod)) {
+      const ucontext_t *uc = sigframe_by_stack(r, hi);
+      if (!uc)
+        return 0;
+      *r = (regs_t){cprof__arch_pc(uc), cprof__arch_sp(uc), cprof__arch_fp(uc)};
+      *regs = &uc->uc_mcontext;
+      return 1;
+    }
+    start = mod.start, end = mod.end;
+#endif
+  }
+  /* At its first instruction, or (the exact pc) at the second. */
+  uintptr_t candidates[2] = {r->pc, exact ? r->pc - CPROF_ARCH_SIGRETURN_SECOND : 0};
   int found = 0;
   for (int i = 0; i < 2 && !found; i++) {
     uintptr_t t = candidates[i];
     found =
-        t >= start && t + sizeof restore_rt <= end && same_bytes(t, restore_rt, sizeof restore_rt);
+        t >= start && t + sizeof trampoline <= end && same_bytes(t, trampoline, sizeof trampoline);
   }
   if (!found)
     return 0;
-  const ucontext_t *uc = (const ucontext_t *)r->sp;
-  size_t need = offsetof(ucontext_t, uc_mcontext) + sizeof uc->uc_mcontext.gregs;
-  if ((r->sp & 7) || r->sp > hi || hi - r->sp < need)
+  uintptr_t ucp = r->sp + CPROF_ARCH_SIGFRAME_UC;
+  const ucontext_t *uc = (const ucontext_t *)ucp;
+  size_t need = offsetof(ucontext_t, uc_mcontext) + CPROF_ARCH_MCONTEXT_READ;
+  if ((ucp & 7) || ucp < r->sp || ucp > hi || hi - ucp < need)
     return 0;
-  const greg_t *g = uc->uc_mcontext.gregs;
-  *r = (regs_t){(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
-  *regs = g;
+  *r = (regs_t){cprof__arch_pc(uc), cprof__arch_sp(uc), cprof__arch_fp(uc)};
+  *regs = &uc->uc_mcontext;
   return 1;
 }
 
 CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
                                           uintptr_t *pcs, int max) {
-  const greg_t *g = uc->uc_mcontext.gregs; /* all the registers, for exact frames */
-  regs_t r = {(uintptr_t)g[REG_RIP], (uintptr_t)g[REG_RSP], (uintptr_t)g[REG_RBP]};
+  const mcontext_t *g = &uc->uc_mcontext; /* all the registers, for exact frames */
+  regs_t r = {cprof__arch_pc(uc), cprof__arch_sp(uc), cprof__arch_fp(uc)};
   const stack_t *alt = &uc->uc_stack;
   uintptr_t hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
   uint64_t tag = cprof__unload_tag();
@@ -426,6 +512,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     case CPROF__RULE_SIGNAL:
       if (!signal_step(at, exact, &next, hi, &g))
         goto cut;
+    signal_frame:
       r = next;
       exact = 1;
       validate = 0;
@@ -437,10 +524,16 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
        * nothing it read from the stack with deciding where it may read. */
       hi = cprof__stack_top_sigsafe(r.sp, alt, stacks);
       continue;
+    case CPROF__RULE_NOT_FOUND:
+      /* aarch64's trampoline has no FDE: its bytes say what it is. */
+      if (!CPROF_ARCH_SIGRETURN_NEEDS_FDE && signal_step(at, exact, &next, hi, &g))
+        goto signal_frame;
+      next = r;
+      break; /* the fallbacks below */
     default:
-      break; /* UNSUPPORTED, NOT_FOUND: the fallbacks below */
+      break; /* UNSUPPORTED: the fallbacks below */
     }
-    if ((exact && leaf_step(&next, hi)) || fp_step(&next, hi)) {
+    if ((exact && leaf_step(&next, hi, g)) || fp_step(&next, hi)) {
       r = next;
       exact = 0;
       validate = 1;
@@ -465,7 +558,7 @@ int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
     n = walk_sigsafe(uc, stacks, pcs, max);
   } else { /* a dlclose is unmapping: no unwind table or code may be read */
     n = 0;
-    pcs[n++] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    pcs[n++] = cprof__arch_pc(uc);
     if (n < max)
       pcs[n++] = CPROF_PC_STACK_CUT;
   }
@@ -474,3 +567,9 @@ int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
 }
 
 int cprof__cfa_is_return_address_sigsafe(uintptr_t ret) { return is_return_address(ret); }
+
+uintptr_t cprof__cfa_function_start_sigsafe(uintptr_t pc) {
+  uintptr_t start = 0;
+  cprof__cfa_find_rule(pc, &start);
+  return start;
+}

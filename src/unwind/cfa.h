@@ -70,5 +70,8 @@ int cprof__unwind_cfa_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
  * signal, between cprof__unload_enter_sigsafe and _leave, while
  * cprof__unload_busy_sigsafe() is false (unload.h). */
 int cprof__cfa_is_return_address_sigsafe(uintptr_t ret);
+/* The first pc of the function the unwind tables place `pc` in, uncached;
+ * 0 where they place it in none. Async-signal-safe, as the above. */
+uintptr_t cprof__cfa_function_start_sigsafe(uintptr_t pc);
 
 #endif

@@ -4,9 +4,9 @@
  * bisection; then the FDE's CIE gives the initial rules and the encodings,
  * and the CIE's and FDE's call-frame instructions are run up to the pc.
  * Formats: the "Exception Frame" chapter of the Linux Standard Base Core
- * specification, and DWARF 5 section 6.4. Only the rules for the CFA, %rbp
- * and the return address are kept: the other registers never matter for
- * finding the next frame of compiled x86-64 code.
+ * specification, and DWARF 5 section 6.4. Only the rules for the CFA, the
+ * frame pointer (%rbp, x29) and the return address are kept: the other
+ * registers never matter for finding the next frame of compiled code.
  *
  * The signal handlers' walks come here on a cache miss: nothing here
  * allocates, locks or makes a system call. */
@@ -14,11 +14,13 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "core/search.h"
 #include "unwind/cfa_rule.h"
 
-/* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
-enum { DW_REG_RBP = 6, DW_REG_RSP = 7 };
+/* The frame pointer's and the stack pointer's DWARF numbers (arch/arch.h):
+ * %rbp and %rsp, or x29 and sp. */
+enum { DW_REG_RBP = CPROF_ARCH_DW_FP, DW_REG_RSP = CPROF_ARCH_DW_SP };
 
 /* ---- reading .eh_frame ---- */
 
@@ -222,7 +224,7 @@ static int32_t sat32(int64_t v) { return v == (int32_t)v ? (int32_t)v : INT32_MI
 static uint8_t reg8(uint64_t r) { return r > 255 ? 255 : (uint8_t)r; }
 
 /* DWARF expression opcodes (DWARF 5, section 7.7.1). */
-enum { DW_OP_deref = 0x06, DW_OP_breg6 = 0x76 };
+enum { DW_OP_deref = 0x06, DW_OP_breg6 = 0x70 + DW_REG_RBP }; /* breg6: %rbp (x29 on aarch64) */
 
 /* Whether the expression [p, end) is exactly "DW_OP_breg6 off" (with
  * `deref` 0) or "DW_OP_breg6 off; DW_OP_deref" (with `deref` 1): the two
@@ -377,6 +379,11 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *c, uintptr_t l
     case 0x2e:
       uleb(&p, end);
       continue; /* DW_CFA_GNU_args_size */
+#if CPROF_ARCH_LINK_REGISTER
+    case 0x2d: /* DW_CFA_AARCH64_negate_ra_state: x30 is signed (PAC) from here, or no
+                * longer; the walker strips every return address (arch.h) either way */
+      continue;
+#endif
     case 0x2f:  /* DW_CFA_GNU_negative_offset_extended */
       reg = uleb(&p, end);
       set_rule(s, c, reg, AT, -(int64_t)uleb(&p, end) * c->data_align);
@@ -438,7 +445,17 @@ static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc, uintptr_t *start_o
 
   if (s.ra == UNDEFINED)
     return CPROF__RULE_OUTERMOST; /* thread entry points mark the end of the stack so */
-  if (s.ra != AT || s.ra_off != -8 || s.cfa_off != (int32_t)s.cfa_off)
+  /* The return address saved at CFA + offset (CFA - 8 on x86-64, where the
+   * call pushed it), or, on aarch64, not saved yet: still in x30. */
+  enum cprof__ra_rule ra;
+  if (s.ra == AT)
+    ra = CPROF__RA_AT_CFA;
+  else if (CPROF_ARCH_LINK_REGISTER && s.ra == SAME)
+    ra = CPROF__RA_IN_LR;
+  else
+    return CPROF__RULE_UNSUPPORTED;
+  if (!cprof__rule_fits(s.cfa_off, s.rbp == SAME ? 0 : s.rbp_off,
+                        ra == CPROF__RA_AT_CFA ? s.ra_off : 0))
     return CPROF__RULE_UNSUPPORTED;
   enum cprof__rule_kind k;
   if (s.cfa_expr == DEREF_RBP_EXPR)
@@ -447,20 +464,18 @@ static uint64_t rule_in_fde(const uint8_t *fde, uintptr_t pc, uintptr_t *start_o
     k = CPROF__RULE_FROM_RSP;
   else if (s.cfa_expr == NO_EXPR && s.cfa_reg == DW_REG_RBP)
     k = CPROF__RULE_FROM_RBP;
-  else if (s.cfa_expr == NO_EXPR && s.cfa_reg < 16)
+  else if (s.cfa_expr == NO_EXPR && s.cfa_reg < CPROF_ARCH_DW_REGS)
     k = CPROF__RULE_FROM_REG; /* %r10 in a realigning prologue, say */
   else
     return CPROF__RULE_UNSUPPORTED;
   if (s.rbp != SAME && s.rbp != AT && s.rbp != AT_RBP)
     return CPROF__RULE_UNSUPPORTED;
-  if (s.rbp != SAME && s.rbp_off != (int16_t)s.rbp_off)
-    return CPROF__RULE_UNSUPPORTED;
   enum cprof__rbp_rule rbp = s.rbp == AT       ? CPROF__RBP_AT_CFA
                              : s.rbp == AT_RBP ? CPROF__RBP_AT_RBP
                                                : CPROF__RBP_SAME;
-  return cprof__rule_pack(k, (int32_t)s.cfa_off, rbp,
-                          (int16_t)(rbp == CPROF__RBP_SAME ? 0 : s.rbp_off),
-                          k == CPROF__RULE_FROM_REG ? (unsigned)s.cfa_reg : 0);
+  return cprof__rule_pack(k, (int32_t)s.cfa_off, rbp, rbp == CPROF__RBP_SAME ? 0 : s.rbp_off,
+                          k == CPROF__RULE_FROM_REG ? (unsigned)s.cfa_reg : 0, ra,
+                          ra == CPROF__RA_AT_CFA ? s.ra_off : 0);
 }
 
 /* The loaded module that holds `pc`, from _dl_find_object (lock-free and

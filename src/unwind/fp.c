@@ -1,7 +1,10 @@
 /* The frame-pointer unwinder.
  *
  * On x86-64 code built with -fno-omit-frame-pointer, each frame starts with
- * the caller's %rbp saved at [rbp] and the return address at [rbp+8]. We
+ * the caller's %rbp saved at [rbp] and the return address at [rbp+8]; on
+ * aarch64 the frame record that x29 points at is the same pair, {saved x29,
+ * saved x30} (AAPCS64, 6.2.3), its return address maybe signed (PAC bits,
+ * stripped: arch.h). We
  * follow that chain from the interrupted registers, checking every frame
  * pointer before reading through it: it must be 8-byte aligned, lie
  * between the interrupted stack pointer and the top of its stack
@@ -22,12 +25,19 @@
  * so it is skipped while a dlclose unmaps a module (unload.h); the chain
  * itself reads only the stack. It once tested the word against a snapshot
  * of /proc/self/maps up to a second old, and read the code of a library
- * closed since: a fault. */
+ * closed since: a fault.
+ *
+ * On aarch64 the leaf's return address is in x30 (lr), not on the stack,
+ * and x29 is still the caller's frame until the prologue's stp: lr is taken
+ * by the same test, and only when it is not in the interrupted function
+ * itself (after a call returns, lr points into the function that made it,
+ * which is no caller). */
 #include "unwind/unwind.h"
 
 #include <stddef.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
 #include "unwind/frames.h"
@@ -36,10 +46,9 @@
 
 CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks,
                                           uintptr_t *pcs, int max, int read_code) {
-  const greg_t *r = uc->uc_mcontext.gregs;
-  uintptr_t pc = (uintptr_t)r[REG_RIP];
-  uintptr_t sp = (uintptr_t)r[REG_RSP];
-  uintptr_t fp = (uintptr_t)r[REG_RBP];
+  uintptr_t pc = cprof__arch_pc(uc);
+  uintptr_t sp = cprof__arch_sp(uc);
+  uintptr_t fp = cprof__arch_fp(uc);
   if (max <= 0)
     return 0;
   cprof__frames_t f;
@@ -51,6 +60,16 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     return cprof__frames_end(&f, 1);
 
   /* The leaf without a frame, described above. */
+#if CPROF_ARCH_LINK_REGISTER
+  if (read_code) {
+    uintptr_t lr = cprof__arch_strip_ra(cprof__arch_lr(uc));
+    int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t) && (fp & 7) == 0;
+    uintptr_t first = chain_ok ? cprof__arch_strip_ra(((const uintptr_t *)fp)[1]) : 0;
+    if (lr != first && cprof__cfa_is_return_address_sigsafe(lr) &&
+        cprof__cfa_function_start_sigsafe(lr - 1) != cprof__cfa_function_start_sigsafe(pc))
+      cprof__frames_add(&f, lr);
+  }
+#else
   if (read_code && sp <= hi - sizeof(uintptr_t) && (sp & (sizeof(uintptr_t) - 1)) == 0) {
     uintptr_t top = *(const uintptr_t *)sp;
     int chain_ok = fp >= sp && fp <= hi - 2 * sizeof(uintptr_t);
@@ -58,6 +77,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     if (top != first && cprof__cfa_is_return_address_sigsafe(top))
       cprof__frames_add(&f, top);
   }
+#endif
 
   /* The chain ends where a frame pointer fails the checks: the outermost
    * frame's is 0 (_start and clone clear %rbp). */
@@ -66,7 +86,7 @@ CPROF_READS_STACK static int walk_sigsafe(const ucontext_t *uc, const cprof__map
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)
       break;
     const uintptr_t *frame = (const uintptr_t *)fp;
-    uintptr_t next = frame[0], ret = frame[1];
+    uintptr_t next = frame[0], ret = cprof__arch_strip_ra(frame[1]);
     if (ret == 0)
       break;
     cprof__frames_put(&f, ret);
@@ -122,7 +142,7 @@ static int walk_with_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const 
   int nested = (alt->ss_flags & SS_ONSTACK) && !(alt->ss_flags & SS_DISABLE) &&
                here - (uintptr_t)alt->ss_sp < alt->ss_size;
   if (nested || room_below_sigsafe(here, alt, stacks) < CPROF_UNWIND_STACK_USE) {
-    pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    pcs[0] = cprof__arch_pc(uc);
     if (max < 2)
       return 1;
     pcs[1] = CPROF_PC_STACK_CUT;
@@ -147,9 +167,7 @@ void cprof__unwind_bind_now(void) {
   ucontext_t uc;
   memset(&uc, 0, sizeof uc);
   uc.uc_stack.ss_flags = SS_DISABLE;
-  greg_t *g = uc.uc_mcontext.gregs;
-  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                   : "=r"(g[REG_RIP]), "=r"(g[REG_RSP]), "=r"(g[REG_RBP]));
+  cprof__arch_context_here(&uc);
   uintptr_t pcs[4];
   cprof__unwind_sigsafe(CPROF_UNWIND_DWARF, &uc, NULL, pcs, 4);
   cprof__unwind_sigsafe(CPROF_UNWIND_FP, &uc, NULL, pcs, 4);

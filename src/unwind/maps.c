@@ -13,10 +13,13 @@
 #include "unwind/maps.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/procfs.h"
 
 /* The suffix the kernel adds to the path of an unlinked file. Go's
  * runtime/pprof strips it too (parseProcSelfMaps), so the mapping keeps the
@@ -145,7 +148,9 @@ int cprof__maps_parse(cprof__maps_t *m, char *text) {
 
 int cprof__maps_read(cprof__maps_t *m) {
   memset(m, 0, sizeof *m);
-  int fd = open("/proc/thread-self/maps", O_RDONLY | O_CLOEXEC);
+  char path[64];
+  snprintf(path, sizeof path, "%s/maps", cprof__procfs_self());
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -errno;
 

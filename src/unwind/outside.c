@@ -36,8 +36,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* DWARF register numbers on x86-64 (System V psABI, figure 3.36). */
-enum { DWARF_RBP = 6, DWARF_RSP = 7 };
+/* The frame and stack pointers' DWARF numbers (arch/arch.h). */
+enum { DWARF_RBP = CPROF_ARCH_DW_FP, DWARF_RSP = CPROF_ARCH_DW_SP };
 
 /* process_vm_readv(2) on ourselves, remembering a refusal: EFAULT is an
  * address that is not mapped (a walk that went past the stack's top, a
@@ -215,8 +215,11 @@ static int cfa_walk(cprof__blocked_ctx_t *c, uintptr_t pc, uintptr_t *pcs, int m
       goto done;
     }
     uint64_t ret;
-    if (cfa <= sp || (cfa & 7) || cfa - sp > (1u << 24) || read_word(c, cfa - 8, &ret) != 0)
+    /* A return address still in x30 (aarch64) is not known here. */
+    if (cprof__rule_ra(rule) != CPROF__RA_AT_CFA || cfa <= sp || (cfa & 7) ||
+        cfa - sp > (1u << 24) || read_word(c, cfa + (uintptr_t)cprof__rule_ra_off(rule), &ret) != 0)
       goto done;
+    ret = cprof__arch_strip_ra((uintptr_t)ret);
     uintptr_t at = 0;
     switch (cprof__rule_rbp(rule)) {
     case CPROF__RBP_AT_CFA:

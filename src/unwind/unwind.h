@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <ucontext.h>
 
+#include "arch/arch.h"
 #include "core/config.h" /* cprof__unwinder_t and the depths: settings' constants */
 #include "unwind/maps.h"
 #include "unwind/pc.h"
@@ -68,16 +69,11 @@ int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, 
                              int max);
 
 /* Whether the 8 bytes before a return address, b[0..7] with b[7] the byte
- * just before it, end in an x86-64 call: e8 rel32, or ff /2 with a
- * register, [reg+disp8], [reg+disp32] or [rip+disp32] operand (a REX
- * prefix before ff, for r8-r15, changes nothing after it). The one test of
- * "this word on the stack is a return address" that both the
+ * just before it, end in a call instruction (arch.h says which are). The
+ * one test of "this word on the stack is a return address" that both the
  * frame-pointer unwinder and the outside unwinder use. Pure: signal-safe. */
 static inline int cprof__ends_in_call(const unsigned char b[8]) {
-  return b[3] == 0xe8 ||                                          /* call rel32 */
-         (b[2] == 0xff && (b[3] == 0x15 || (b[3] & 0xf8) == 0x90)) || /* call *disp32(...) */
-         (b[5] == 0xff && (b[6] & 0xf8) == 0x50) ||                 /* call *disp8(%reg) */
-         (b[6] == 0xff && (b[7] & 0xf8) == 0xd0);                   /* call *%reg */
+  return cprof__arch_ends_in_call(b);
 }
 
 #endif

@@ -127,11 +127,24 @@ static int clone_tid, clone_stop;
 static int clone_main(void *arg) {
   (void)arg;
   pid_t t;
+#if defined(__aarch64__)
+  register long x8 __asm__("x8") = SYS_gettid;
+  register long x0 __asm__("x0");
+  __asm__ volatile("svc #0" : "=r"(x0) : "r"(x8) : "memory");
+  t = (pid_t)x0;
+#else
   __asm__ volatile("syscall" : "=a"(t) : "a"(SYS_gettid) : "rcx", "r11", "memory");
+#endif
   __atomic_store_n(&clone_tid, t, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&clone_stop, __ATOMIC_ACQUIRE))
     ;
+#if defined(__aarch64__)
+  register long e8 __asm__("x8") = SYS_exit;
+  register long e0 __asm__("x0") = 0;
+  __asm__ volatile("svc #0" : : "r"(e8), "r"(e0) : "memory");
+#else
   __asm__ volatile("syscall" : : "a"(SYS_exit), "D"(0) : "rcx", "r11", "memory");
+#endif
   __builtin_unreachable();
 }
 

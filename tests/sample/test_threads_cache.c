@@ -60,6 +60,11 @@ NOINLINE void cache_place_a(void) {
   if (read(pipe_a[0], &c, 1) != 1)
     abort();
 }
+#ifdef SYS_poll
+#define POLL_NR SYS_poll
+#else /* aarch64 has no poll(2): glibc's poll() calls ppoll */
+#define POLL_NR SYS_ppoll
+#endif
 NOINLINE void cache_place_b(void) { poll(NULL, 0, 60000); }
 static void *mover(void *arg) {
   (void)arg;
@@ -154,13 +159,13 @@ int main(void) {
 
   /* The mover moves to place B, and the leaver ends. */
   CHECK_EQ_INT(write(pipe_a[1], "x", 1), 1);
-  wait_in(mover_tid, SYS_poll);
+  wait_in(mover_tid, POLL_NR);
   STORE(stop, 1);
   pthread_join(t[3], NULL);
   pthread_join(t[1], NULL);
   CHECK_EQ_INT(cprof__threads_capture_cached(CPROF_UNWIND_DWARF, 1000, c, &d3), 0);
   const cprof__thread_stack_t *m3 = cprof__threads_dump_find(&d3, mover_tid);
-  CHECK(m3 && m3->reused == 0 && m3->syscall_nr == SYS_poll);
+  CHECK(m3 && m3->reused == 0 && m3->syscall_nr == POLL_NR);
   CHECK(stack_has(m3, "cache_place_b") && !stack_has(m3, "cache_place_a"));
   CHECK(cprof__threads_dump_find(&d3, leaver_tid) == NULL);
   CHECK(cprof__threads_dump_find(&d3, spinner_tid) == NULL);

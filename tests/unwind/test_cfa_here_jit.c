@@ -18,11 +18,24 @@
 
 #define MAX 128
 
+#if defined(__aarch64__)
+/* stp x29, x30, [sp, #-16]!; mov x29, sp; blr x0; ldp x29, x30, [sp], #16; ret */
+static const uint32_t framed_w[] = {0xa9bf7bfd, 0x910003fd, 0xd63f0000, 0xa8c17bfd, 0xd65f03c0};
+/* stp x29, x30, [sp, #-16]!; mov x29, #0x1234; blr x0; ldp x29, x30, [sp], #16; ret */
+static const uint32_t lost_w[] = {0xa9bf7bfd, 0xd282469d, 0xd63f0000, 0xa8c17bfd, 0xd65f03c0};
+#define framed ((const unsigned char *)framed_w)
+#define lost ((const unsigned char *)lost_w)
+#define FRAMED_SIZE sizeof framed_w
+#define LOST_SIZE sizeof lost_w
+#else
 /* push %rbp; mov %rsp,%rbp; call *%rdi; pop %rbp; ret */
 static const unsigned char framed[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3};
 /* push %rbp; mov $0x1234,%rbp; call *%rdi; pop %rbp; ret */
 static const unsigned char lost[] = {0x55, 0x48, 0xc7, 0xc5, 0x34, 0x12,
                                      0x00, 0x00, 0xff, 0xd7, 0x5d, 0xc3};
+#define FRAMED_SIZE sizeof framed
+#define LOST_SIZE sizeof lost
+#endif
 
 static unsigned char *page;
 static uintptr_t ref[MAX], here[MAX], caller[MAX];
@@ -51,6 +64,7 @@ static int in_page(uintptr_t ret) { return ret > (uintptr_t)page && ret <= (uint
 static void run(const unsigned char *code, size_t size) {
   mprotect(page, 4096, PROT_READ | PROT_WRITE);
   memcpy(page, code, size);
+  __builtin___clear_cache((char *)page, (char *)page + size); /* aarch64's caches */
   mprotect(page, 4096, PROT_READ | PROT_EXEC);
   here_n = caller_n = ref_n = 0;
   call_stub();
@@ -65,7 +79,7 @@ int main(void) {
 
   /* A stub with a frame: [in callee, in the stub, in call_stub, callers...];
    * the heap sampler's: [in the stub, in call_stub, callers...]. */
-  run(framed, sizeof framed);
+  run(framed, FRAMED_SIZE);
   fprintf(stderr,
           "framed stub: the walk from here has %d frames, the caller's walk %d, "
           "call_stub's own %d\n",
@@ -78,7 +92,7 @@ int main(void) {
   CHECK(here[here_n - 1] != CPROF_PC_STACK_CUT);
 
   /* A stub whose frame neither the tables nor its frame pointer explain. */
-  run(lost, sizeof lost);
+  run(lost, LOST_SIZE);
   fprintf(stderr, "lost stub: %d and %d frames\n", here_n, caller_n);
   CHECK(here_n == 3 && in_page(here[1]) && here[2] == CPROF_PC_STACK_CUT);
   CHECK(caller_n == 2 && in_page(caller[0] + 1) && caller[1] == CPROF_PC_STACK_CUT);

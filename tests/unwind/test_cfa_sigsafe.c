@@ -25,6 +25,7 @@
 #include <unwind.h>
 
 #include "check.h"
+#include "arch/arch.h"
 #include "unwind/bounds.h"
 #include "unwind/cfa.h"
 #include "unwind/maps.h"
@@ -263,15 +264,33 @@ static void phase(const char *name, void *(*fn)(void *), void *arg, int want_dep
 
 /* ---- code with no unwind tables ---- */
 
-/* Three functions written at run time, each spinning until *(int *)rdi:
- * a leaf with no frame; one that sets up a frame pointer; and one that
- * pushes a zero and sets %rbp to a small number, which neither fallback
- * can explain. */
+/* Three functions written at run time, each spinning until *(int *)rdi
+ * (x0 on aarch64): a leaf with no frame; one that sets up a frame pointer;
+ * and one that pushes a zero and sets %rbp (x29) to a small number, and on
+ * aarch64 zeroes x30 too, which neither fallback can explain. */
+#if defined(__aarch64__)
+/* ldr w1, [x0]; cbz w1, back; ...: every instruction a little-endian word. */
+static const uint32_t jit_leaf_w[] = {0xb9400001, 0x34ffffe1, 0xd65f03c0};
+static const uint32_t jit_framed_w[] = {0xa9bf7bfd, 0x910003fd, 0xb9400001,
+                                        0x34ffffe1, 0xa8c17bfd, 0xd65f03c0};
+static const uint32_t jit_lost_w[] = {0xa9bf7bfd, 0xd282469d, 0xa9bf7fff, 0xd280001e, 0xb9400001,
+                                      0x34ffffe1, 0x910043ff, 0xa8c17bfd, 0xd65f03c0};
+#define jit_leaf ((const unsigned char *)jit_leaf_w)
+#define jit_framed ((const unsigned char *)jit_framed_w)
+#define jit_lost ((const unsigned char *)jit_lost_w)
+#define JIT_SIZES sizeof jit_leaf_w, sizeof jit_framed_w, sizeof jit_lost_w
+#define JIT_LOOPS 0, 8, 16
+#else
 static const unsigned char jit_leaf[] = {0x8b, 0x07, 0x85, 0xc0, 0x74, 0xfa, 0xc3};
 static const unsigned char jit_framed[] = {0x55, 0x48, 0x89, 0xe5, 0x8b, 0x07,
                                            0x85, 0xc0, 0x74, 0xfa, 0x5d, 0xc3};
 static const unsigned char jit_lost[] = {0x55, 0x48, 0xc7, 0xc5, 0x34, 0x12, 0x00, 0x00, 0x6a, 0x00,
                                          0x8b, 0x07, 0x85, 0xc0, 0x74, 0xfa, 0x58, 0x5d, 0xc3};
+#define JIT_SIZES sizeof jit_leaf, sizeof jit_framed, sizeof jit_lost
+#define JIT_LOOPS 0, 4, 10
+#endif
+enum { JIT_SIZE_LEAF, JIT_SIZE_FRAMED, JIT_SIZE_LOST };
+static const size_t jit_sizes[] = {JIT_SIZES}, jit_loops[] = {JIT_LOOPS};
 
 typedef struct jit_case {
   const char *name;
@@ -280,10 +299,10 @@ typedef struct jit_case {
   int explained;     /* whether the walk gets past it */
 } jit_case_t;
 
-static const jit_case_t jit_cases[] = {
-    {"leaf", jit_leaf, sizeof jit_leaf, 0, 1},
-    {"framed", jit_framed, sizeof jit_framed, 4, 1},
-    {"unexplained", jit_lost, sizeof jit_lost, 10, 0},
+static jit_case_t jit_cases[] = {
+    {"leaf", NULL, 0, 0, 1},
+    {"framed", NULL, 0, 0, 1},
+    {"unexplained", NULL, 0, 0, 0},
 };
 
 static unsigned char *jit_page;
@@ -310,10 +329,13 @@ static void jit_walks(void) {
   CHECK(jit_page != MAP_FAILED);
   if (jit_page == MAP_FAILED)
     return;
+  const unsigned char *codes[] = {jit_leaf, jit_framed, jit_lost};
   for (size_t c = 0; c < sizeof jit_cases / sizeof *jit_cases; c++) {
-    const jit_case_t *jc = &jit_cases[c];
+    jit_case_t *jc = &jit_cases[c];
+    jc->code = codes[c], jc->size = jit_sizes[c], jc->loop = jit_loops[c];
     mprotect(jit_page, 4096, PROT_READ | PROT_WRITE);
     memcpy(jit_page, jc->code, jc->size);
+    __builtin___clear_cache((char *)jit_page, (char *)jit_page + jc->size); /* aarch64's caches */
     mprotect(jit_page, 4096, PROT_READ | PROT_EXEC);
     STORE(jit_stop, 0);
     STORE(jit_in, 0);
@@ -375,7 +397,7 @@ static void *unknown_top(void *arg) {
   CHECK(n >= 3 && pcs[n - 1] != CPROF_PC_STACK_CUT);
   /* max is respected, and 1 frame is the pc alone. */
   CHECK_EQ_INT(cprof__unwind_cfa_sigsafe(&uc, NULL, pcs, 1), 1);
-  CHECK(pcs[0] == (uintptr_t)uc.uc_mcontext.gregs[REG_RIP]);
+  CHECK(pcs[0] == cprof__arch_pc(&uc));
   return NULL;
 }
 
@@ -427,13 +449,13 @@ static void fuzz(void) {
     ucontext_t uc;
     memset(&uc, 0, sizeof uc);
     uc.uc_stack = (stack_t){.ss_sp = buf, .ss_size = size, .ss_flags = SS_ONSTACK};
-    greg_t *g = uc.uc_mcontext.gregs;
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    g[REG_RSP] = (greg_t)((uintptr_t)buf + (x % words) * sizeof *buf);
-    g[REG_RBP] = (greg_t)buf[(x >> 20) % words];
-    g[REG_RIP] =
-        (greg_t)(round & 1 ? real[(x >> 30) % (uint64_t)(nreal > 0 ? nreal : 1)]
-                           : code[(x >> 30) % (sizeof code / sizeof *code)] + (x >> 40) % 32);
+    uintptr_t sp = (uintptr_t)buf + (x % words) * sizeof *buf;
+    uintptr_t fp = buf[(x >> 20) % words];
+    uintptr_t pc = round & 1 ? real[(x >> 30) % (uint64_t)(nreal > 0 ? nreal : 1)]
+                             : code[(x >> 30) % (sizeof code / sizeof *code)] + (x >> 40) % 32;
+    /* aarch64's link register: a word of the stack, as good as any. */
+    cprof__arch_context_set(&uc, pc, sp, fp, buf[(x >> 44) % words]);
     uintptr_t pcs[MAX];
     int n = cprof__unwind_cfa_sigsafe(&uc, NULL, pcs, MAX);
     CHECK(n >= 1 && n <= MAX);
