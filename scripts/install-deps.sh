@@ -39,7 +39,8 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
   chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
-  prometheus) # tests/integration/metrics.sh: promtool check metrics reads /metrics
+  prometheus # tests/integration/metrics.sh: promtool check metrics reads /metrics
+  dpkg-dev debhelper lintian) # make deb, tests/packaging/deb.sh: the Debian packages, built and checked
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
