@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge clean
+.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge deb deb-arm64 clean
 
 all: build
 
@@ -58,6 +58,20 @@ fuzz: fuzz-build
 
 fuzz-merge: fuzz-build
 	@scripts/fuzz.sh --build $(BUILD)-fuzz --merge $(FUZZ)
+
+# The Debian packages (debian/): libcprof0, libcprof-dev and cprof, built
+# by dpkg-buildpackage from a clean copy of the tree in $(DEB_DIR)/cprof-VERSION,
+# then read by lintian; the .debs are left in $(DEB_DIR). deb-arm64 is the
+# cross build (dpkg-buildpackage -a arm64 -Pcross,nocheck); doc/building.md,
+# "Debian packages".
+DEB_DIR ?= $(BUILD)/deb
+deb:
+	@scripts/install-deps.sh deb
+	@scripts/deb.sh --out $(DEB_DIR)
+
+deb-arm64:
+	@scripts/install-deps.sh deb-arm64
+	@scripts/deb.sh --out $(DEB_DIR) --arch arm64
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

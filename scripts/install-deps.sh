@@ -3,6 +3,10 @@
 #   scripts/install-deps.sh build   what building needs
 #   scripts/install-deps.sh test    that, plus what the tests drive (go tool pprof, protoc, curl,
 #                                   jemalloc as the other allocator)
+#   scripts/install-deps.sh deb     what building needs, plus dpkg-buildpackage, debhelper
+#                                   and lintian (make deb)
+#   scripts/install-deps.sh deb-arm64  those, the arm64 cross compiler and the arm64 builds of
+#                                   debian/control's Build-Depends (make deb-arm64)
 set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
@@ -12,6 +16,8 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
   libcurl4-gnutls-dev libgraphviz-dev libedit-dev
   libjs-chart.js
   libyaml-dev libsqlite3-dev) # cprof collect: the Parca config, the profile index
+# make deb: dpkg-buildpackage (dpkg-dev), dh (debhelper) and lintian.
+deb_pkgs=(dpkg-dev debhelper lintian)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.
@@ -40,10 +46,14 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
   chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
   prometheus # tests/integration/metrics.sh: promtool check metrics reads /metrics
-  dpkg-dev debhelper lintian) # make deb, tests/packaging/deb.sh: the Debian packages, built and checked
+  "${deb_pkgs[@]}") # tests/packaging/deb.sh builds and installs the Debian packages
 
 want=("${build_pkgs[@]}")
-[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+case ${1:-build} in
+test) want+=("${test_pkgs[@]}") ;;
+deb | deb-arm64) want+=("${deb_pkgs[@]}") ;;
+esac
+[ "${1:-build}" = deb-arm64 ] && want+=(crossbuild-essential-arm64)
 
 missing=()
 for p in "${want[@]}"; do
@@ -58,6 +68,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# make deb-arm64: debian/control's Build-Depends for arm64 (libdw-dev:arm64,
+# ...), as dpkg-checkbuilddeps finds them missing for a cross build, then
+# apt-get build-dep installs them (the arm64 architecture added first).
+if [ "${1:-build}" = deb-arm64 ]; then
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if ! (cd "$root" && dpkg-checkbuilddeps -a arm64 -P cross,nocheck) 2>/dev/null; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck $root" >&2
+      exit 1
+    fi
+    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+    echo "cprof: installing debian/control's Build-Depends for arm64"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck "$root"
+  fi
 fi
 
 # tests/ui/trace_browser.sh: the Catapult trace viewer (chrome://tracing's
