@@ -31,10 +31,17 @@ for p in "${PKGS[@]}"; do
 done
 
 # Purged on every exit once dpkg -i has begun, before lib.sh's cleanup
-# (which keeps the exit code it is handed).
+# (which keeps the exit code it is handed). bash runs no EXIT trap when a
+# signal ends it, so SIGTERM, SIGINT and SIGHUP become exits. (ctest's
+# timeout kills with SIGKILL, which nothing can catch: the steps after
+# dpkg -i are bounded, a minute at most, and the unbounded one, the
+# package build, comes before it.)
 INSTALLED=0
 purge() { [ $INSTALLED = 0 ] || dpkg --purge "${PKGS[@]}" >"$T/purge.log" 2>&1 || true; }
 trap 'rc=$?; purge; (exit $rc); cleanup' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
 
 if [ -n "${CPROF_DEBS:-}" ]; then
   DEBS=$CPROF_DEBS
