@@ -7,7 +7,8 @@
 # packages there, without their tests (DEB_BUILD_OPTIONS=nocheck: the
 # tests run from the tree, debian/rules says why), and leaves
 # libcprof0_*.deb, libcprof-dev_*.deb and cprof_*.deb with the .changes
-# in DIR (and the source package, cprof_VERSION.dsc). With --arch arm64 it is a cross build (-a arm64 -Pcross,nocheck),
+# in DIR (and the source package, cprof_VERSION.dsc). With --arch arm64 it is a cross build (-a arm64
+# -Pcross,nocheck,pkg.cprof.nocli: libcprof0 and libcprof-dev, no cprof),
 # whose Build-Depends `scripts/install-deps.sh deb-arm64` installs. Then
 # lintian reads the .changes; the script exits 1 if dpkg-buildpackage
 # failed or lintian found an error (its warnings are printed, not fatal).
@@ -56,7 +57,8 @@ fi
 cd "$src"
 opts=(-b -us -uc)
 if [ -n "$arch" ]; then
-  opts+=(-a "$arch" "-Pcross,nocheck")
+  # pkg.cprof.nocli: the library's packages only; debian/rules says why.
+  opts+=(-a "$arch" "-Pcross,nocheck,pkg.cprof.nocli")
 else
   opts+=("-Pnocheck")
 fi

@@ -71,20 +71,27 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # make deb-arm64: debian/control's Build-Depends for arm64 (libdw-dev:arm64,
-# ...), as dpkg-checkbuilddeps finds them missing for a cross build, then
-# apt-get build-dep installs them (the arm64 architecture added first).
+# ...): when apt would install any for a cross build, apt-get build-dep
+# installs them (the arm64 architecture added first).
+# The library's packages only (build profile pkg.cprof.nocli, as make
+# deb-arm64 builds): the cprof command's libgraphviz-dev is not Multi-Arch:
+# same in Debian 12, and apt would remove the amd64 one to install it.
 if [ "${1:-build}" = deb-arm64 ]; then
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  if ! (cd "$root" && dpkg-checkbuilddeps -a arm64 -P cross,nocheck) 2>/dev/null; then
+  # apt's simulation, not dpkg-checkbuilddeps: that takes the amd64
+  # pkg-config for the arm64 one (pkgconf:arm64 brings
+  # aarch64-linux-gnu-pkg-config, which debhelper's cross build runs).
+  if ! dpkg --print-foreign-architectures | grep -qx arm64 ||
+    apt-get build-dep -s -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root" 2>/dev/null | grep -q '^Inst '; then
     if [ "$(id -u)" -ne 0 ]; then
-      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck $root" >&2
+      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck,pkg.cprof.nocli $root" >&2
       exit 1
     fi
     dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
     echo "cprof: installing debian/control's Build-Depends for arm64"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck "$root"
+    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root"
   fi
 fi
 
