@@ -62,8 +62,8 @@ fuzz-merge: fuzz-build
 # The Debian packages (debian/): libcprof0, libcprof-dev and cprof, built
 # by dpkg-buildpackage from a clean copy of the tree in $(DEB_DIR)/cprof-VERSION,
 # then read by lintian; the .debs are left in $(DEB_DIR). deb-arm64 is the
-# cross build (dpkg-buildpackage -a arm64 -Pcross,nocheck); doc/building.md,
-# "Debian packages".
+# cross build of the library's packages (dpkg-buildpackage -a arm64
+# -Pcross,nocheck,pkg.cprof.nocli); doc/building.md, "Debian packages".
 DEB_DIR ?= $(BUILD)/deb
 deb:
 	@scripts/install-deps.sh deb

@@ -7,11 +7,12 @@
 # packages there, without their tests (DEB_BUILD_OPTIONS=nocheck: the
 # tests run from the tree, debian/rules says why), and leaves
 # libcprof0_*.deb, libcprof-dev_*.deb and cprof_*.deb with the .changes
-# in DIR (and the source package, cprof_VERSION.dsc). With --arch arm64 it is a cross build (-a arm64
-# -Pcross,nocheck,pkg.cprof.nocli: libcprof0 and libcprof-dev, no cprof),
-# whose Build-Depends `scripts/install-deps.sh deb-arm64` installs. Then
-# lintian reads the .changes; the script exits 1 if dpkg-buildpackage
-# failed or lintian found an error (its warnings are printed, not fatal).
+# in DIR, and the source package (cprof_VERSION.dsc) for lintian. With
+# --arch arm64 it is a cross build (-a arm64 -Pcross,nocheck,pkg.cprof.nocli:
+# libcprof0 and libcprof-dev, no cprof; debian/rules says why), whose
+# Build-Depends `scripts/install-deps.sh deb-arm64` installs. Then lintian
+# reads the packages; the script exits 1 if dpkg-buildpackage failed or
+# lintian found an error (its warnings are printed, not fatal).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

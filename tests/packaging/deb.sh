@@ -120,6 +120,10 @@ check "pkg-config --cflags --libs cprof: $(pkg-config --cflags --libs cprof 2>&1
   gcc -O1 -g -fno-omit-frame-pointer -DLINKED -o "$T/burn_pc" "$T/burn.c" $(pkg-config --cflags --libs cprof)
 check "pkg-config: the program loads the installed library" uses_installed "$T/burn_pc"
 if start pc -- "$T/burn_pc"; then profile pc; stop "$PID"; else fail "pc: serves"; fi
+# The command's other libraries at run time: Graphviz's layout and SVG
+# renderer (plugins that libgvc loads from its own directory).
+check "the installed cprof graph draws an SVG with the function in it" \
+  bash -c "$CPROF graph '$T/pc.pb.gz' -o '$T/pc.svg' 2>'$T/graph.err' && grep -q burn_in_packaged_test '$T/pc.svg'"
 
 # 2. CMake: find_package(cprof) and the imported target cprof::cprof.
 mkdir -p "$T/cm"
