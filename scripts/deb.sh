@@ -29,6 +29,14 @@ done
 command -v dpkg-buildpackage >/dev/null || { echo "deb.sh: dpkg-buildpackage is missing (scripts/install-deps.sh deb)" >&2; exit 1; }
 
 version=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
+# One version: the packages' (debian/changelog) is the project's (CMake's
+# project(), which the library's and cprof.pc's versions come from).
+cmake_version=$(sed -n 's/^project(cprof VERSION \([0-9.]*\).*/\1/p' "$here/CMakeLists.txt")
+if [ "$version" != "$cmake_version" ]; then
+  echo "deb.sh: debian/changelog says $version, CMakeLists.txt's project() $cmake_version:" \
+    "add a changelog entry (dch -v $cmake_version)" >&2
+  exit 1
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 src=$out/cprof-$version
