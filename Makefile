@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge test-arm64 clean
+.PHONY: all build deps test-deps demo test sanitized fuzz-build fuzz-test fuzz fuzz-merge test-arm64 deb deb-amd64 deb-arm64 clean
 
 all: build
 
@@ -14,6 +14,8 @@ deps:
 
 test-deps:
 	@scripts/install-deps.sh test
+	@scripts/install-deps.sh arm64
+	@scripts/install-deps.sh deb-arm64
 
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
@@ -23,12 +25,14 @@ demo: build
 	@$(BUILD)/examples/demo_server $(if $(DEMO_SECONDS),--seconds $(DEMO_SECONDS))
 
 # The unit tests also run under AddressSanitizer+UndefinedBehaviorSanitizer
-# and under ThreadSanitizer, each in a build of its own; then the whole suite
-# runs on the normal build, so the last line is the whole suite's verdict.
+# and under ThreadSanitizer, each in a build of its own, and the library
+# cross-built for aarch64 under qemu (test-arm64); then the whole suite runs
+# on the normal build, so the last line is the whole suite's verdict.
 test: test-deps build
 	@$(MAKE) -s sanitized SAN=address,undefined DIR=$(BUILD)-asan
 	@$(MAKE) -s sanitized SAN=thread DIR=$(BUILD)-tsan
 	@$(MAKE) -s fuzz-test
+	@$(MAKE) -s test-arm64
 	@echo "== all tests"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -69,6 +73,23 @@ test-arm64:
 	  -DCPROF_LIB_ONLY=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD)-arm64 -j $(JOBS) -- --no-print-directory >/dev/null
 	@cd $(BUILD)-arm64 && ctest --output-on-failure -j $(JOBS)
+
+# The Debian packages (debian/), for both architectures: deb-amd64 builds
+# libcprof0, libcprof-dev and cprof with dpkg-buildpackage from a clean copy
+# of the tree in $(DEB_DIR)/cprof-VERSION, then reads them with lintian;
+# deb-arm64 cross-builds the library's two (dpkg-buildpackage -a arm64
+# -Pcross,nocheck,pkg.cprof.nocli). The .debs are left in $(DEB_DIR);
+# doc/building.md, "Debian packages".
+DEB_DIR ?= $(BUILD)/deb
+deb: deb-amd64 deb-arm64
+
+deb-amd64:
+	@scripts/install-deps.sh deb
+	@scripts/deb.sh --out $(DEB_DIR)
+
+deb-arm64:
+	@scripts/install-deps.sh deb-arm64
+	@scripts/deb.sh --out $(DEB_DIR) --arch arm64
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-arm64

@@ -5,6 +5,10 @@
 #                                   jemalloc as the other allocator)
 #   scripts/install-deps.sh arm64   the aarch64 cross build and its tests under qemu (make
 #                                   test-arm64): adds dpkg's arm64 architecture when missing
+#   scripts/install-deps.sh deb     what building needs, plus dpkg-buildpackage, debhelper
+#                                   and lintian (make deb)
+#   scripts/install-deps.sh deb-arm64  those, the arm64 cross compiler and the arm64 builds of
+#                                   debian/control's Build-Depends (make deb-arm64)
 set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
@@ -14,6 +18,8 @@ build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zli
   libcurl4-gnutls-dev libgraphviz-dev libedit-dev
   libjs-chart.js
   libyaml-dev libsqlite3-dev) # cprof collect: the Parca config, the profile index
+# make deb: dpkg-buildpackage (dpkg-dev), dh (debhelper) and lintian.
+deb_pkgs=(dpkg-dev debhelper lintian)
 # golang-go gives `go tool pprof`, the client every profile must satisfy;
 # golang-github-google-pprof-dev ships profile.proto for `protoc --decode`.
 # libjemalloc2: the heap test puts another allocator before and after cprof.
@@ -41,7 +47,8 @@ test_pkgs=(g++ golang-go protobuf-compiler golang-github-google-pprof-dev curl l
   graphviz # tests/cli/graph.sh: dot(1) reads what cprof graph writes
   openssl # openssl: tests/integration/tls.sh makes a self-signed certificate at test time
   chromium chromium-driver # tests/ui/viewer_browser.sh: the viewer page in a headless browser
-  prometheus) # tests/integration/metrics.sh: promtool check metrics reads /metrics
+  prometheus # tests/integration/metrics.sh: promtool check metrics reads /metrics
+  "${deb_pkgs[@]}") # tests/packaging/deb.sh builds and installs the Debian packages
 
 # The arm64 cross build (cmake/aarch64-linux-gnu.cmake): Debian's cross
 # compiler, the arm64 builds of libc and of the library's dependencies
@@ -56,8 +63,10 @@ case "${1:-build}" in
 build) want=("${build_pkgs[@]}") ;;
 test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
 arm64) want=("${arm64_pkgs[@]}") ;;
+deb) want=("${build_pkgs[@]}" "${deb_pkgs[@]}") ;;
+deb-arm64) want=("${build_pkgs[@]}" "${deb_pkgs[@]}" crossbuild-essential-arm64) ;;
 *)
-  echo "usage: scripts/install-deps.sh [build|test|arm64]" >&2
+  echo "usage: scripts/install-deps.sh [build|test|arm64|deb|deb-arm64]" >&2
   exit 2
   ;;
 esac
@@ -83,6 +92,31 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# make deb-arm64: debian/control's Build-Depends for arm64 (libdw-dev:arm64,
+# ...): when apt would install any for a cross build, apt-get build-dep
+# installs them (the arm64 architecture added first).
+# The library's packages only (build profile pkg.cprof.nocli, as make
+# deb-arm64 builds): the cprof command's libgraphviz-dev is not Multi-Arch:
+# same in Debian 12, and apt would remove the amd64 one to install it.
+if [ "${1:-build}" = deb-arm64 ]; then
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  # apt's simulation, not dpkg-checkbuilddeps: that takes the amd64
+  # pkg-config for the arm64 one (pkgconf:arm64 brings
+  # aarch64-linux-gnu-pkg-config, which debhelper's cross build runs).
+  if ! dpkg --print-foreign-architectures | grep -qx arm64 ||
+    apt-get build-dep -s -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root" 2>/dev/null | grep -q '^Inst '; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck,pkg.cprof.nocli $root" >&2
+      exit 1
+    fi
+    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+    echo "cprof: installing debian/control's Build-Depends for arm64"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root"
+  fi
 fi
 
 # tests/ui/trace_browser.sh: the Catapult trace viewer (chrome://tracing's

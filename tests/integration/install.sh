@@ -10,6 +10,9 @@ installed_lib() { [ -e "$T/usr/lib/libcprof.so" ] || [ -e "$T/usr/lib/x86_64-lin
 check "installs the shared library" installed_lib
 pc_file=$(find "$T/usr" -name cprof.pc | head -1)
 check "installs cprof.pc" [ -n "$pc_file" ]
+cmake_config=$(find "$T/usr" -name cprofConfig.cmake | head -1)
+check "installs the CMake package config (cprofConfig.cmake)" [ -n "$cmake_config" ]
+check "and its version file" [ -f "${cmake_config%/*}/cprofConfigVersion.cmake" ]
 export PKG_CONFIG_PATH=${pc_file%/*}
 check "pkg-config knows cprof" pkg-config --exists cprof
 # cprof_* and the libc functions it interposes (documented in doc/internals.md):

@@ -1,0 +1,50 @@
+# The arm64 Debian packages, cross-built as make deb builds them
+# (scripts/deb.sh --arch arm64: dpkg-buildpackage -a arm64
+# -Pcross,nocheck,pkg.cprof.nocli), read without installing them: lintian
+# finds no error, libcprof0 holds an aarch64 library with the soname
+# libcprof.so.0, libcprof-dev the header, cprof.pc and the CMake package,
+# and the library's dynamic symbols are those debian/libcprof0.symbols
+# lists (dpkg-gensymbols checks that while building). They are run under
+# qemu by tests/arm64, from the same sources, not from these packages:
+# installing an arm64 package needs an arm64 machine.
+. "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
+
+for tool in dpkg-buildpackage dh lintian aarch64-linux-gnu-gcc; do
+  command -v "$tool" >/dev/null ||
+    skip "$tool is missing (scripts/install-deps.sh deb-arm64 installs it)"
+done
+dpkg --print-foreign-architectures | grep -qx arm64 ||
+  skip "dpkg has no arm64 architecture (scripts/install-deps.sh deb-arm64 adds it)"
+git -C "$CPROF_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1 ||
+  skip "scripts/deb.sh copies the tree with git, and $CPROF_SOURCE_DIR is not a checkout"
+
+start_s=$SECONDS
+check "scripts/deb.sh --arch arm64 cross-builds the library's packages, and lintian finds no error" \
+  bash -c "'$CPROF_SOURCE_DIR/scripts/deb.sh' --out '$T/deb' --arch arm64 >'$T/deb.log' 2>&1"
+echo "     (built and linted in $((SECONDS - start_s)) s)"
+[ "$FAILS" = 0 ] || { tail -40 "$T/deb.log" >&2; finish || exit 1; }
+
+lib=$(find "$T/deb" -maxdepth 1 -name 'libcprof0_*_arm64.deb' | head -1)
+dev=$(find "$T/deb" -maxdepth 1 -name 'libcprof-dev_*_arm64.deb' | head -1)
+check "libcprof0 and libcprof-dev for arm64 are there" test -f "$lib" -a -f "$dev"
+check "no cprof command package for arm64 (pkg.cprof.nocli)" \
+  bash -c "! ls '$T/deb'/cprof_*_arm64.deb 2>/dev/null | grep -q ."
+[ "$FAILS" = 0 ] || { finish || exit 1; }
+dpkg-deb -x "$lib" "$T/lib"
+dpkg-deb -x "$dev" "$T/dev"
+so=$(find "$T/lib/usr/lib/aarch64-linux-gnu" -name 'libcprof.so.0.*' | head -1)
+check "libcprof0 installs /usr/lib/aarch64-linux-gnu/libcprof.so.0.*" test -f "$so"
+check "the library is an AArch64 shared object" bash -c "readelf -h '$so' | grep -q 'Machine:.*AArch64'"
+check "its soname is libcprof.so.0" bash -c "readelf -d '$so' | grep -q 'SONAME.*\[libcprof\.so\.0\]'"
+check "libcprof0's control says Architecture: arm64 and Multi-Arch: same" \
+  bash -c "dpkg-deb -f '$lib' Architecture Multi-Arch | tr '\n' ' ' | grep -q 'arm64 same'"
+for f in usr/include/cprof.h usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc \
+  usr/lib/aarch64-linux-gnu/cmake/cprof/cprofConfig.cmake usr/lib/aarch64-linux-gnu/libcprof.so; do
+  check "libcprof-dev holds /$f" test -e "$T/dev/$f"
+done
+check "cprof.pc names /usr and the aarch64 library directory" \
+  bash -c "grep -q '^prefix=/usr' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc' &&
+           grep -q 'aarch64-linux-gnu' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc'"
+check "cprof_start is among the library's dynamic symbols" \
+  bash -c "readelf --dyn-syms -W '$so' | grep -q ' cprof_start\$'"
+finish
