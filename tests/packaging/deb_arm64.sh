@@ -37,11 +37,13 @@ check "libcprof0 installs /usr/lib/aarch64-linux-gnu/libcprof.so.0.*" test -f "$
 check "the library is an AArch64 shared object" bash -c "readelf -h '$so' | grep -q 'Machine:.*AArch64'"
 check "its soname is libcprof.so.0" bash -c "readelf -d '$so' | grep -q 'SONAME.*\[libcprof\.so\.0\]'"
 check "libcprof0's control says Architecture: arm64 and Multi-Arch: same" \
-  bash -c "dpkg-deb -f '$lib' Architecture Multi-Arch | tr '\n' ' ' | grep -q 'arm64 same'"
+  bash -c "[ \"\$(dpkg-deb -f '$lib' Architecture)\" = arm64 ] && [ \"\$(dpkg-deb -f '$lib' Multi-Arch)\" = same ]"
 for f in usr/include/cprof.h usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc \
-  usr/lib/aarch64-linux-gnu/cmake/cprof/cprofConfig.cmake usr/lib/aarch64-linux-gnu/libcprof.so; do
-  check "libcprof-dev holds /$f" test -e "$T/dev/$f"
+  usr/lib/aarch64-linux-gnu/cmake/cprof/cprofConfig.cmake; do
+  check "libcprof-dev holds /$f" test -f "$T/dev/$f"
 done
+check "libcprof-dev's libcprof.so links to libcprof0's libcprof.so.0" \
+  test "$(readlink "$T/dev/usr/lib/aarch64-linux-gnu/libcprof.so")" = libcprof.so.0
 check "cprof.pc names /usr and the aarch64 library directory" \
   bash -c "grep -q '^prefix=/usr' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc' &&
            grep -q 'aarch64-linux-gnu' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc'"
