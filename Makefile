@@ -77,8 +77,8 @@ test-arm64:
 # The Debian packages (debian/), for both architectures: deb-amd64 builds
 # libcprof0, libcprof-dev and cprof with dpkg-buildpackage from a clean copy
 # of the tree in $(DEB_DIR)/cprof-VERSION, then reads them with lintian;
-# deb-arm64 cross-builds the library's two (dpkg-buildpackage -a arm64
-# -Pcross,nocheck,pkg.cprof.nocli). The .debs are left in $(DEB_DIR);
+# deb-arm64 cross-builds the same three (dpkg-buildpackage -a arm64
+# -Pcross,nocheck). The .debs are left in $(DEB_DIR);
 # doc/building.md, "Debian packages".
 DEB_DIR ?= $(BUILD)/deb
 deb: deb-amd64 deb-arm64

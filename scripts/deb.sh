@@ -8,8 +8,8 @@
 # tests run from the tree, debian/rules says why), and leaves
 # libcprof0_*.deb, libcprof-dev_*.deb and cprof_*.deb with the .changes
 # in DIR, and the source package (cprof_VERSION.dsc) for lintian. With
-# --arch arm64 it is a cross build (-a arm64 -Pcross,nocheck,pkg.cprof.nocli:
-# libcprof0 and libcprof-dev, no cprof; debian/rules says why), whose
+# --arch arm64 it is a cross build (-a arm64 -Pcross,nocheck: the same
+# three packages), whose
 # Build-Depends `scripts/install-deps.sh deb-arm64` installs. Then lintian
 # reads the packages; the script exits 1 if dpkg-buildpackage failed or
 # lintian found an error (its warnings are printed, not fatal).
@@ -66,8 +66,7 @@ fi
 cd "$src"
 opts=(-b -us -uc)
 if [ -n "$arch" ]; then
-  # pkg.cprof.nocli: the library's packages only; debian/rules says why.
-  opts+=(-a "$arch" "-Pcross,nocheck,pkg.cprof.nocli")
+  opts+=(-a "$arch" "-Pcross,nocheck")
 else
   opts+=("-Pnocheck")
 fi

@@ -12,10 +12,11 @@
 set -euo pipefail
 
 # The cprof command: libcurl (with GnuTLS, as the server) fetches profiles,
-# Graphviz's libgvc lays out call graphs, libedit gives the prompt.
+# Graphviz's libgvc lays out call graphs (loaded at run time: no headers),
+# libedit gives the prompt.
 # libjs-chart.js: the charts page draws with it, embedded at build time.
 build_pkgs=(cmake make gcc pkg-config libdw-dev libelf-dev libmicrohttpd-dev zlib1g-dev
-  libcurl4-gnutls-dev libgraphviz-dev libedit-dev
+  libcurl4-gnutls-dev libgvc6 libedit-dev
   libjs-chart.js
   libyaml-dev libsqlite3-dev) # cprof collect: the Parca config, the profile index
 # make deb: dpkg-buildpackage (dpkg-dev), dh (debhelper) and lintian.
@@ -96,26 +97,26 @@ fi
 
 # make deb-arm64: debian/control's Build-Depends for arm64 (libdw-dev:arm64,
 # ...): when apt would install any for a cross build, apt-get build-dep
-# installs them (the arm64 architecture added first).
-# The library's packages only (build profile pkg.cprof.nocli, as make
-# deb-arm64 builds): the cprof command's libgraphviz-dev is not Multi-Arch:
-# same in Debian 12, and apt would remove the amd64 one to install it.
+# installs them (the arm64 architecture added first). Each can be
+# installed beside the amd64 one: the command loads Graphviz at run time
+# (tools/cprof/graphviz.c), whose libgraphviz-dev and libgvc6 are not
+# Multi-Arch: same in Debian 12 (apt would remove the amd64 ones).
 if [ "${1:-build}" = deb-arm64 ]; then
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   # apt's simulation, not dpkg-checkbuilddeps: that takes the amd64
   # pkg-config for the arm64 one (pkgconf:arm64 brings
   # aarch64-linux-gnu-pkg-config, which debhelper's cross build runs).
   if ! dpkg --print-foreign-architectures | grep -qx arm64 ||
-    apt-get build-dep -s -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root" 2>/dev/null | grep -q '^Inst '; then
+    apt-get build-dep -s -a arm64 -P cross,nocheck "$root" 2>/dev/null | grep -q '^Inst '; then
     if [ "$(id -u)" -ne 0 ]; then
-      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck,pkg.cprof.nocli $root" >&2
+      echo "cprof: the arm64 Build-Depends are missing; run as root, or: sudo apt-get build-dep -a arm64 -P cross,nocheck $root" >&2
       exit 1
     fi
     dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
     echo "cprof: installing debian/control's Build-Depends for arm64"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck,pkg.cprof.nocli "$root"
+    apt-get build-dep -y -qq --no-install-recommends -a arm64 -P cross,nocheck "$root"
   fi
 fi
 

@@ -1,10 +1,11 @@
 # The arm64 Debian packages, cross-built as make deb builds them
-# (scripts/deb.sh --arch arm64: dpkg-buildpackage -a arm64
-# -Pcross,nocheck,pkg.cprof.nocli), read without installing them: lintian
-# finds no error, libcprof0 holds an aarch64 library with the soname
-# libcprof.so.0, libcprof-dev the header, cprof.pc and the CMake package,
-# and the library's dynamic symbols are those debian/libcprof0.symbols
-# lists (dpkg-gensymbols checks that while building). They are run under
+# (scripts/deb.sh --arch arm64: dpkg-buildpackage -a arm64 -Pcross,nocheck),
+# read without installing them: lintian finds no error, libcprof0 holds an
+# aarch64 library with the soname libcprof.so.0, libcprof-dev the header,
+# cprof.pc and the CMake package, cprof an aarch64 command that depends on
+# libgvc6 (loaded at run time), and the library's dynamic symbols are
+# those debian/libcprof0.symbols lists (dpkg-gensymbols checks that while
+# building). They are run under
 # qemu by tests/arm64, from the same sources, not from these packages:
 # installing an arm64 package needs an arm64 machine.
 . "$CPROF_SOURCE_DIR/tests/integration/lib.sh"
@@ -19,16 +20,15 @@ git -C "$CPROF_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1 ||
   skip "scripts/deb.sh copies the tree with git, and $CPROF_SOURCE_DIR is not a checkout"
 
 start_s=$SECONDS
-check "scripts/deb.sh --arch arm64 cross-builds the library's packages, and lintian finds no error" \
+check "scripts/deb.sh --arch arm64 cross-builds the three packages, and lintian finds no error" \
   bash -c "'$CPROF_SOURCE_DIR/scripts/deb.sh' --out '$T/deb' --arch arm64 >'$T/deb.log' 2>&1"
 echo "     (built and linted in $((SECONDS - start_s)) s)"
 [ "$FAILS" = 0 ] || { tail -40 "$T/deb.log" >&2; finish || exit 1; }
 
 lib=$(find "$T/deb" -maxdepth 1 -name 'libcprof0_*_arm64.deb' | head -1)
 dev=$(find "$T/deb" -maxdepth 1 -name 'libcprof-dev_*_arm64.deb' | head -1)
-check "libcprof0 and libcprof-dev for arm64 are there" test -f "$lib" -a -f "$dev"
-check "no cprof command package for arm64 (pkg.cprof.nocli)" \
-  bash -c "! ls '$T/deb'/cprof_*_arm64.deb 2>/dev/null | grep -q ."
+cli=$(find "$T/deb" -maxdepth 1 -name 'cprof_*_arm64.deb' | head -1)
+check "libcprof0, libcprof-dev and cprof for arm64 are there" test -f "$lib" -a -f "$dev" -a -f "$cli"
 [ "$FAILS" = 0 ] || { finish || exit 1; }
 dpkg-deb -x "$lib" "$T/lib"
 dpkg-deb -x "$dev" "$T/dev"
@@ -47,6 +47,13 @@ check "libcprof-dev's libcprof.so links to libcprof0's libcprof.so.0" \
 check "cprof.pc names /usr and the aarch64 library directory" \
   bash -c "grep -q '^prefix=/usr' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc' &&
            grep -q 'aarch64-linux-gnu' '$T/dev/usr/lib/aarch64-linux-gnu/pkgconfig/cprof.pc'"
+dpkg-deb -x "$cli" "$T/cli"
+check "cprof installs /usr/bin/cprof, an AArch64 program" \
+  bash -c "readelf -h '$T/cli/usr/bin/cprof' | grep -q 'Machine:.*AArch64'"
+check "cprof depends on libcprof0 of its version and on libgvc6" \
+  bash -c "dpkg-deb -f '$cli' Depends | grep -q 'libcprof0 (= ' && dpkg-deb -f '$cli' Depends | grep -qw libgvc6"
+check "cprof does not link Graphviz (it loads it when it draws)" \
+  bash -c "! readelf -d '$T/cli/usr/bin/cprof' | grep -q 'NEEDED.*libgvc'"
 check "cprof_start is among the library's dynamic symbols" \
   bash -c "readelf --dyn-syms -W '$so' | grep -q ' cprof_start\$'"
 finish

@@ -3,18 +3,17 @@
  * boxes sized by flat, labelled with flat and cum, edges as wide as their
  * weight, dotted where they go through dropped nodes, coloured from grey
  * to red by their share of the total, and a legend with the report's
- * header lines. Graphviz's library lays it out and renders it. */
+ * header lines. Graphviz's library lays it out and renders it (loaded
+ * when first asked: graphviz.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <graphviz/cgraph.h>
-#include <graphviz/gvc.h>
-
 #include "commands.h"
 #include "graph.h"
+#include "graphviz.h"
 #include "model/measure.h"
 #include "model/model.h"
 #include "report.h"
@@ -407,30 +406,35 @@ int graph_write(const cprof__pf_graph_t *g, const graph_doc_t *d, const char *pa
     free(dot);
     return rc;
   }
-  GVC_t *gvc = gvContext();
-  Agraph_t *ag = gvc ? agmemread(dot) : NULL;
+  const graphviz_t *gv;
+  if ((rc = graphviz_load(&gv, err, errlen)) != 0) {
+    free(dot);
+    return rc;
+  }
+  void *gvc = gv->context();
+  void *ag = gvc ? gv->read(dot) : NULL;
   char *bytes = NULL;
   unsigned int len = 0;
   if (!ag) {
     snprintf(err, errlen, "Graphviz could not read the graph");
     rc = -EINVAL;
-  } else if (gvLayout(gvc, ag, "dot") != 0) {
+  } else if (gv->layout(gvc, ag, "dot") != 0) {
     snprintf(err, errlen, "Graphviz could not lay the graph out");
     rc = -EINVAL;
   } else {
-    if (gvRenderData(gvc, ag, format, &bytes, &len) != 0) {
+    if (gv->render(gvc, ag, format, &bytes, &len) != 0) {
       snprintf(err, errlen, "Graphviz could not render the graph as %s", format);
       rc = -EIO;
     } else if ((rc = save_file(path, bytes, len)) != 0) {
       snprintf(err, errlen, "%s: %s", path, strerror(-rc));
     }
-    gvFreeRenderData(bytes);
-    gvFreeLayout(gvc, ag);
+    gv->free_render(bytes);
+    gv->free_layout(gvc, ag);
   }
   if (ag)
-    agclose(ag);
+    gv->close(ag);
   if (gvc)
-    gvFreeContext(gvc);
+    gv->free_context(gvc);
   free(dot);
   return rc;
 }
