@@ -3,8 +3,9 @@
 # read without installing them: lintian finds no error, libcprof0 holds an
 # aarch64 library with the soname libcprof.so.0, libcprof-dev the header,
 # cprof.pc and the CMake package, cprof an aarch64 command that depends on
-# libgvc6 (loaded at run time), and the library's dynamic symbols are
-# those debian/libcprof0.symbols lists (dpkg-gensymbols checks that while
+# libgvc6 (loaded at run time) and, run under qemu, reads a profile as the
+# host's command does, and the library's dynamic symbols are those
+# debian/libcprof0.symbols lists (dpkg-gensymbols checks that while
 # building). They are run under
 # qemu by tests/arm64, from the same sources, not from these packages:
 # installing an arm64 package needs an arm64 machine.
@@ -54,6 +55,21 @@ check "cprof depends on libcprof0 of its version and on libgvc6" \
   bash -c "dpkg-deb -f '$cli' Depends | grep -q 'libcprof0 (= ' && dpkg-deb -f '$cli' Depends | grep -qw libgvc6"
 check "cprof does not link Graphviz (it loads it when it draws)" \
   bash -c "! readelf -d '$T/cli/usr/bin/cprof' | grep -q 'NEEDED.*libgvc'"
+# The arm64 command at work, under qemu: its top of an x86-64 program's CPU
+# profile is the host command's, byte for byte (a profile is the same
+# bytes whoever wrote it).
+if command -v qemu-aarch64 >/dev/null; then
+  dpkg-deb -x "$lib" "$T/cli"
+  start target --ready LD_PRELOAD="$LIB" -- "$B/tests/integration/cpu_target"
+  check "a CPU profile of an x86-64 program" \
+    curl -sf -o "$T/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=1"
+  stop
+  "$B/cprof" top "$T/cpu.pb.gz" >"$T/top.host" 2>&1
+  qemu-aarch64 -E LD_LIBRARY_PATH="$T/cli/usr/lib/aarch64-linux-gnu" \
+    "$T/cli/usr/bin/cprof" top "$T/cpu.pb.gz" >"$T/top.arm64" 2>&1
+  check "the arm64 cprof's top, under qemu, is the host's byte for byte" \
+    bash -c "grep -q flat% '$T/top.host' && cmp -s '$T/top.host' '$T/top.arm64'"
+fi
 check "cprof_start is among the library's dynamic symbols" \
   bash -c "readelf --dyn-syms -W '$so' | grep -q ' cprof_start\$'"
 finish
