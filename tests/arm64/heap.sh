@@ -8,21 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 MiB=1048576
 
-# within TOP FUNCTION WANT_BYTES TOLERANCE [flat|cum]: as tests/integration/heap.sh's.
-within() {
-  python3 - "$@" <<'PY'
-import sys
-top, fn, want, tol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-col = sys.argv[5] if len(sys.argv) > 5 else "flat"
-got = 0
-for line in open(top):
-    f = line.split()
-    if len(f) >= 6 and f[5] == fn and f[3].endswith("B"):
-        got = float(f[0 if col == "flat" else 3].rstrip("B"))
-print("  %s %s: %.0f bytes, want %.0f +- %g%%" % (fn, col, got, want, tol * 100))
-sys.exit(0 if abs(got - want) <= want * tol else 1)
-PY
-}
 
 for unwind in dwarf fp; do
   start target --ready CPROF_HEAP_RATE=1 CPROF_UNWIND=$unwind -- "${A64[@]}" "$P/heap_target"
@@ -30,13 +15,13 @@ for unwind in dwarf fp; do
   pprof -top -unit=B -nodecount=1000 -nodefraction=0 "$T/heap.pb.gz" >"$T/top" ||
     fail "$unwind: go tool pprof -top"
   check "$unwind: inuse_space" has "$T/top" '^Type: inuse_space$'
-  check "$unwind: leak_big holds 3 MiB" within "$T/top" leak_big $((3 * MiB)) 0.01
-  check "$unwind: leak_small holds 1 MiB" within "$T/top" leak_small $MiB 0.01
-  check "$unwind: realloc_grow holds 2 MiB" within "$T/top" realloc_grow $((2 * MiB)) 0.01
-  check "$unwind: aligned_site holds 512 KiB" within "$T/top" aligned_site 524288 0.01
-  check "$unwind: calloc_site holds 512 KiB" within "$T/top" calloc_site 524288 0.01
-  check "$unwind: thread_alloc holds 1 MiB" within "$T/top" thread_alloc $MiB 0.01
-  check "$unwind: main reaches its callees' 7 MiB" within "$T/top" main $((7 * MiB)) 0.01 cum
+  check "$unwind: leak_big holds 3 MiB" pprof_bytes "$T/top" leak_big $((3 * MiB)) 0.01
+  check "$unwind: leak_small holds 1 MiB" pprof_bytes "$T/top" leak_small $MiB 0.01
+  check "$unwind: realloc_grow holds 2 MiB" pprof_bytes "$T/top" realloc_grow $((2 * MiB)) 0.01
+  check "$unwind: aligned_site holds 512 KiB" pprof_bytes "$T/top" aligned_site 524288 0.01
+  check "$unwind: calloc_site holds 512 KiB" pprof_bytes "$T/top" calloc_site 524288 0.01
+  check "$unwind: thread_alloc holds 1 MiB" pprof_bytes "$T/top" thread_alloc $MiB 0.01
+  check "$unwind: main reaches its callees' 7 MiB" pprof_bytes "$T/top" main $((7 * MiB)) 0.01 cum
   check "$unwind: churn holds nothing" bash -c "! grep -q ' churn\$' '$T/top'"
   stop
 done

@@ -7,25 +7,9 @@
 
 P=$B/tests/integration
 MiB=1048576
+# pprof_bytes (lib.sh) with 25 %: at CPROF_HEAP_RATE=4096 a 1 MiB site has
+# about 250 samples, a standard error near 6 %, so 25 % is four of them.
 
-# within TOP FUNCTION WANT_BYTES TOLERANCE [flat|cum]: the function's bytes
-# in a `pprof -top -unit=B` listing are WANT within TOLERANCE (a fraction).
-# At CPROF_HEAP_RATE=4096 a 1 MiB site has about 250 samples: a standard
-# error near 6 %, so 25 % is four of them.
-within() {
-  python3 - "$@" <<'PY'
-import re, sys
-top, fn, want, tol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-col = sys.argv[5] if len(sys.argv) > 5 else "flat"
-got = 0
-for line in open(top):
-    f = line.split()
-    if len(f) >= 6 and f[5] == fn and f[3].endswith("B"):
-        got = float(f[0 if col == "flat" else 3].rstrip("B"))
-print("%s %s: %.0f bytes, want %.0f +- %d%%" % (fn, col, got, want, tol * 100))
-sys.exit(0 if abs(got - want) <= want * tol else 1)
-PY
-}
 # absent TOP FUNCTION: the listing is pprof's (so an empty or missing file,
 # from a fetch or a pprof that failed, cannot pass) and does not name it.
 absent() { has "$1" '^Type: ' && ! grep -Eq " $2( |$)" "$1"; }
@@ -49,20 +33,20 @@ for mode in preload linked; do
     check "$t: fetch /heap" fetch heap.pb.gz "http://$ADDR/debug/pprof/heap"
     check "$t: pprof -top" top_to top "$T/heap.pb.gz"
     check "$t: /heap shows inuse_space first" has "$T/top" '^Type: inuse_space$'
-    check "$t: leak_big holds 3 MiB" within "$T/top" leak_big $((3 * MiB)) 0.25
-    check "$t: leak_small holds 1 MiB" within "$T/top" leak_small $MiB 0.25
-    check "$t: realloc_grow holds 2 MiB (the realloc'd blocks)" within "$T/top" realloc_grow $((2 * MiB)) 0.25
+    check "$t: leak_big holds 3 MiB" pprof_bytes "$T/top" leak_big $((3 * MiB)) 0.25
+    check "$t: leak_small holds 1 MiB" pprof_bytes "$T/top" leak_small $MiB 0.25
+    check "$t: realloc_grow holds 2 MiB (the realloc'd blocks)" pprof_bytes "$T/top" realloc_grow $((2 * MiB)) 0.25
     check "$t: realloc_start holds nothing (its blocks moved)" absent "$T/top" realloc_start
     check "$t: churn holds nothing (freed)" absent "$T/top" churn
-    check "$t: the aligned family holds 512 KiB" within "$T/top" aligned_site 524288 0.1
-    check "$t: calloc_site holds 512 KiB" within "$T/top" calloc_site 524288 0.1
-    check "$t: threads that exited left 1 MiB" within "$T/top" thread_alloc $MiB 0.25
-    check "$t: main reaches all but the threads' 7 MiB" within "$T/top" main $((7 * MiB)) 0.15 cum
+    check "$t: the aligned family holds 512 KiB" pprof_bytes "$T/top" aligned_site 524288 0.1
+    check "$t: calloc_site holds 512 KiB" pprof_bytes "$T/top" calloc_site 524288 0.1
+    check "$t: threads that exited left 1 MiB" pprof_bytes "$T/top" thread_alloc $MiB 0.25
+    check "$t: main reaches all but the threads' 7 MiB" pprof_bytes "$T/top" main $((7 * MiB)) 0.15 cum
 
     check "$t: fetch /allocs" fetch allocs.pb.gz "http://$ADDR/debug/pprof/allocs"
     check "$t: pprof allocs" top_to atop "$T/allocs.pb.gz"
     check "$t: /allocs shows alloc_space first" has "$T/atop" '^Type: alloc_space$'
-    check "$t: churn allocated 8 MiB" within "$T/atop" churn $((8 * MiB)) 0.25
+    check "$t: churn allocated 8 MiB" pprof_bytes "$T/atop" churn $((8 * MiB)) 0.25
     check "$t: realloc_start allocated its 4 KiB blocks" has "$T/atop" ' realloc_start$'
     check "$t: objects" pprof_to objects -sample_index=inuse_objects -top "$T/heap.pb.gz"
     check "$t: leak_small holds about 1024 objects" python3 - "$T/objects" <<'PY'
@@ -97,7 +81,7 @@ check "debug=1 names the frames" has "$T/heap.txt" $'^#\t0x[0-9a-f]+\tleak_big\\
 check "debug=1 ends with memory statistics" has "$T/heap.txt" '^# VmRSS = [0-9]+$'
 check "debug=1 counts the sampled blocks" has "$T/heap.txt" '^# SampledLive = [0-9]+$'
 check "pprof debug=1" top_to ttop -sample_index=inuse_space "$T/heap.txt"
-check "pprof reads debug=1: leak_big holds 3 MiB" within "$T/ttop" leak_big $((3 * MiB)) 0.25
+check "pprof reads debug=1: leak_big holds 3 MiB" pprof_bytes "$T/ttop" leak_big $((3 * MiB)) 0.25
 
 # seconds=N: a delta holds only what happened meanwhile.
 curl -sf -o "$T/delta.pb.gz" "http://$ADDR/debug/pprof/heap?seconds=2" &
@@ -106,7 +90,7 @@ sleep 0.5
 check "the target takes SIGUSR1 (allocate late)" kill -USR1 "$PID"
 check "fetch heap?seconds=2" wait $fetch
 check "pprof delta" top_to dtop "$T/delta.pb.gz"
-check "delta: late_alloc's 2 MiB" within "$T/dtop" late_alloc $((2 * MiB)) 0.25
+check "delta: late_alloc's 2 MiB" pprof_bytes "$T/dtop" late_alloc $((2 * MiB)) 0.25
 check "delta: nothing from before" absent "$T/dtop" leak_big
 check "delta: it lasted 2 s" has "$T/dtop" '^Duration: 2(\.[0-9]+)?s'
 check "late allocation ran" has "$T/target.out" '^late done$'
@@ -133,7 +117,7 @@ start cxx --ready LD_PRELOAD="$LIB" CPROF_HEAP_RATE=4096 -- "$P/cxx_alloc" --wai
 check "fetch cxx heap" fetch cxx.pb.gz "http://$ADDR/debug/pprof/heap"
 check "pprof cxx" top_to ctop "$T/cxx.pb.gz"
 # A static C++ function is named as nm -C lists it, with its parameters.
-check "C++: make_nodes keeps its 4 MiB of Nodes" within "$T/ctop" 'make_nodes(int)' $((1024 * 4000)) 0.25 cum
+check "C++: make_nodes keeps its 4 MiB of Nodes" pprof_bytes "$T/ctop" 'make_nodes(int)' $((1024 * 4000)) 0.25 cum
 stop
 
 # Another allocator first in the lookup order: cprof says so and stays out
@@ -151,7 +135,7 @@ start je_after --ready LD_PRELOAD="$LIB:$JE" CPROF_HEAP_RATE=4096 -- "$P/heap_ta
 check "jemalloc after cprof: nothing said" lacks "$T/je_after.err" 'heap profiling'
 check "fetch je2 heap" fetch je2.pb.gz "http://$ADDR/debug/pprof/heap"
 check "pprof je2" top_to j2top "$T/je2.pb.gz"
-check "jemalloc after cprof: leak_big holds 3 MiB" within "$T/j2top" leak_big $((3 * MiB)) 0.25
+check "jemalloc after cprof: leak_big holds 3 MiB" pprof_bytes "$T/j2top" leak_big $((3 * MiB)) 0.25
 stop
 
 # CPROF_HEAP_RATE=0: off; a bad value: one line, and the default.
@@ -175,11 +159,11 @@ for limit in 32M 1M; do
   mixed=$(sed -n 's/^mixed_bytes //p' "$T/stacks_$limit.out")
   check "$limit: fetch /heap" fetch stacks.pb.gz "http://$ADDR/debug/pprof/heap"
   check "$limit: pprof -top" top_to stop "$T/stacks.pb.gz"
-  check "$limit: mixed_site holds exactly what it asked for" within "$T/stop" mixed_site "$mixed" 0
+  check "$limit: mixed_site holds exactly what it asked for" pprof_bytes "$T/stop" mixed_site "$mixed" 0
   check "$limit: tagfocus" pprof_to s16 -tagfocus=bytes=16B -top -unit=B "$T/stacks.pb.gz"
-  check "$limit: the site's first size keeps Go's bytes label" within "$T/s16" mixed_site 16 0
+  check "$limit: the site's first size keeps Go's bytes label" pprof_bytes "$T/s16" mixed_site 16 0
   if [ $limit = 32M ]; then
-    check "$limit: leaf_alloc holds 16 MiB" within "$T/stop" leaf_alloc $((16 * MiB)) 0
+    check "$limit: leaf_alloc holds 16 MiB" pprof_bytes "$T/stop" leaf_alloc $((16 * MiB)) 0
     check "$limit: nothing over the limit" absent "$T/stop" '\[cprof:'
   else
     check "$limit: the stacks over the limit are counted under one frame" \

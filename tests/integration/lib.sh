@@ -204,3 +204,21 @@ finish() {
   echo "$(basename "$0" .sh): $PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }
+
+# pprof_bytes TOP FUNCTION WANT_BYTES TOLERANCE [flat|cum]: the function's
+# bytes in a `pprof -top -unit=B` listing are WANT within TOLERANCE (a
+# fraction): heap.sh's and arm64/heap.sh's measure.
+pprof_bytes() {
+  python3 - "$@" <<'PY'
+import re, sys
+top, fn, want, tol = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+col = sys.argv[5] if len(sys.argv) > 5 else "flat"
+got = 0
+for line in open(top):
+    f = line.split()
+    if len(f) >= 6 and f[5] == fn and f[3].endswith("B"):
+        got = float(f[0 if col == "flat" else 3].rstrip("B"))
+print("%s %s: %.0f bytes, want %.0f +- %d%%" % (fn, col, got, want, tol * 100))
+sys.exit(0 if abs(got - want) <= want * tol else 1)
+PY
+}
