@@ -10,7 +10,7 @@
  * - CPROF_ARCH_HERE(pc, sp, fp): the current pc, stack and frame pointers,
  *   and cprof__arch_context_here(uc): the same into a ucontext, for the
  *   walks from here (caller.c, fp.c's warm-up);
- * - CPROF_ARCH_DW_SP, _FP, _RA, and cprof__arch_dwarf_reg(mc, n, &v): the
+ * - CPROF_ARCH_DW_SP, _FP, _RA, and cprof__arch_dwarf_reg(mc, n): the
  *   DWARF register numbers the unwind tables use, and register n of an
  *   interrupted context;
  * - cprof__arch_ends_in_call(b): the 8 bytes before a return address end

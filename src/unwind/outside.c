@@ -26,6 +26,7 @@
  *   deeper and agrees with the first on every frame they share. */
 #include "unwind/outside.h"
 
+#include "arch/arch.h"
 #include "unwind/cfa_rule.h"
 #include "unwind/frames.h"
 #include "unwind/unwind.h"
@@ -124,7 +125,7 @@ static int after_call(Dwfl *dwfl, cprof__blocked_ctx_t *c, uintptr_t ret) {
     return 0;
   unsigned char b[8];
   memcpy(b, &w, sizeof b);
-  return cprof__ends_in_call(b);
+  return cprof__arch_ends_in_call(b);
 }
 
 /* A frame record at s: [s] is a higher frame pointer, [s+8] a return

@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <ucontext.h>
 
-#include "arch/arch.h"
 #include "core/config.h" /* cprof__unwinder_t and the depths: settings' constants */
 #include "unwind/maps.h"
 #include "unwind/pc.h"
@@ -67,13 +66,5 @@ int cprof__unwind_sigsafe(cprof__unwinder_t how, const ucontext_t *uc, const cpr
 void cprof__unwind_bind_now(void);
 int cprof__unwind_fp_sigsafe(const ucontext_t *uc, const cprof__maps_t *stacks, uintptr_t *pcs,
                              int max);
-
-/* Whether the 8 bytes before a return address, b[0..7] with b[7] the byte
- * just before it, end in a call instruction (arch.h says which are). The
- * one test of "this word on the stack is a return address" that both the
- * frame-pointer unwinder and the outside unwinder use. Pure: signal-safe. */
-static inline int cprof__ends_in_call(const unsigned char b[8]) {
-  return cprof__arch_ends_in_call(b);
-}
 
 #endif
