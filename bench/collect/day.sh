@@ -45,17 +45,7 @@ cc -O2 -g -std=gnu11 -I"$ROOT/tools/cprof" -o "$FILL" "$BENCH/collect/fill.c" \
   "$ROOT"/tools/cprof/collect/store_read.c "$ROOT"/tools/cprof/collect/store_events.c \
   $(pkg-config --cflags --libs sqlite3) -lpthread
 
-mkdir -p "$T/rec"
-CPROF_ADDR=127.0.0.1:0 "$DEMO" >"$T/demo.out" 2>"$T/demo.err" &
-DEMO_PID=$!
-ADDR=$(serving_addr "$T/demo.err" "cprof: serving")
-sleep 5
-for p in heap block goroutine mutex 'profile?seconds=2'; do
-  curl -sf -o "$T/rec/${p%%\?*}.pb.gz" "http://$ADDR/debug/pprof/$p" ||
-    { echo "collect day: cannot record /debug/pprof/$p from the demo" >&2; exit 1; }
-done
-kill "$DEMO_PID"
-wait "$DEMO_PID" 2>/dev/null || true
+record_demo "$DEMO"
 echo "recorded: $(for f in heap block goroutine mutex profile; do printf '%s %s B, ' "$f" "$(stat -c %s "$T/rec/$f.pb.gz")"; done | sed 's/, $//')"
 
 python3 "$BENCH/collect/targets.py" "$T/rec" 1 "$T/ports" 2>"$T/targets.err" &

@@ -30,3 +30,22 @@ serving_addr() {
 
 # status_kb PID FIELD: VmRSS or VmHWM, KiB.
 status_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# record_demo DEMO: the demo's five default profiles (heap, block,
+# goroutine, mutex and a 2 s CPU profile) in $T/rec/NAME.pb.gz, once it has
+# run 5 s, long enough for its heap, locks and threads to show; the demo
+# stopped after. Exits with a line when one cannot be recorded.
+record_demo() {
+  local pid addr p
+  mkdir -p "$T/rec"
+  CPROF_ADDR=127.0.0.1:0 "$1" >"$T/demo.out" 2>"$T/demo.err" &
+  pid=$!
+  addr=$(serving_addr "$T/demo.err" "cprof: serving") || exit 1
+  sleep 5
+  for p in heap block goroutine mutex 'profile?seconds=2'; do
+    curl -sf -o "$T/rec/${p%%\?*}.pb.gz" "http://$addr/debug/pprof/$p" ||
+      { echo "$(basename "$0"): cannot record /debug/pprof/$p from the demo" >&2; exit 1; }
+  done
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+}

@@ -55,17 +55,7 @@ echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The profiles, recorded from the demo once it has run long enough for its
 # heap, locks and threads to show.
-mkdir -p "$T/rec"
-CPROF_ADDR=127.0.0.1:0 "$DEMO" >"$T/demo.out" 2>"$T/demo.err" &
-DEMO_PID=$!
-ADDR=$(serving_addr "$T/demo.err" "cprof: serving")
-sleep 5
-for p in heap block goroutine mutex 'profile?seconds=2'; do
-  curl -sf -o "$T/rec/${p%%\?*}.pb.gz" "http://$ADDR/debug/pprof/$p" ||
-    { echo "collect bench: cannot record /debug/pprof/$p from the demo" >&2; exit 1; }
-done
-kill "$DEMO_PID"
-wait "$DEMO_PID" 2>/dev/null || true
+record_demo "$DEMO"
 if [ -n "${LARGE:-}" ]; then
   MANY=$CPROF_BUILD/tests/integration/many_stacks
   [ -x "$MANY" ] || { echo "collect bench: LARGE=1 needs $MANY (a build with tests)" >&2; exit 1; }
